@@ -1,0 +1,90 @@
+// Backend: the interface every compute backend implements (CPU now, CUDA and the fake
+// offload device later). The layer program calls every op through it, so an op runs on the
+// backend that holds its weights.
+//
+// Conventions (ggml's): ne[0] is the innermost dimension. Activations are contiguous f32
+// tensors with one token per row: x [n_embd, n_tokens]. Weights are [k, n] tensors of any
+// supported GgmlType (a linear layer from PyTorch [out, in] is stored as ne = {in, out}).
+// All tensors passed to a backend live in memory it can address (memory_kind()).
+// Invariants: outputs never alias inputs unless an op says "in place"; calls on one backend
+// are made from one thread at a time (a backend may use many threads inside an op).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/core/op_types.h"
+#include "engine/core/tensor.h"
+
+namespace strata {
+
+struct RopeParams {
+    int n_rot = 0;               // rotated dims per head (<= head_dim); the rest pass through
+    float freq_base = 10000.0f;  // theta_i = pos * base^(-2i/n_rot)
+    float freq_scale = 1.0f;     // linear scaling: theta *= freq_scale (= 1/factor)
+    RopeStyle style = RopeStyle::Neox;
+    const float* freq_factors = nullptr;  // [n_rot/2] divisors of theta (rope_freqs), or null
+};
+
+struct AttentionParams {
+    int n_head = 0;
+    int n_head_kv = 0;       // n_head % n_head_kv == 0 (GQA/MQA broadcast)
+    int head_dim_k = 0;
+    int head_dim_v = 0;
+    float scale = 1.0f;      // applied to q·k
+    int32_t window = 0;      // sliding window: key p0 is visible to query p1 iff p1 - p0 < window; 0 = full
+    float softcap = 0.0f;    // attention-logit soft-capping c·tanh(s/c); 0 = off
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::string_view name() const = 0;
+    // The memory this backend's ops read and write.
+    virtual MemoryKind memory_kind() const = 0;
+
+    // y [n, m] = W [k, n] · x [k, m]: each row of W dotted with each row of x. y is f32.
+    virtual void matmul(const Tensor& w, const Tensor& x, Tensor& y) = 0;
+
+    // out [ne0, n] = rows ids[0..n) of table [ne0, n_rows] (any type), as f32.
+    virtual void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) = 0;
+
+    // Per row of x: y = x / sqrt(mean(x²) + eps) · weight (weight f32 [ne0], or null for none).
+    // x may be viewed with a smaller ne[0] to normalise per head. y may alias x (in place).
+    virtual void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) = 0;
+
+    // y = a + b, with b either the same shape or one row broadcast over a's rows.
+    // y may alias a (in place).
+    virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+
+    // x *= s, in place.
+    virtual void scale(Tensor& x, float s) = 0;
+
+    // y = act(gate) ⊙ up, all [n_ff, n]. y may alias gate or up (elementwise, in place).
+    virtual void gated_activation(const Tensor& gate, const Tensor& up, Activation act,
+                                  Tensor& y) = 0;
+
+    // In place on x [head_dim, n_heads, n_tokens]; positions[t] is token t's position.
+    virtual void rope(Tensor& x, const int32_t* positions, const RopeParams& params) = 0;
+
+    // Writes src [row, n] (f32) into rows [first_cell, first_cell + n) of cache [row, n_cells],
+    // converting to the cache's type (f16, q8_0...).
+    virtual void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) = 0;
+
+    // Causal attention of q [head_dim_k, n_head, n_tokens] over cache cells [0, n_cells), where
+    // cell c holds position c: k_cache [head_dim_k * n_head_kv, cells], v_cache
+    // [head_dim_v * n_head_kv, cells]. Query t at positions[t] sees keys at p <= positions[t]
+    // (and within the window). out [head_dim_v, n_head, n_tokens] f32.
+    virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           int64_t n_cells, const int32_t* positions, const AttentionParams& params,
+                           Tensor& out) = 0;
+
+    // x = c·tanh(x/c), in place.
+    virtual void softcap(Tensor& x, float cap) = 0;
+
+    // Waits until every queued op has finished (a no-op on synchronous backends).
+    virtual void synchronize() {}
+};
+
+}  // namespace strata

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: the unit and oracle tests (ctest),
+# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader
+# fuzzer for a bounded time. Ends with one line "tests: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || exit 1
+export STRATA_DEFAULT_MODEL STRATA_QWEN2_MODEL
+STRATA_DEFAULT_MODEL=$(scripts/default-model.sh) || exit 1
+STRATA_QWEN2_MODEL=$(python3 scripts/second-model.py) || exit 1
+jobs=$(nproc)
+fuzz_seconds=${STRATA_FUZZ_SECONDS:-60}
+
+passed=0; failed=0
+count() {  # reads ctest output on stdin, adds its totals
+  local line
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" | tail -1)
+  local f t
+  f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+  t=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+  if [ -z "$line" ]; then failed=$((failed + 1)); else passed=$((passed + t - f)); failed=$((failed + f)); fi
+}
+
+echo "== build (release)"
+if scripts/build.sh; then
+  echo "== tests (release)"
+  out=$(ctest --test-dir build --output-on-failure -j "$jobs" 2>&1); echo "$out"; count <<<"$out"
+else
+  failed=$((failed + 1)); echo "release build FAILED"
+fi
+
+echo "== build (ASan + UBSan)"
+if STRATA_BUILD_DIR=build-asan scripts/build.sh -DSTRATA_SANITIZE=ON -DSTRATA_CUDA=OFF; then
+  echo "== tests (ASan + UBSan)"
+  out=$(ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow 2>&1)
+  echo "$out"; count <<<"$out"
+else
+  failed=$((failed + 1)); echo "sanitizer build FAILED"
+fi
+
+echo "== fuzz (libFuzzer, ${fuzz_seconds}s)"
+if STRATA_BUILD_DIR=build-fuzz STRATA_BUILD_TARGET=gguf_fuzz scripts/build.sh -DSTRATA_FUZZ=ON -DSTRATA_CUDA=OFF -DSTRATA_TESTS=OFF \
+     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++; then
+  corpus=$(mktemp -d); cp tests/fuzz/corpus/* "$corpus"/
+  if build-fuzz/bin/gguf_fuzz -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 \
+       "$corpus" tests/fuzz/corpus >build-fuzz/fuzz.log 2>&1; then
+    passed=$((passed + 1)); tail -n 3 build-fuzz/fuzz.log
+  else
+    failed=$((failed + 1)); tail -n 40 build-fuzz/fuzz.log; echo "fuzzer FAILED (crash input above)"
+  fi
+  rm -rf "$corpus"
+else
+  failed=$((failed + 1)); echo "fuzzer build FAILED"
+fi
+
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
