@@ -1,0 +1,53 @@
+// CpuBackend (cpu_backend.h): forwards each op to its CPU body in ops.h with the thread count.
+#include "kernels_cpu/cpu_backend.h"
+
+#include "kernels_cpu/op_args.h"
+#include "kernels_cpu/ops.h"
+
+namespace strata::cpu {
+
+CpuBackend::CpuBackend(int n_threads) : n_threads_(resolve_threads(n_threads)) {}
+
+void CpuBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
+    cpu::matmul(w, x, y, n_threads_);
+}
+
+void CpuBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {
+    cpu::get_rows(table, ids, n, out, n_threads_);
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) {
+    cpu::rms_norm(x, weight, eps, y, n_threads_);
+}
+
+void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+    cpu::add(a, b, y, n_threads_);
+}
+
+void CpuBackend::scale(Tensor& x, float s) {
+    cpu::scale(x, s, n_threads_);
+}
+
+void CpuBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
+    cpu::gated_activation(gate, up, act, y, n_threads_);
+}
+
+void CpuBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& params) {
+    cpu::rope(x, positions, params, n_threads_);
+}
+
+void CpuBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {
+    cpu::kv_store(src, cache, first_cell, n_threads_);
+}
+
+void CpuBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           int64_t n_cells, const int32_t* positions, const AttentionParams& params,
+                           Tensor& out) {
+    cpu::attention(q, k_cache, v_cache, n_cells, positions, params, out, n_threads_);
+}
+
+void CpuBackend::softcap(Tensor& x, float cap) {
+    cpu::softcap(x, cap, n_threads_);
+}
+
+}  // namespace strata::cpu

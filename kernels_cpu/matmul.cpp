@@ -1,0 +1,117 @@
+// matmul and get_rows on weights of any dequantizable type. Reference-speed path: each thread
+// dequantizes a panel of W rows to f32 once and dots it with every row of x, so a prefill of
+// m tokens pays for dequantization once per weight row, not once per token.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "kernels_cpu/op_args.h"
+#include "kernels_cpu/ops.h"
+#include "kernels_cpu/vec.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr int64_t kTile = 4;             // W rows per dot4 call
+constexpr int64_t kPanelFloats = 65536;  // dequantized panel budget per thread (256 KiB)
+constexpr int64_t kXBlock = 8;           // x rows reused across one panel from L1/L2
+
+// Rows of W dequantized at once: a multiple of kTile, small enough to stay in L2, and small
+// enough to give every thread several panels. Depends on the shapes only (never on
+// n_threads), so results are identical for any thread count.
+int64_t panel_rows(int64_t k, int64_t n) {
+    int64_t rows = std::clamp<int64_t>(kPanelFloats / std::max<int64_t>(k, 1), kTile, 16);
+    while (rows > kTile && (n + rows - 1) / rows < 8)
+        rows -= kTile;
+    return rows / kTile * kTile;
+}
+
+void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y) {
+    check_dequantizable("matmul", "W", w);
+    check_f32("matmul", "x", x);
+    check_f32("matmul", "y", y);
+    if (w.ne[2] != 1 || w.ne[3] != 1) {
+        throw ArgumentError(cat("matmul: W must be 2-D [k, n], got ", w.shape_string()));
+    }
+    if (x.ne[0] != w.ne[0]) {
+        throw ArgumentError(cat("matmul: x ", x.shape_string(), " must have k = ", w.ne[0],
+                                " elements per row to match W ", w.shape_string()));
+    }
+    if (y.ne[0] != w.ne[1] || y.ne[1] != x.ne[1] || y.ne[2] != x.ne[2] || y.ne[3] != x.ne[3]) {
+        throw ArgumentError(cat("matmul: y ", y.shape_string(), " must be [", w.ne[1],
+                                ", rows of x] for W ", w.shape_string(), " and x ",
+                                x.shape_string()));
+    }
+}
+
+}  // namespace
+
+// y [n, m] = W [k, n] · x [k, m]
+void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads) {
+    check_matmul(w, x, y);
+    const int64_t k = w.ne[0];
+    const int64_t n = w.ne[1];
+    const int64_t m = x.n_rows();
+    if (n == 0 || m == 0) return;
+    const DequantizeFn dequantize = type_traits(w.type).dequantize;
+    const int64_t panel = panel_rows(k, n);
+    const int64_t n_panels = (n + panel - 1) / panel;
+
+#pragma omp parallel num_threads(n_threads) if (n_panels > 1 && n * k * m > 65536)
+    {
+        std::vector<float> wf(static_cast<size_t>(panel * k), 0.0f);  // [k, panel]
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < n_panels; ++p) {
+            const int64_t row0 = p * panel;
+            const int64_t rows = std::min(panel, n - row0);
+            for (int64_t r = 0; r < rows; ++r) {
+                dequantize(row_ptr(w, row0 + r), wf.data() + r * k, k);
+            }
+            for (int64_t i0 = 0; i0 < m; i0 += kXBlock) {
+                const int64_t i1 = std::min(m, i0 + kXBlock);
+                for (int64_t t = 0; t < rows; t += kTile) {
+                    const int64_t valid = std::min(kTile, rows - t);
+                    for (int64_t i = i0; i < i1; ++i) {
+                        float out[kTile];
+                        // Rows past `valid` read stale scratch; their outputs are dropped.
+                        dot4_f32(wf.data() + t * k, k, f32_row(x, i), k, out);
+                        float* yi = f32_row(y, i) + row0 + t;
+                        for (int64_t r = 0; r < valid; ++r)
+                            yi[r] = out[r];
+                    }
+                }
+            }
+        }
+    }
+}
+
+// out [ne0, n] = table [ne0, n_rows] rows ids[0..n), as f32
+void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out, int n_threads) {
+    check_dequantizable("get_rows", "table", table);
+    check_f32("get_rows", "out", out);
+    if (table.ne[2] != 1 || table.ne[3] != 1) {
+        throw ArgumentError(cat("get_rows: table must be 2-D, got ", table.shape_string()));
+    }
+    if (n < 0 || out.ne[0] != table.ne[0] || out.n_rows() != n) {
+        throw ArgumentError(cat("get_rows: out ", out.shape_string(), " must be [", table.ne[0],
+                                ", ", n, "] for ", n, " ids of table ", table.shape_string()));
+    }
+    if (n > 0 && ids == nullptr) throw ArgumentError("get_rows: ids is null");
+    const int64_t n_rows = table.ne[1];
+    for (int64_t i = 0; i < n; ++i) {
+        if (ids[i] < 0 || ids[i] >= n_rows) {
+            throw ArgumentError(cat("get_rows: id ", ids[i], " at index ", i,
+                                    " is outside the table's ", n_rows, " rows (",
+                                    table.shape_string(), ")"));
+        }
+    }
+    const DequantizeFn dequantize = type_traits(table.type).dequantize;
+    const int64_t ne0 = table.ne[0];
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n * ne0 > 65536)
+    for (int64_t i = 0; i < n; ++i) {
+        dequantize(row_ptr(table, ids[i]), f32_row(out, i), ne0);
+    }
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,38 @@
+// Internal to kernels_cpu: the CPU body of every Backend op, one family per file. Each checks
+// its arguments (ArgumentError / UnsupportedError with the shapes) and runs on n_threads
+// OpenMP threads; results never depend on n_threads. See engine/core/backend.h for the
+// shapes and aliasing rules; cpu_backend.cpp only forwards here.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/core/backend.h"
+#include "engine/core/tensor.h"
+
+namespace strata::cpu {
+
+// matmul.cpp
+void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads);
+void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out, int n_threads);
+
+// norm.cpp
+void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y, int n_threads);
+
+// elementwise.cpp
+void add(const Tensor& a, const Tensor& b, Tensor& y, int n_threads);
+void scale(Tensor& x, float s, int n_threads);
+void softcap(Tensor& x, float cap, int n_threads);
+void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y,
+                      int n_threads);
+
+// rope.cpp
+void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_threads);
+
+// kv_store.cpp
+void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell, int n_threads);
+
+// attention.cpp
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
+               const int32_t* positions, const AttentionParams& params, Tensor& out, int n_threads);
+
+}  // namespace strata::cpu
