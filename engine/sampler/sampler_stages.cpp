@@ -1,0 +1,157 @@
+// Bodies of the filtering stages. Each keeps the CandidateList invariants stated in the header;
+// partial sorts use candidate_before so the surviving set never depends on the library.
+#include "engine/sampler/sampler_stages.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "engine/core/error.h"
+
+namespace strata {
+
+void CandidateList::assign(std::span<const float> logits) {
+    tokens.clear();  // then append: resize() would first value-initialise every element
+    tokens.reserve(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) {
+        tokens.push_back(Candidate{static_cast<int32_t>(i), logits[i], 0.0f});
+    }
+    sorted = false;
+}
+
+size_t argmax_index(const CandidateList& list) {
+    STRATA_INVARIANT(!list.tokens.empty());
+    if (list.sorted) return 0;
+    size_t best = 0;
+    for (size_t i = 1; i < list.tokens.size(); ++i) {
+        if (candidate_before(list.tokens[i], list.tokens[best])) best = i;
+    }
+    return best;
+}
+
+void softmax(CandidateList& list) {
+    auto& tokens = list.tokens;
+    const float max_logit = tokens[argmax_index(list)].logit;
+    STRATA_INVARIANT(max_logit > -INFINITY);
+    double sum = 0.0;
+    for (auto& c : tokens) {
+        c.p = std::exp(c.logit - max_logit);  // -inf -> 0; the maximum contributes exactly 1
+        sum += c.p;
+    }
+    const double inv_sum = 1.0 / sum;
+    for (auto& c : tokens) c.p = static_cast<float>(c.p * inv_sum);
+}
+
+void apply_top_k(CandidateList& list, int32_t k) {
+    auto& tokens = list.tokens;
+    if (k <= 0) return;
+    const size_t keep = std::min(static_cast<size_t>(k), tokens.size());
+    if (!list.sorted) {
+        // Heap selection: one comparison per token for the common case k << n.
+        std::partial_sort(tokens.begin(), tokens.begin() + keep, tokens.end(), CandidateBefore{});
+        list.sorted = true;
+    }
+    tokens.resize(keep);
+}
+
+namespace {
+
+// Keeps tokens[0, first) and the shortest run of the sorted tokens[first, end) that brings the
+// cumulative p, starting at `cum`, to `p`. If rounding keeps it just below p, everything stays.
+void cut_sorted_tail(std::vector<Candidate>& tokens, size_t first, double cum, double p) {
+    for (size_t i = first; i < tokens.size(); ++i) {
+        cum += tokens[i].p;
+        if (cum >= p) {
+            tokens.resize(i + 1);
+            return;
+        }
+    }
+}
+
+// Top-p on a large unsorted list without sorting it: histogram the probability mass by distance
+// below the maximum logit, find the bucket where the cumulative mass reaches p, keep the buckets
+// above it whole and sort only that boundary bucket to place the cut. Buckets follow the rank
+// order, so this keeps exactly the sorted prefix (up to summation order).
+void top_p_by_buckets(std::vector<Candidate>& tokens, float max_logit, double p) {
+    constexpr size_t kBuckets = 2048;
+    constexpr float kSpan = 32.0f;  // nats below the maximum; everything lower shares one bucket
+    const auto bucket_of = [max_logit](float logit) {
+        const float below = max_logit - logit;  // >= 0; +inf for -inf logits
+        return below < kSpan ? static_cast<size_t>(below * (kBuckets / kSpan)) : kBuckets;
+    };
+    std::array<double, kBuckets + 1> mass{};
+    for (const auto& c : tokens) mass[bucket_of(c.logit)] += c.p;
+    size_t boundary = 0;
+    double above = 0.0;  // mass of the buckets before `boundary`
+    while (boundary < kBuckets && above + mass[boundary] < p) above += mass[boundary++];
+
+    // Compact the kept buckets to the front, keeping their order. Then move the boundary bucket
+    // behind the others: the swaps keep the order of the front group, and the boundary group is
+    // sorted by a total order, so the result is the same with every standard library.
+    size_t kept = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (bucket_of(tokens[i].logit) <= boundary) tokens[kept++] = tokens[i];
+    }
+    tokens.resize(kept);
+    size_t n_above = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (bucket_of(tokens[i].logit) < boundary) std::swap(tokens[n_above++], tokens[i]);
+    }
+    std::sort(tokens.begin() + static_cast<ptrdiff_t>(n_above), tokens.end(), CandidateBefore{});
+    cut_sorted_tail(tokens, n_above, above, p);
+}
+
+}  // namespace
+
+void apply_top_p(CandidateList& list, float p) {
+    auto& tokens = list.tokens;
+    if (p >= 1.0f) return;
+    if (tokens.size() <= 1) {
+        list.sorted = true;  // one token is trivially sorted and is always kept
+        return;
+    }
+    softmax(list);  // probabilities over the whole list, before any truncation
+    constexpr size_t kSortBelow = 2048;  // under this, a full sort is as cheap as the histogram
+    if (!list.sorted && tokens.size() >= kSortBelow) {
+        top_p_by_buckets(tokens, tokens[argmax_index(list)].logit, p);
+        return;
+    }
+    if (!list.sorted) std::sort(tokens.begin(), tokens.end(), CandidateBefore{});
+    list.sorted = true;
+    cut_sorted_tail(tokens, 0, 0.0, p);
+}
+
+void apply_min_p(CandidateList& list, float min_p) {
+    if (min_p <= 0.0f || list.tokens.empty()) return;
+    const double max_logit = list.tokens[argmax_index(list)].logit;
+    // p_i >= min_p * p_max  <=>  logit_i - max_logit >= ln(min_p); the maximum always stays.
+    const double threshold = max_logit + std::log(static_cast<double>(min_p));
+    std::erase_if(list.tokens, [threshold](const Candidate& c) {
+        return static_cast<double>(c.logit) < threshold;
+    });
+}
+
+void apply_temperature(CandidateList& list, float temperature) {
+    STRATA_INVARIANT(temperature > 0.0f);
+    const float max_logit = list.tokens[argmax_index(list)].logit;
+    for (auto& c : list.tokens) c.logit = (c.logit - max_logit) / temperature;
+}
+
+size_t pick_index(const CandidateList& list, double u) {
+    const auto& tokens = list.tokens;
+    STRATA_INVARIANT(!tokens.empty());
+    double total = 0.0;
+    for (const auto& c : tokens) total += c.p;
+    const double target = u * total;
+    double cum = 0.0;
+    size_t last_positive = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i].p <= 0.0f) continue;
+        cum += tokens[i].p;
+        if (cum > target) return i;
+        last_positive = i;
+    }
+    return last_positive;  // u * total rounded up to the full sum
+}
+
+}  // namespace strata
