@@ -1,0 +1,40 @@
+// The table of supported architectures, keyed by general.architecture.
+#include <algorithm>
+#include <array>
+
+#include "engine/core/error.h"
+#include "engine/model/arch_spec.h"
+
+namespace strata {
+namespace {
+
+using ArchFn = const ArchSpec& (*)();
+constexpr std::array<ArchFn, 4> kArchs = {gemma3_arch, llama_arch, qwen2_arch, qwen3_arch};
+
+}  // namespace
+
+const ArchSpec* find_arch(std::string_view name) {
+    for (ArchFn fn : kArchs) {
+        if (fn().name == name) return &fn();
+    }
+    return nullptr;
+}
+
+std::vector<std::string_view> supported_architectures() {
+    std::vector<std::string_view> names;
+    for (ArchFn fn : kArchs)
+        names.push_back(fn().name);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+const ArchSpec& arch_spec(std::string_view name) {
+    if (const ArchSpec* spec = find_arch(name)) return *spec;
+    std::string list;
+    for (std::string_view n : supported_architectures())
+        list += (list.empty() ? "" : ", ") + std::string(n);
+    throw UnsupportedError(
+        cat("architecture '", name, "' is not supported (supported: ", list, ")"));
+}
+
+}  // namespace strata

@@ -1,0 +1,200 @@
+// Expected-tensor lists and their check against a file's tensor table (see tensor_spec.h).
+#include "engine/model/tensor_spec.h"
+
+#include <charconv>
+#include <unordered_set>
+
+#include "engine/core/error.h"
+#include "engine/gguf/model_file.h"
+#include "engine/model/arch_spec.h"
+#include "engine/model/model_config.h"
+
+namespace strata {
+
+std::string_view tensor_role_name(TensorRole role) {
+    switch (role) {
+        case TensorRole::TokenEmbd:
+            return "token_embd";
+        case TensorRole::Output:
+            return "output";
+        case TensorRole::OutputNorm:
+            return "output_norm";
+        case TensorRole::RopeFreqs:
+            return "rope_freqs";
+        case TensorRole::AttnNorm:
+            return "attn_norm";
+        case TensorRole::AttnQ:
+            return "attn_q";
+        case TensorRole::AttnK:
+            return "attn_k";
+        case TensorRole::AttnV:
+            return "attn_v";
+        case TensorRole::AttnOutput:
+            return "attn_output";
+        case TensorRole::AttnQNorm:
+            return "attn_q_norm";
+        case TensorRole::AttnKNorm:
+            return "attn_k_norm";
+        case TensorRole::AttnQBias:
+            return "attn_q_bias";
+        case TensorRole::AttnKBias:
+            return "attn_k_bias";
+        case TensorRole::AttnVBias:
+            return "attn_v_bias";
+        case TensorRole::PostAttnNorm:
+            return "post_attention_norm";
+        case TensorRole::FfnNorm:
+            return "ffn_norm";
+        case TensorRole::FfnGate:
+            return "ffn_gate";
+        case TensorRole::FfnUp:
+            return "ffn_up";
+        case TensorRole::FfnDown:
+            return "ffn_down";
+        case TensorRole::PostFfnNorm:
+            return "post_ffw_norm";
+    }
+    return "unknown";
+}
+
+bool is_norm_role(TensorRole role) {
+    switch (role) {
+        case TensorRole::OutputNorm:
+        case TensorRole::AttnNorm:
+        case TensorRole::AttnQNorm:
+        case TensorRole::AttnKNorm:
+        case TensorRole::PostAttnNorm:
+        case TensorRole::FfnNorm:
+        case TensorRole::PostFfnNorm:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool is_vector_role(TensorRole role) {
+    return role == TensorRole::AttnQBias || role == TensorRole::AttnKBias ||
+           role == TensorRole::AttnVBias || role == TensorRole::RopeFreqs;
+}
+
+std::string shape_string(const std::vector<int64_t>& ne) {
+    std::string s = "[";
+    for (size_t i = 0; i < ne.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(ne[i]);
+    return s + "]";
+}
+
+void TensorListBuilder::global(std::string name, TensorRole role, std::vector<int64_t> ne,
+                               std::string formula, bool required, bool in_config) {
+    out_.push_back({std::move(name), role, -1, std::move(ne), std::move(formula), required,
+                    required || in_config});
+}
+
+void TensorListBuilder::layer(int il, std::string_view suffix, TensorRole role,
+                              std::vector<int64_t> ne, std::string formula, bool required,
+                              bool in_config) {
+    out_.push_back({cat("blk.", il, ".", suffix), role, il, std::move(ne), std::move(formula),
+                    required, required || in_config});
+}
+
+void add_token_embd(const ModelConfig& c, TensorListBuilder& out) {
+    out.global("token_embd.weight", TensorRole::TokenEmbd, {c.n_embd, c.n_vocab},
+               "[n_embd, n_vocab]");
+}
+
+void add_output(const ModelConfig& c, TensorListBuilder& out) {
+    out.global("output_norm.weight", TensorRole::OutputNorm, {c.n_embd}, "[n_embd]");
+    out.global("output.weight", TensorRole::Output, {c.n_embd, c.n_vocab}, "[n_embd, n_vocab]",
+               /*required=*/false, /*in_config=*/!c.tied_output);
+}
+
+void add_attention(const ModelConfig& c, int il, TensorListBuilder& out) {
+    out.layer(il, "attn_q.weight", TensorRole::AttnQ, {c.n_embd, c.n_embd_q(il)},
+              "[n_embd, n_head*head_dim_k]");
+    out.layer(il, "attn_k.weight", TensorRole::AttnK, {c.n_embd, c.n_embd_k_gqa(il)},
+              "[n_embd, n_head_kv*head_dim_k]");
+    out.layer(il, "attn_v.weight", TensorRole::AttnV, {c.n_embd, c.n_embd_v_gqa(il)},
+              "[n_embd, n_head_kv*head_dim_v]");
+    out.layer(il, "attn_output.weight", TensorRole::AttnOutput,
+              {c.n_head.at(il) * c.head_dim_v, c.n_embd}, "[n_head*head_dim_v, n_embd]");
+}
+
+void add_gated_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
+    int64_t n_ff = c.n_ff.at(il);
+    out.layer(il, "ffn_gate.weight", TensorRole::FfnGate, {c.n_embd, n_ff}, "[n_embd, n_ff]");
+    out.layer(il, "ffn_up.weight", TensorRole::FfnUp, {c.n_embd, n_ff}, "[n_embd, n_ff]");
+    out.layer(il, "ffn_down.weight", TensorRole::FfnDown, {n_ff, c.n_embd}, "[n_ff, n_embd]");
+}
+
+void add_qkv_bias(const ModelConfig& c, int il, bool required, TensorListBuilder& out) {
+    bool in = c.has_qkv_bias;
+    out.layer(il, "attn_q.bias", TensorRole::AttnQBias, {c.n_embd_q(il)}, "[n_head*head_dim_k]",
+              required, in);
+    out.layer(il, "attn_k.bias", TensorRole::AttnKBias, {c.n_embd_k_gqa(il)},
+              "[n_head_kv*head_dim_k]", required, in);
+    out.layer(il, "attn_v.bias", TensorRole::AttnVBias, {c.n_embd_v_gqa(il)},
+              "[n_head_kv*head_dim_v]", required, in);
+}
+
+void add_qk_norm(const ModelConfig& c, int il, TensorListBuilder& out) {
+    out.layer(il, "attn_q_norm.weight", TensorRole::AttnQNorm, {c.head_dim_k}, "[head_dim_k]");
+    out.layer(il, "attn_k_norm.weight", TensorRole::AttnKNorm, {c.head_dim_k}, "[head_dim_k]");
+}
+
+std::vector<TensorSpec> expected_tensors(const ModelConfig& config) {
+    std::vector<TensorSpec> specs;
+    TensorListBuilder builder(specs);
+    arch_spec(config.architecture).list_tensors(config, builder);
+    return specs;
+}
+
+namespace {
+
+// Block index of a "blk.N.*" name, or -1 for anything else.
+int64_t block_index(std::string_view name) {
+    constexpr std::string_view kPrefix = "blk.";
+    if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+    std::string_view rest = name.substr(kPrefix.size());
+    int64_t n = -1;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+    if (ec != std::errc() || end == rest.data()) return -1;
+    return n;
+}
+
+bool same_shape(const TensorInfo& t, const std::vector<int64_t>& ne) {
+    if (ne.size() > 4) return false;
+    for (size_t i = 0; i < 4; ++i) {
+        int64_t want = i < ne.size() ? ne[i] : 1;
+        if (t.ne[i] != want) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void validate_tensors(const ModelFile& file, const ModelConfig& config) {
+    std::vector<TensorSpec> specs = expected_tensors(config);
+    for (const TensorSpec& spec : specs) {
+        const TensorInfo* t = file.find_tensor(spec.name);
+        if (t == nullptr) {
+            if (!spec.required) continue;
+            throw FormatError(cat(file.path(), ": missing required tensor '", spec.name, "' ",
+                                  spec.shape_formula, " = ", shape_string(spec.ne), " of a ",
+                                  config.architecture, " model with ", config.n_layer, " layers"));
+        }
+        if (!same_shape(*t, spec.ne)) {
+            throw FormatError(cat(file.path(), ": tensor '", spec.name, "' has shape ",
+                                  t->shape_string(), ", expected ", shape_string(spec.ne), " ",
+                                  spec.shape_formula, " from the hyperparameters"));
+        }
+    }
+    for (const TensorInfo& t : file.tensors()) {
+        int64_t il = block_index(t.name);
+        if (il >= config.n_layer) {
+            throw FormatError(cat(file.path(), ": unexpected tensor '", t.name, "': block ", il,
+                                  " but block_count is ", config.n_layer));
+        }
+    }
+}
+
+}  // namespace strata
