@@ -1,0 +1,85 @@
+// Prefill / decode loop with sampling and streaming detokenization (generate.h).
+#include "engine/runtime/generate.h"
+
+#include <chrono>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+#include "engine/sampler/sampler.h"
+#include "engine/tokenizer/detokenizer.h"
+
+namespace strata {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string_view stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::Length: return "length";
+        case StopReason::EndOfGeneration: return "end of generation";
+        case StopReason::ContextFull: return "context full";
+        case StopReason::Callback: return "stopped";
+    }
+    return "?";
+}
+
+double GenerateStats::prompt_tokens_per_second() const {
+    return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0.0;
+}
+
+double GenerateStats::decode_tokens_per_second() const {
+    return decode_seconds > 0 ? static_cast<double>(n_generated) / decode_seconds : 0.0;
+}
+
+GenerateStats generate(Session& session, std::span<const TokenId> prompt,
+                       const GenerateParams& params, const TextCallback& on_text) {
+    if (prompt.empty()) throw ArgumentError("the prompt is empty: nothing to generate from");
+    if (params.n_predict < -1) {
+        throw ArgumentError(cat("-n must be -1 (until the end) or >= 0, got ", params.n_predict));
+    }
+    const Tokenizer& tokenizer = session.model().tokenizer();
+    Sampler sampler(params.sampler, static_cast<int32_t>(session.model().weights().output.ne[1]));
+    for (TokenId t : session.tokens()) sampler.accept(t);
+    for (TokenId t : prompt) sampler.accept(t);
+
+    GenerateStats stats;
+    stats.seed = sampler.seed();
+    stats.n_prompt = static_cast<int64_t>(prompt.size());
+    auto start = std::chrono::steady_clock::now();
+    std::span<const float> logits = session.feed(prompt);
+    stats.prompt_seconds = seconds_since(start);
+
+    Detokenizer detok(tokenizer);
+    start = std::chrono::steady_clock::now();
+    while (params.n_predict < 0 || stats.n_generated < params.n_predict) {
+        const TokenId next = sampler.sample(logits);
+        sampler.accept(next);
+        if (params.stop_at_eog && tokenizer.is_eog(next)) {
+            stats.stop = StopReason::EndOfGeneration;
+            break;
+        }
+        ++stats.n_generated;
+        const std::string text = detok.push(next);
+        if (!text.empty() && !on_text(text)) {
+            stats.stop = StopReason::Callback;
+            break;
+        }
+        if (params.n_predict >= 0 && stats.n_generated >= params.n_predict) break;
+        if (static_cast<int64_t>(session.tokens().size()) >= session.n_ctx()) {
+            stats.stop = StopReason::ContextFull;
+            break;
+        }
+        logits = session.feed({&next, 1});
+    }
+    stats.decode_seconds = seconds_since(start);
+    const std::string rest = detok.flush();
+    if (!rest.empty()) on_text(rest);
+    return stats;
+}
+
+}  // namespace strata

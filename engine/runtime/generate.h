@@ -1,0 +1,47 @@
+// One-shot generation: prefill a prompt, then sample and decode token by token, streaming
+// text (always complete UTF-8) to a callback, until n_predict tokens, an end-of-generation
+// token, or the callback asks to stop. Timings for prompt and decode are reported.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/sampler/sampler_params.h"
+#include "engine/tokenizer/vocab.h"
+
+namespace strata {
+
+class Session;
+
+struct GenerateParams {
+    int64_t n_predict = -1;  // tokens to generate; -1 = until end of generation or context end
+    SamplerParams sampler;
+    bool stop_at_eog = true;
+};
+
+enum class StopReason { Length, EndOfGeneration, ContextFull, Callback };
+std::string_view stop_reason_name(StopReason reason);
+
+struct GenerateStats {
+    int64_t n_prompt = 0;
+    int64_t n_generated = 0;
+    double prompt_seconds = 0;
+    double decode_seconds = 0;
+    StopReason stop = StopReason::Length;
+    uint32_t seed = 0;
+
+    double prompt_tokens_per_second() const;
+    double decode_tokens_per_second() const;
+};
+
+// Called with each piece of text as it becomes complete; return false to stop.
+using TextCallback = std::function<bool(std::string_view text)>;
+
+// Feeds `prompt` into the session (after whatever it already holds) and generates.
+GenerateStats generate(Session& session, std::span<const TokenId> prompt,
+                       const GenerateParams& params, const TextCallback& on_text);
+
+}  // namespace strata

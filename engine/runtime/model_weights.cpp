@@ -1,0 +1,78 @@
+// Binding weights by name (model_weights.h).
+#include "engine/runtime/model_weights.h"
+
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/gguf/model_file.h"
+#include "engine/model/model_config.h"
+
+namespace strata {
+namespace {
+
+Tensor view_of(const TensorInfo& info) {
+    const TypeTraits& traits = type_traits(info.type);
+    Tensor t;
+    t.type = info.type;
+    t.ne = info.ne;
+    t.nb[0] = traits.type_size;
+    t.nb[1] = traits.type_size * static_cast<uint64_t>(info.ne[0] / traits.block_size);
+    t.nb[2] = t.nb[1] * static_cast<uint64_t>(info.ne[1]);
+    t.nb[3] = t.nb[2] * static_cast<uint64_t>(info.ne[2]);
+    t.data = const_cast<uint8_t*>(info.data);  // read-only mapping; ops never write weights
+    t.memory = MemoryKind::Host;
+    return t;
+}
+
+Tensor optional_view(const ModelFile& file, const std::string& name) {
+    const TensorInfo* info = file.find_tensor(name);
+    return info ? view_of(*info) : Tensor{};
+}
+
+}  // namespace
+
+Tensor tensor_view(const ModelFile& file, const char* name) {
+    return view_of(file.tensor(name));
+}
+
+ModelWeights bind_weights(const ModelFile& file, const ModelConfig& config) {
+    ModelWeights w;
+    w.token_embd = tensor_view(file, "token_embd.weight");
+    w.output_norm = tensor_view(file, "output_norm.weight");
+    w.output = config.tied_output ? w.token_embd : tensor_view(file, "output.weight");
+    w.rope_freqs = optional_view(file, "rope_freqs.weight");
+    w.layers.resize(static_cast<size_t>(config.n_layer));
+    for (int il = 0; il < config.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        auto get = [&](const char* suffix) { return optional_view(file, p + suffix); };
+        LayerWeights& l = w.layers[static_cast<size_t>(il)];
+        l.attn_norm = get("attn_norm.weight");
+        l.attn_q = get("attn_q.weight");
+        l.attn_k = get("attn_k.weight");
+        l.attn_v = get("attn_v.weight");
+        l.attn_q_bias = get("attn_q.bias");
+        l.attn_k_bias = get("attn_k.bias");
+        l.attn_v_bias = get("attn_v.bias");
+        l.attn_q_norm = get("attn_q_norm.weight");
+        l.attn_k_norm = get("attn_k_norm.weight");
+        l.attn_output = get("attn_output.weight");
+        l.post_attention_norm = get("post_attention_norm.weight");
+        l.ffn_norm = get("ffn_norm.weight");
+        l.ffn_gate = get("ffn_gate.weight");
+        l.ffn_up = get("ffn_up.weight");
+        l.ffn_down = get("ffn_down.weight");
+        l.post_ffw_norm = get("post_ffw_norm.weight");
+        for (const Tensor* t : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output,
+                                &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+            // ModelConfig::from_file checked these; a miss here is a spec/binding mismatch.
+            STRATA_INVARIANT(present(*t));
+        }
+        if (config.has_qk_norm) STRATA_INVARIANT(present(l.attn_q_norm) && present(l.attn_k_norm));
+        if (config.has_post_norms) {
+            STRATA_INVARIANT(present(l.post_attention_norm) && present(l.post_ffw_norm));
+        }
+    }
+    return w;
+}
+
+}  // namespace strata

@@ -1,0 +1,40 @@
+// Perplexity by llama-perplexity's method: the text's tokens are cut into windows of n_ctx,
+// each evaluated from an empty cache with its first token replaced by BOS (when the vocabulary
+// adds one), and only the second half of each window is scored (tokens n_ctx/2+1 .. n_ctx-1).
+// PPL = exp(mean NLL); its error = PPL · sqrt(var(NLL) / (count - 1)).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/tokenizer/vocab.h"
+
+namespace strata {
+
+class Model;
+class Backend;
+
+struct PerplexityParams {
+    int64_t n_ctx = 512;
+    int64_t n_batch = 512;
+    int64_t max_chunks = -1;  // -1: every full window
+};
+
+struct PerplexityResult {
+    int64_t n_chunks = 0;
+    int64_t n_scored = 0;        // tokens scored
+    double ppl = 0;
+    double ppl_error = 0;
+    std::vector<double> running;  // cumulative PPL after each chunk
+};
+
+// Called after each chunk with its index and the running estimate.
+using ChunkCallback = std::function<void(int64_t chunk, int64_t n_chunks, double running_ppl)>;
+
+// Throws ArgumentError when the text has fewer than 2·n_ctx tokens or n_ctx < 4.
+PerplexityResult perplexity(const Model& model, Backend& backend, std::span<const TokenId> tokens,
+                            const PerplexityParams& params, const ChunkCallback& on_chunk = {});
+
+}  // namespace strata

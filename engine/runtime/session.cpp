@@ -1,0 +1,54 @@
+// Prefill and decode over a KV cache (session.h).
+#include "engine/runtime/session.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+
+namespace strata {
+namespace {
+
+int64_t context_size(const Model& model, int64_t requested) {
+    if (requested <= 0) return model.config().n_ctx_train;
+    return std::min(requested, model.config().n_ctx_train);
+}
+
+}  // namespace
+
+Session::Session(const Model& model, Backend& backend, const SessionParams& params)
+    : model_(model),
+      params_(params),
+      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type),
+      program_(model.config(), model.weights(), backend) {
+    if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
+}
+
+std::span<const float> Session::feed(std::span<const TokenId> tokens) {
+    if (tokens.empty()) throw ArgumentError("nothing to evaluate: no tokens");
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    if (kv_.n_used() + n > kv_.n_ctx()) {
+        throw ArgumentError(cat("the context holds ", kv_.n_ctx(), " tokens: ", kv_.n_used(),
+                                " used + ", n, " new do not fit (raise -c)"));
+    }
+    for (int64_t first = 0; first < n; first += params_.n_batch) {
+        const int64_t count = std::min(params_.n_batch, n - first);
+        const int32_t last = static_cast<int32_t>(count - 1);
+        program_.forward(tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(count)),
+                         kv_, {&last, 1}, hidden_);
+    }
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    logits_.resize(static_cast<size_t>(program_.n_vocab()));
+    program_.logits(hidden_.data(), 1, logits_.data());
+    return logits_;
+}
+
+void Session::truncate(int64_t n) {
+    if (n < 0 || n > static_cast<int64_t>(tokens_.size())) {
+        throw ArgumentError(cat("cannot keep ", n, " of ", tokens_.size(), " tokens"));
+    }
+    tokens_.resize(static_cast<size_t>(n));
+    kv_.truncate(n);
+}
+
+}  // namespace strata

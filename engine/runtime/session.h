@@ -1,0 +1,53 @@
+// Session: one sequence being evaluated — the tokens so far, their KV cache, and the logits
+// of the last token. Prompts are fed in batches (prefill), generated tokens one at a time
+// (decode). Multi-turn chat keeps the session and feeds only the new tokens.
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/backend.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/tokenizer/vocab.h"
+
+namespace strata {
+
+class Model;
+
+struct SessionParams {
+    int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
+    int64_t n_batch = 256;             // prompt tokens per forward pass
+    GgmlType kv_type = GgmlType::F16;  // f16, f32, q8_0, q4_0
+};
+
+class Session {
+public:
+    Session(const Model& model, Backend& backend, const SessionParams& params);
+
+    // Evaluates `tokens` after the ones already in the session; returns the logits [n_vocab]
+    // of the last one (valid until the next call). Throws ArgumentError if the context would
+    // overflow, naming the sizes.
+    std::span<const float> feed(std::span<const TokenId> tokens);
+
+    // Keeps the first n tokens (and their KV), forgetting the rest: reuse of a shared prefix.
+    void truncate(int64_t n);
+    void clear() { truncate(0); }
+
+    const std::vector<TokenId>& tokens() const { return tokens_; }
+    int64_t n_ctx() const { return kv_.n_ctx(); }
+    const KvCache& kv_cache() const { return kv_; }
+    const Model& model() const { return model_; }
+
+private:
+    const Model& model_;
+    SessionParams params_;
+    KvCache kv_;
+    LayerProgram program_;
+    std::vector<TokenId> tokens_;
+    std::vector<float> hidden_, logits_;
+};
+
+}  // namespace strata

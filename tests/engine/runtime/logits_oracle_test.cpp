@@ -1,0 +1,154 @@
+// The whole forward pass against Hugging Face transformers (fp32 on weights dequantized from
+// the same GGUF): top-1 agreement at every position, logit error on HF's top-20, and a
+// 64-token greedy continuation. Fixtures come from make_logits_fixture.py. Real models (the
+// default Gemma 3 and Qwen2.5) and synthetic ones of every architecture (llama, qwen2, qwen3,
+// gemma3 shapes; random weights, so the logits are checked, not the words).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/model_file.h"
+#include "engine/model/model_config.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/model_weights.h"
+#include "engine/synth/synth_model.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "tests/engine/synth/scratch_file.h"
+
+namespace strata {
+namespace {
+
+struct OracleCase {
+    const char* model_env;  // environment variable holding the model path, or
+    const char* synth;      // a `strata synth` preset written here (q4_k_m, seed 42)
+    const char* fixture;    // file under tests/engine/runtime/fixtures
+    GgmlType kv_type;
+    double min_top1;        // fraction of positions whose argmax matches HF
+    bool greedy_must_match;  // also run (and require) the 64-token greedy continuation
+};
+
+std::string fixture_path(const char* name) {
+    return std::string(STRATA_SOURCE_DIR) + "/tests/engine/runtime/fixtures/" + name;
+}
+
+constexpr float kTieGap = 1e-3f;  // logits closer than this are a tie for greedy decoding
+
+int32_t argmax(const float* v, int64_t n) {
+    return static_cast<int32_t>(std::max_element(v, v + n) - v);
+}
+
+class LogitsOracle : public ::testing::TestWithParam<OracleCase> {};
+
+TEST_P(LogitsOracle, MatchesTransformers) {
+    const OracleCase& oc = GetParam();
+    std::ifstream in(fixture_path(oc.fixture));
+    ASSERT_TRUE(in) << "missing fixture " << oc.fixture;
+    const nlohmann::json fx = nlohmann::json::parse(in);
+
+    std::string model_path;
+    testing::ScratchFile scratch(std::string(oc.fixture) + ".gguf");
+    if (oc.synth) {
+        // The fixture was made from exactly this file (same preset, type and seed).
+        SynthOptions options;
+        options.preset = oc.synth;
+        options.seed = 42;
+        write_synth_model(options, scratch.path());
+        model_path = scratch.path();
+    } else {
+        const char* env = std::getenv(oc.model_env);
+        if (!env) GTEST_SKIP() << oc.model_env << " is not set (scripts/test.sh sets it)";
+        model_path = env;
+    }
+    ModelFile file(model_path);
+    const ModelConfig config = ModelConfig::from_file(file);
+    const ModelWeights weights = bind_weights(file, config);
+    cpu::CpuBackend backend(0);
+    LayerProgram program(config, weights, backend);
+    const int64_t n_vocab = program.n_vocab();
+
+    int64_t positions = 0, agree = 0, greedy_total = 0, greedy_same = 0, greedy_ties = 0;
+    double max_err = 0;
+    for (const auto& p : fx["prompts"]) {
+        const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
+        const std::vector<int32_t> greedy = p["greedy"].get<std::vector<int32_t>>();
+        const int64_t n = static_cast<int64_t>(ids.size());
+        KvCache kv(config, n + static_cast<int64_t>(greedy.size()) + 1, oc.kv_type);
+        std::vector<int32_t> rows(static_cast<size_t>(n));
+        std::iota(rows.begin(), rows.end(), 0);
+        std::vector<float> hidden, logits(static_cast<size_t>(n_vocab * n));
+        program.forward(ids, kv, rows, hidden);
+        program.logits(hidden.data(), n, logits.data());
+        for (int64_t t = 0; t < n; ++t) {
+            const float* row = logits.data() + t * n_vocab;
+            const auto& top_ids = p["top_ids"][static_cast<size_t>(t)];
+            const auto& top_logits = p["top_logits"][static_cast<size_t>(t)];
+            agree += argmax(row, n_vocab) == top_ids[0].get<int32_t>();
+            for (size_t j = 0; j < top_ids.size(); ++j) {
+                const double d = std::fabs(row[top_ids[j].get<int32_t>()] - top_logits[j].get<double>());
+                max_err = std::max(max_err, d);
+            }
+            ++positions;
+        }
+        if (!oc.greedy_must_match) continue;
+        // Greedy continuation from the cached prompt.
+        int32_t next = argmax(logits.data() + (n - 1) * n_vocab, n_vocab);
+        const int32_t last_row = 0;
+        for (size_t i = 0; i < greedy.size(); ++i) {
+            ++greedy_total;
+            if (next != greedy[i]) {
+                // A different argmax is only acceptable at a tie within float noise (random
+                // synthetic weights give flat logits); the continuations part ways there.
+                const float gap = logits[static_cast<size_t>(next)] - logits[static_cast<size_t>(greedy[i])];
+                if (gap < kTieGap) {
+                    ++greedy_ties;
+                    greedy_total += static_cast<int64_t>(greedy.size() - i - 1);
+                    greedy_same += static_cast<int64_t>(greedy.size() - i);
+                }
+                break;
+            }
+            ++greedy_same;
+            const int32_t tok = next;
+            program.forward({&tok, 1}, kv, {&last_row, 1}, hidden);
+            program.logits(hidden.data(), 1, logits.data());
+            next = argmax(logits.data(), n_vocab);
+        }
+    }
+    const double top1 = static_cast<double>(agree) / static_cast<double>(positions);
+    std::printf("[ oracle   ] %s kv=%s: top-1 agreement %.4f (%lld/%lld), max |dlogit| on HF top-%d %.5f, "
+                "greedy %lld/%lld tokens identical (%lld prompts parted at a tie < %.0e)\n",
+                oc.fixture, std::string(type_traits(oc.kv_type).name).c_str(), top1,
+                static_cast<long long>(agree), static_cast<long long>(positions),
+                fx["top_k"].get<int>(), max_err, static_cast<long long>(greedy_same),
+                static_cast<long long>(greedy_total), static_cast<long long>(greedy_ties),
+                static_cast<double>(kTieGap));
+    EXPECT_GE(top1, oc.min_top1);
+    if (oc.greedy_must_match) EXPECT_EQ(greedy_same, greedy_total);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RealModels, LogitsOracle,
+    ::testing::Values(
+        OracleCase{"STRATA_DEFAULT_MODEL", nullptr, "gemma3_270m_logits.json", GgmlType::F32, 0.99, true},
+        OracleCase{"STRATA_DEFAULT_MODEL", nullptr, "gemma3_270m_logits.json", GgmlType::F16, 0.99, false},
+        OracleCase{"STRATA_QWEN2_MODEL", nullptr, "qwen25_coder_05b_logits.json", GgmlType::F32, 0.99, true},
+        OracleCase{nullptr, "tiny", "synth_tiny_logits.json", GgmlType::F32, 0.99, true},
+        OracleCase{nullptr, "tiny-qwen2", "synth_tiny_qwen2_logits.json", GgmlType::F32, 0.99, true},
+        OracleCase{nullptr, "tiny-qwen3", "synth_tiny_qwen3_logits.json", GgmlType::F32, 0.99, true},
+        OracleCase{nullptr, "tiny-gemma3", "synth_tiny_gemma3_logits.json", GgmlType::F32, 0.99, true}),
+    [](const auto& info) {
+        std::string name = info.param.fixture;
+        name = name.substr(0, name.find('.'));
+        return name + "_kv_" + std::string(type_traits(info.param.kv_type).name);
+    });
+
+}  // namespace
+}  // namespace strata

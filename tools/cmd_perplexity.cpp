@@ -1,0 +1,74 @@
+// strata perplexity: llama-perplexity's method on a text file, ending with
+// "Final estimate: PPL = X +/- Y".
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/perplexity.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "tools/commands.h"
+
+namespace strata::cli {
+namespace {
+
+struct PerplexityArgs {
+    std::string model;
+    std::string text_file;
+    int64_t n_ctx = 512;
+    int64_t n_batch = 512;
+    int64_t chunks = -1;
+    int n_threads = 0;
+};
+
+void run(const PerplexityArgs& args) {
+    std::ifstream in(args.text_file, std::ios::binary);
+    if (!in) throw SystemError(cat("cannot read text file '", args.text_file, "'"));
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
+
+    Model model(args.model);
+    cpu::CpuBackend backend(args.n_threads);
+    const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
+    PerplexityParams pp;
+    pp.n_ctx = args.n_ctx;
+    pp.n_batch = args.n_batch;
+    pp.max_chunks = args.chunks;
+    bool header = false;
+    const PerplexityResult r = perplexity(model, backend, tokens, pp,
+                                          [&](int64_t chunk, int64_t n_chunks, double ppl) {
+        if (!header) {  // printed once the text is known to be long enough
+            std::printf("perplexity: %zu tokens, calculating perplexity over %lld chunks, "
+                        "n_ctx=%lld, batch_size=%lld\n", tokens.size(),
+                        static_cast<long long>(n_chunks), static_cast<long long>(args.n_ctx),
+                        static_cast<long long>(args.n_batch));
+            header = true;
+        }
+        std::printf("[%lld]%.4f,", static_cast<long long>(chunk + 1), ppl);
+        std::fflush(stdout);
+    });
+    std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
+}
+
+}  // namespace
+
+void add_perplexity_command(CLI::App& app) {
+    auto args = std::make_shared<PerplexityArgs>();
+    CLI::App* cmd = app.add_subcommand("perplexity", "perplexity of a model on a text file");
+    cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+    cmd->add_option("-f,--file", args->text_file, "text file")->required();
+    cmd->add_option("-c,--ctx-size", args->n_ctx, "window size")->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("-b,--batch-size", args->n_batch, "tokens per forward pass")
+        ->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--chunks", args->chunks, "evaluate at most this many windows (-1 = all)")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", args->n_threads, "CPU threads (0 = physical cores)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd->callback([args] { run(*args); });
+}
+
+}  // namespace strata::cli

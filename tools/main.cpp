@@ -1,0 +1,67 @@
+// strata: the command-line entry point. Parses the subcommand, runs it, and reports any
+// failure as one line on stderr: exit 2 for usage errors, 1 for everything else.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/core/error.h"
+#include "tools/commands.h"
+
+#ifndef STRATA_VERSION
+#define STRATA_VERSION "0.0.0"
+#endif
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+int fail(const std::string& message, int code) {
+    std::string line = message;
+    for (char& c : line) {
+        if (c == '\n') c = ' ';  // one line, whatever the message
+    }
+    std::fprintf(stderr, "strata: error: %s\n", line.c_str());
+    return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Strata runs GGUF language models larger than the GPU (CPU + GPU + disk)."};
+    app.set_version_flag("--version", "strata " STRATA_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough(false);
+    strata::cli::add_run_command(app);
+    strata::cli::add_perplexity_command(app);
+    strata::cli::add_inspect_command(app);
+    strata::cli::add_synth_command(app);
+
+    // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
+    if (argc > 1 && argv[1][0] != '-') {
+        std::string names;
+        bool known = false;
+        for (const CLI::App* sub : app.get_subcommands({})) {
+            names += (names.empty() ? "" : ", ") + sub->get_name();
+            known = known || sub->get_name() == argv[1];
+        }
+        if (!known) {
+            return fail(std::string("unknown command '") + argv[1] + "' (commands: " + names + ")",
+                        kExitUsage);
+        }
+    }
+    try {
+        app.parse(argc, argv);  // runs the chosen subcommand's callback
+    } catch (const CLI::Success& e) {
+        return app.exit(e);  // --help, --version
+    } catch (const CLI::ParseError& e) {
+        return fail(std::string(e.what()) + " (see 'strata --help')", kExitUsage);
+    } catch (const strata::ArgumentError& e) {
+        return fail(e.what(), kExitUsage);
+    } catch (const std::exception& e) {
+        return fail(e.what(), kExitFailure);
+    }
+    return 0;
+}

@@ -1,0 +1,44 @@
+// Shared engine flags (sampling_options.h).
+#include "tools/sampling_options.h"
+
+#include "engine/core/error.h"
+
+namespace strata::cli {
+
+SessionParams EngineOptions::session_params() const {
+    SessionParams p;
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    const TypeTraits* t = find_type_traits_by_name(kv_type);
+    if (!t) throw ArgumentError(cat("unknown KV cache type '", kv_type, "' (f16, f32, q8_0, q4_0)"));
+    p.kv_type = t->type;
+    return p;
+}
+
+void add_engine_options(CLI::App& cmd, EngineOptions& o) {
+    cmd.add_option("-m,--model", o.model, "GGUF model file")->required();
+    cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0 = the model's)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("-b,--batch-size", o.n_batch, "prompt tokens per forward pass")
+        ->capture_default_str()->check(CLI::PositiveNumber);
+    cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0 = physical cores)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
+    cmd.add_option("--ctk,--cache-type", o.kv_type, "KV cache type: f16, f32, q8_0, q4_0")
+        ->capture_default_str();
+    SamplerParams& s = o.sampler;
+    cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str();
+    cmd.add_option("--top-k", s.top_k, "top-k (0 = off)")->capture_default_str();
+    cmd.add_option("--top-p", s.top_p, "top-p (1 = off)")->capture_default_str();
+    cmd.add_option("--min-p", s.min_p, "min-p (0 = off)")->capture_default_str();
+    cmd.add_option("--repeat-penalty", s.repeat_penalty, "repeat penalty (1 = off)")
+        ->capture_default_str();
+    cmd.add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back on")
+        ->capture_default_str();
+    cmd.add_option("--presence-penalty", s.presence_penalty, "presence penalty")
+        ->capture_default_str();
+    cmd.add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty")
+        ->capture_default_str();
+    cmd.add_option("-s,--seed", s.seed, "random seed (default: random)");
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,30 @@
+// Sampling, context and thread flags shared by run, chat and serve, spelled as llama.cpp
+// spells them so users' habits carry over.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/runtime/session.h"
+#include "engine/sampler/sampler_params.h"
+
+namespace strata::cli {
+
+struct EngineOptions {
+    std::string model;
+    int64_t n_ctx = 4096;   // -c; 0 = the model's training context
+    int64_t n_batch = 256;  // -b
+    int n_threads = 0;      // -t; 0 = physical cores
+    std::string kv_type = "f16";
+    SamplerParams sampler;
+    bool seed_given = false;
+
+    SessionParams session_params() const;
+};
+
+// Adds -m, -c, -b, -t, --ctk and the sampler flags (--temp --top-k --top-p --min-p
+// --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed).
+void add_engine_options(CLI::App& cmd, EngineOptions& options);
+
+}  // namespace strata::cli
