@@ -5,9 +5,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
-export STRATA_DEFAULT_MODEL STRATA_QWEN2_MODEL
+export STRATA_DEFAULT_MODEL STRATA_QWEN2_MODEL STRATA_PPL_TEXT
 STRATA_DEFAULT_MODEL=$(scripts/default-model.sh) || exit 1
 STRATA_QWEN2_MODEL=$(python3 scripts/second-model.py) || exit 1
+STRATA_PPL_TEXT=$(scripts/perplexity-text.sh) || exit 1
 jobs=$(nproc)
 fuzz_seconds=${STRATA_FUZZ_SECONDS:-60}
 

@@ -5,7 +5,7 @@ and stops at -n; a fixed seed repeats its sample. (Whether the tokens are the ri
 logits oracle's job: tests/engine/runtime.)
 
 usage: run_cli_test.py --strata BUILD/bin/strata
-Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset)."""
+Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset); $STRATA_PPL_TEXT adds perplexity."""
 import argparse
 import os
 import subprocess
@@ -85,6 +85,19 @@ def main():
     a = run(strata, "run", *m, "--seed", "7", "-n", "12", "-p", "Once upon a time")
     b = run(strata, "run", *m, "--seed", "7", "-n", "12", "-p", "Once upon a time")
     expect(a[0] == 0 and a[1] == b[1], "seeded runs differ")
+
+    # Perplexity on real English (Genesis, KJV, from Debian's bible-kjv): the llama-perplexity
+    # output format, and a value a working model gives (a broken forward pass gives hundreds).
+    text = os.environ.get("STRATA_PPL_TEXT")
+    if text:
+        rc, out, err = run(strata, "perplexity", *m, "-f", text, "-c", "512", "--chunks", "2")
+        lines = out.decode().strip().splitlines()
+        expect(rc == 0 and lines and lines[-1].startswith("Final estimate: PPL = "),
+               f"perplexity: exit {rc}, stdout {out!r}, stderr {err!r}")
+        if rc == 0 and lines:
+            ppl, err_ppl = float(lines[-1].split()[4]), float(lines[-1].split()[6])
+            print(f"perplexity of the default model on 2 chunks of Genesis: {ppl} +/- {err_ppl}")
+            expect(1.0 < ppl < 20.0 and 0 < err_ppl < ppl, f"implausible perplexity {ppl} +/- {err_ppl}")
 
     print(f"{len(FAILURES)} failures")
     return 1 if FAILURES else 0
