@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
-#include "engine/synth/half.h"
+#include "quant/half.h"
 #include "engine/synth/rng.h"
 
 namespace strata {
@@ -88,9 +88,9 @@ struct BlockScales {
         double d0 = std / std::sqrt(quant_ms * jitter_mean_square());
         for (int k = 0; k < kJitterLevels; ++k) {
             auto dk = static_cast<float>(d0 * jitter(k));
-            d[k] = half_from_float(dk);
-            d[k | kJitterLevels] = half_from_float(-dk);
-            dmin[k] = half_from_float(static_cast<float>(dmin_ratio) * dk);
+            d[k] = fp32_to_fp16(dk);
+            d[k | kJitterLevels] = fp32_to_fp16(-dk);
+            dmin[k] = fp32_to_fp16(static_cast<float>(dmin_ratio) * dk);
         }
     }
 };
@@ -209,7 +209,7 @@ void fill_rows(GgmlType type, WeightDist dist, uint64_t seed, int64_t row0, int6
         const auto& z = normal_table();
         for (int i = 0; i < kNormalSize; ++i) {
             f32[i] = dist.mean + dist.std * z[i];
-            f16[i] = type == GgmlType::BF16 ? bf16_from_float(f32[i]) : half_from_float(f32[i]);
+            f16[i] = type == GgmlType::BF16 ? fp32_to_bf16(f32[i]) : fp32_to_fp16(f32[i]);
         }
     }
     // Mean square of the dequantized value per unit of d, see each format's fill above.
