@@ -30,4 +30,11 @@ std::vector<DeviceInfo> list_devices() {
     return devices;
 }
 
+DeviceMemory device_memory(int device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    return DeviceMemory{free_b, total_b};
+}
+
 }  // namespace strata::cuda

@@ -21,4 +21,12 @@ struct DeviceInfo {
 // for that case: a machine without a GPU is normal).
 std::vector<DeviceInfo> list_devices();
 
+struct DeviceMemory {
+    uint64_t free_bytes = 0;
+    uint64_t total_bytes = 0;  // total - free = what every process (this one's context too) holds
+};
+
+// cudaMemGetInfo of `device` now (creates this process's context on it if there is none yet).
+DeviceMemory device_memory(int device);
+
 }  // namespace strata::cuda

@@ -1,0 +1,65 @@
+// Internal to the attention kernels: one K/V cache element as f32 from any supported cache type
+// (dequantized inside the kernel, bit-identical to quant/'s reference), and the visible key
+// range of a query (causal, optional sliding window).
+#pragma once
+
+#include <math_constants.h>
+
+#include "kernels_cuda/device_common.cuh"
+
+namespace strata::cuda {
+
+// Element e of cache row `cell` (e counts over the whole row, all kv heads).
+__device__ __forceinline__ float cache_value(const CacheView& c, int64_t cell, int64_t e) {
+    const uint8_t* row = c.data + static_cast<uint64_t>(cell) * c.nb1;
+    const int j = static_cast<int>(e % 32);
+    switch (c.type) {
+        case GgmlType::F32: return reinterpret_cast<const float*>(row)[e];
+        case GgmlType::F16: return half_to_float(reinterpret_cast<const uint16_t*>(row)[e]);
+        case GgmlType::BF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(row)[e]);
+        case GgmlType::Q8_0: {
+            const uint8_t* b = row + (e / 32) * 34;
+            return mul_rn(static_cast<float>(static_cast<int8_t>(b[2 + j])), half_to_float(load_u16(b)));
+        }
+        case GgmlType::Q4_0: {
+            const uint8_t* b = row + (e / 32) * 18;
+            const int byte = b[2 + (j & 15)];
+            return mul_rn(half_to_float(load_u16(b)), static_cast<float>((j < 16 ? byte & 0xF : byte >> 4) - 8));
+        }
+        case GgmlType::Q4_1: {
+            const uint8_t* b = row + (e / 32) * 20;
+            const int byte = b[4 + (j & 15)];
+            return add_rn(mul_rn(half_to_float(load_u16(b)), static_cast<float>(j < 16 ? byte & 0xF : byte >> 4)),
+                          half_to_float(load_u16(b + 2)));
+        }
+        case GgmlType::Q5_0: {
+            const uint8_t* b = row + (e / 32) * 22;
+            const int byte = b[6 + (j & 15)];
+            const int q = (j < 16 ? byte & 0xF : byte >> 4) | (((b[2 + j / 8] >> (j % 8)) & 1) << 4);
+            return mul_rn(half_to_float(load_u16(b)), static_cast<float>(q - 16));
+        }
+        case GgmlType::Q5_1: {
+            const uint8_t* b = row + (e / 32) * 24;
+            const int byte = b[8 + (j & 15)];
+            const int q = (j < 16 ? byte & 0xF : byte >> 4) | (((b[4 + j / 8] >> (j % 8)) & 1) << 4);
+            return add_rn(mul_rn(half_to_float(load_u16(b)), static_cast<float>(q)), half_to_float(load_u16(b + 2)));
+        }
+        case GgmlType::IQ4_NL: {
+            const uint8_t* b = row + (e / 32) * 18;
+            const int byte = b[2 + (j & 15)];
+            return mul_rn(half_to_float(load_u16(b)), static_cast<float>(iq4nl_value(j < 16 ? byte & 0xF : byte >> 4)));
+        }
+        default: return CUDART_NAN_F;  // attention_cache_supported() keeps other types out
+    }
+}
+
+// Cells [first, last] that query position pos sees: causal, and inside the window if any.
+__device__ __forceinline__ int64_t visible_first(int64_t pos, int32_t window) {
+    return window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+}
+
+__device__ __forceinline__ float softcapped(float s, float cap, float inv_cap) {
+    return cap > 0.0f ? cap * tanhf(s * inv_cap) : s;
+}
+
+}  // namespace strata::cuda

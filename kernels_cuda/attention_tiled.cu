@@ -1,0 +1,169 @@
+// Tiled attention for prefill: a block holds 16 query rows (tokens × query heads of one kv head)
+// and walks the keys in tiles of 16 cells dequantized into shared memory as f32; scores, online
+// softmax and the value sums stay in f32. Optional key splits reuse attention_combine.
+#include "kernels_cuda/attention_common.cuh"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kRows = 16;     // query rows per block
+constexpr int kTk = 16;       // key cells per tile
+constexpr int kOPerThread = kAttnMaxHeadDim / 8;  // 8 threads share a row's dv outputs
+static_assert(kTk == kRows && kRows * 8 == kThreads, "the shared-memory layout and thread roles assume this");
+
+size_t tiled_smem_bytes(int dk, int dv) {
+    return sizeof(float) * (2 * kRows * static_cast<size_t>(dk + 1) + static_cast<size_t>(kTk) * dv +
+                            kRows * (kTk + 1) + 3 * kRows) +
+           sizeof(int64_t) * 2 * kRows;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    attention_tiled_kernel(AttentionLaunch a, int n_hgroups, int gb, int tt) {
+    extern __shared__ int64_t smem_i64[];
+    const int dk = a.dk, dv = a.dv;
+    int64_t* rfirst = smem_i64;               // [kRows] first visible cell
+    int64_t* rlast = rfirst + kRows;          // [kRows] last visible cell
+    float* qs = reinterpret_cast<float*>(rlast + kRows);  // [kRows][dk + 1]
+    float* ks = qs + kRows * (dk + 1);        // [kTk][dk + 1]
+    float* vs = ks + kTk * (dk + 1);          // [kTk][dv]
+    float* ps = vs + kTk * dv;                // [kRows][kTk + 1] scores, then probabilities
+    float* rm = ps + kRows * (kTk + 1);       // [kRows] running max
+    float* rl = rm + kRows;                   // [kRows] running sum
+    float* rc = rl + kRows;                   // [kRows] rescale factor of this tile
+
+    const int tid = threadIdx.x;
+    const int kvh = blockIdx.y / n_hgroups, hg = blockIdx.y % n_hgroups;
+    const int group = a.n_head / a.n_head_kv;
+    const int h0 = kvh * group + hg * gb;
+    const int t0 = blockIdx.x * tt;
+    // rows r < n_rows: token t0 + r / gb, head h0 + r % gb (the last head group may be short;
+    // then tt == 1)
+    const int n_rows = min(gb, group - hg * gb) * tt;
+    auto row_valid = [&](int r) { return r < n_rows && t0 + r / gb < a.n_tokens; };
+    auto out_row = [&](int r) { return static_cast<int64_t>(t0 + r / gb) * a.n_head + h0 + r % gb; };
+
+    for (int i = tid; i < kRows * dk; i += kThreads) {
+        const int r = i / dk, e = i % dk;
+        qs[r * (dk + 1) + e] = row_valid(r) ? a.q.row(out_row(r))[e] : 0.0f;
+    }
+    if (tid < kRows) {
+        const int64_t pos = row_valid(tid) ? a.positions[t0 + tid / gb] : -1;
+        rfirst[tid] = row_valid(tid) ? visible_first(pos, a.window) : 1;  // empty if invalid
+        rlast[tid] = pos;
+        rm[tid] = -CUDART_INF_F;
+        rl[tid] = 0.0f;
+    }
+    __syncthreads();
+
+    // This block's key range, cut into n_splits parts.
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int r = 0; r < n_rows; ++r) {
+        if (!row_valid(r)) continue;
+        lo = min(lo, rfirst[r]);
+        hi = max(hi, rlast[r]);
+    }
+    const int64_t chunk = (hi - lo + 1 + a.n_splits - 1) / a.n_splits;
+    const int64_t c_begin = lo + blockIdx.z * chunk;
+    const int64_t c_end = min(hi, c_begin + chunk - 1);  // inclusive
+
+    const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
+    const int orow = tid / 8, ocol = tid % 8;
+    float o[kOPerThread];
+#pragma unroll
+    for (int i = 0; i < kOPerThread; ++i) o[i] = 0.0f;
+
+    for (int64_t c0 = c_begin; c0 <= c_end; c0 += kTk) {
+        for (int i = tid; i < kTk * dk; i += kThreads) {
+            const int c = i / dk, e = i % dk;
+            ks[c * (dk + 1) + e] = c0 + c <= c_end ? cache_value(a.k, c0 + c, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
+        }
+        for (int i = tid; i < kTk * dv; i += kThreads) {
+            const int c = i / dv, e = i % dv;
+            vs[c * dv + e] = c0 + c <= c_end ? cache_value(a.v, c0 + c, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
+        }
+        __syncthreads();
+        for (int i = tid; i < kRows * kTk; i += kThreads) {
+            const int r = i / kTk, c = i % kTk;
+            const int64_t cell = c0 + c;
+            float s = -CUDART_INF_F;
+            if (cell <= c_end && cell >= rfirst[r] && cell <= rlast[r]) {
+                float dot = 0.0f;
+                for (int e = 0; e < dk; ++e) dot += qs[r * (dk + 1) + e] * ks[c * (dk + 1) + e];
+                s = softcapped(dot * a.scale, a.softcap, inv_cap);
+            }
+            ps[r * (kTk + 1) + c] = s;
+        }
+        __syncthreads();
+        if (tid < kRows) {
+            float* p = ps + tid * (kTk + 1);
+            float mx = rm[tid];
+            for (int c = 0; c < kTk; ++c) mx = fmaxf(mx, p[c]);
+            float corr = 1.0f, sum = 0.0f;
+            if (mx != -CUDART_INF_F) {
+                corr = expf(rm[tid] - mx);
+                for (int c = 0; c < kTk; ++c) {
+                    p[c] = p[c] == -CUDART_INF_F ? 0.0f : expf(p[c] - mx);
+                    sum += p[c];
+                }
+                rm[tid] = mx;
+            } else {
+                for (int c = 0; c < kTk; ++c) p[c] = 0.0f;
+            }
+            rl[tid] = rl[tid] * corr + sum;
+            rc[tid] = corr;
+        }
+        __syncthreads();
+        const float corr = rc[orow];
+        const float* p = ps + orow * (kTk + 1);
+#pragma unroll
+        for (int i = 0; i < kOPerThread; ++i) {
+            const int e = ocol + 8 * i;
+            if (e >= dv) break;
+            float acc = o[i] * corr;
+            for (int c = 0; c < kTk; ++c) acc += p[c] * vs[c * dv + e];
+            o[i] = acc;
+        }
+        __syncthreads();  // tiles and probabilities are rewritten next
+    }
+
+    if (!row_valid(orow)) return;
+    const int64_t row = out_row(orow);
+    const float inv = rl[orow] > 0.0f ? 1.0f / rl[orow] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kOPerThread; ++i) {
+        const int e = ocol + 8 * i;
+        if (e >= dv) break;
+        if (a.n_splits == 1) {
+            a.out.row(row)[e] = o[i] * inv;
+        } else {
+            const int64_t slot = row * a.n_splits + blockIdx.z;
+            a.part_acc[slot * dv + e] = o[i];
+            if (e == 0) {
+                a.part_ml[2 * slot] = rm[orow];
+                a.part_ml[2 * slot + 1] = rl[orow];
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void attention_tiled(const AttentionLaunch& a, cudaStream_t stream) {
+    const int group = a.n_head / a.n_head_kv;
+    const int n_hgroups = (group + kRows - 1) / kRows;
+    const int gb = group < kRows ? group : kRows;  // query heads per block
+    const int tt = kRows / gb;                      // tokens per block
+    const size_t smem = tiled_smem_bytes(a.dk, a.dv);
+    if (smem > 48 * 1024) {  // above the default dynamic shared-memory limit (sm_75 allows 64 KiB)
+        CUDA_CHECK(cudaFuncSetAttribute(attention_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem)));
+    }
+    const dim3 grid(blocks_for(a.n_tokens, tt), static_cast<unsigned>(a.n_head_kv * n_hgroups),
+                    static_cast<unsigned>(a.n_splits));
+    attention_tiled_kernel<<<grid, kThreads, smem, stream>>>(a, n_hgroups, gb, tt);
+    CUDA_CHECK_LAUNCH("attention_tiled_kernel");
+    if (a.n_splits > 1) attention_combine(a, stream);
+}
+
+}  // namespace strata::cuda

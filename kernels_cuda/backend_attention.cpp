@@ -1,0 +1,82 @@
+// CudaBackend::attention: picks the flash-decoding kernel (few query tokens) or the tiled one
+// (prefill), and how many key splits keep every multiprocessor busy; K/V stay in the cache's
+// type and are dequantized inside the kernels.
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "kernels_cuda/backend_impl.h"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int64_t kMinSplitCells = 64;   // fewer keys per split cost more to merge than they save
+constexpr int kMaxSplits = 256;
+constexpr int kDecodeHeads = 8;          // query heads per decode block (attention_decode.cu)
+constexpr int kTiledRows = 16;           // query rows per tiled block (attention_tiled.cu)
+
+// Splits so that about two blocks per multiprocessor run, each with enough keys.
+int plan_splits(int64_t blocks, int64_t span, int sm_count) {
+    const int64_t want = (2 * static_cast<int64_t>(sm_count) + blocks - 1) / blocks;
+    const int64_t most = std::max<int64_t>(1, span / kMinSplitCells);
+    return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
+}
+
+}  // namespace
+
+void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                            int64_t n_cells, const int32_t* positions, const AttentionParams& p,
+                            Tensor& out) {
+    if (positions != nullptr && impl_->arena->owns(positions)) {
+        throw ArgumentError("attention: positions must be a host array");
+    }
+    check_attention(q, k_cache, v_cache, n_cells, positions, p, out);
+    Impl& s = *impl_;
+    const int64_t n_tokens = q.ne[2];
+    if (n_tokens == 0) return;
+
+    AttentionLaunch a;
+    a.q = f32_view(q);
+    a.out = f32_view(out);
+    a.k = CacheView{static_cast<const uint8_t*>(k_cache.data), k_cache.nb[1], k_cache.type};
+    a.v = CacheView{static_cast<const uint8_t*>(v_cache.data), v_cache.nb[1], v_cache.type};
+    a.n_tokens = static_cast<int>(n_tokens);
+    a.n_head = p.n_head;
+    a.n_head_kv = p.n_head_kv;
+    a.dk = p.head_dim_k;
+    a.dv = p.head_dim_v;
+    a.scale = p.scale;
+    a.softcap = p.softcap;
+    a.window = p.window;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const int64_t first = p.window > 0 ? std::max<int64_t>(0, positions[t] - p.window + 1) : 0;
+        a.max_span = std::max<int64_t>(a.max_span, positions[t] - first + 1);
+    }
+    a.positions = s.stage(positions, n_tokens);
+
+    const int group = p.n_head / p.n_head_kv;
+    const bool decode = n_tokens <= s.options.attention_decode_max_tokens && n_tokens <= 65535;
+    int64_t blocks = 0;
+    if (decode) {
+        blocks = n_tokens * p.n_head_kv * ((group + kDecodeHeads - 1) / kDecodeHeads);
+    } else {
+        const int64_t gb = std::min(group, kTiledRows);
+        blocks = (n_tokens + kTiledRows / gb - 1) / (kTiledRows / gb) * p.n_head_kv *
+                 ((group + kTiledRows - 1) / kTiledRows);
+    }
+    a.n_splits = plan_splits(blocks, a.max_span, s.sm_count);
+    if (a.n_splits > 1) {
+        const uint64_t slots = static_cast<uint64_t>(n_tokens) * p.n_head * a.n_splits;
+        const uint64_t acc_bytes = slots * p.head_dim_v * sizeof(float);
+        auto* buf = static_cast<uint8_t*>(
+            s.scratch(s.attn_part, acc_bytes + slots * 2 * sizeof(float), "attention partials"));
+        a.part_acc = reinterpret_cast<float*>(buf);
+        a.part_ml = reinterpret_cast<float*>(buf + acc_bytes);
+    }
+    if (decode) {
+        attention_decode(a, s.stream);
+    } else {
+        attention_tiled(a, s.stream);
+    }
+}
+
+}  // namespace strata::cuda

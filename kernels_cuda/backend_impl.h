@@ -1,0 +1,60 @@
+// Internal to kernels_cuda: the state behind CudaBackend (stream, cuBLAS handle, arena, staging,
+// scratch buffers), shared by the backend's .cpp files, and the argument checks of its ops.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string_view>
+
+#include "kernels_cuda/cuda_backend.h"
+#include "kernels_cuda/launch.h"
+#include "kernels_cuda/staging.h"
+
+namespace strata::cuda {
+
+struct CudaBackend::Impl {
+    explicit Impl(const CudaBackendOptions& opts);
+    ~Impl();
+
+    // Device memory for `bytes` of scratch in `buf`, grown (never shrunk) on demand. Safe while
+    // queued ops still use the old block: every user is on `stream`.
+    void* scratch(ArenaBuffer& buf, uint64_t bytes, std::string_view what);
+    // A device copy of a small host array for the next ops (ArgRing).
+    template <typename T>
+    const T* stage(const T* host, int64_t n) {
+        return static_cast<const T*>(args->push(host, sizeof(T) * static_cast<size_t>(n), stream));
+    }
+
+    // Declaration order is destruction order reversed: the arena outlives every buffer.
+    CudaBackendOptions options;
+    int sm_count = 0;
+    int compute_major = 0;
+    uint64_t outside_arena = 0;  // device bytes cuBLAS holds for itself (measured)
+    std::shared_ptr<DeviceArena> arena;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t cublas = nullptr;
+    ArenaBuffer cublas_workspace;
+    std::unique_ptr<BulkStaging> bulk;
+    std::unique_ptr<ArgRing> args;
+    ArenaBuffer x_q8;       // q8 activations of the GEMV
+    ArenaBuffer x_f16;      // f16 activations of the cuBLAS path
+    ArenaBuffer w_tile;     // f16 weight tile of the cuBLAS path
+    ArenaBuffer attn_part;  // attention partials of split keys
+};
+
+// ---- argument checks (op_checks.cpp); ArgumentError / UnsupportedError with the shapes.
+// t lives in device memory and its rows are contiguous whole blocks.
+void check_device_rows(std::string_view op, std::string_view what, const Tensor& t);
+// As check_device_rows, and t is f32.
+void check_device_f32(std::string_view op, std::string_view what, const Tensor& t);
+void check_same_shape(std::string_view op, std::string_view what_a, const Tensor& a,
+                      std::string_view what_b, const Tensor& b);
+// Rows of t are evenly spaced (one stride from row to row over ne[1..3]), as cuBLAS needs.
+bool rows_evenly_strided(const Tensor& t);
+void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y);
+void check_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
+                     const int32_t* positions, const AttentionParams& p, const Tensor& out);
+
+}  // namespace strata::cuda

@@ -1,0 +1,95 @@
+// CudaBackend::matmul: few tokens take the GEMV kernels (weights dequantized in registers, q8
+// activations through dp4a where the type has it); batches dequantize f16 weight tiles into arena
+// scratch and multiply with cuBLAS (f32 accumulation), f32 weights through SGEMM.
+#include <algorithm>
+#include <climits>
+
+#include "engine/core/error.h"
+#include "kernels_cuda/backend_impl.h"
+#include "kernels_cuda/cuda_check.h"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int64_t kTileRowAlign = 64;
+
+int to_int(int64_t v, const char* what) {
+    if (v > INT_MAX) throw UnsupportedError(cat("matmul: ", what, " = ", v, " exceeds cuBLAS's int range"));
+    return static_cast<int>(v);
+}
+
+// y [n, m] (leading dimension ldy floats) = W_f16 [k, n] (ld lda) · x_f16 [k, m] (ld k).
+void gemm_f16(cublasHandle_t h, const void* w, int64_t lda, const void* x, int64_t k, int64_t n, int64_t m,
+              float* y, int64_t ldy) {
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, to_int(n, "n"), to_int(m, "m"), to_int(k, "k"),
+                              &alpha, w, CUDA_R_16F, to_int(lda, "lda"), x, CUDA_R_16F, to_int(k, "k"),
+                              &beta, y, CUDA_R_32F, to_int(ldy, "ldy"), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
+    check_matmul(w, x, y);
+    if (!codec_supported(w.type)) {
+        throw UnsupportedError(cat("matmul: weight type ", type_traits(w.type).name,
+                                   " is not supported on the CUDA backend"));
+    }
+    Impl& s = *impl_;
+    const int64_t k = w.ne[0], n = w.ne[1], m = x.n_rows();
+    if (n == 0 || m == 0) return;
+    const auto* wd = static_cast<const uint8_t*>(w.data);
+
+    if (m <= s.options.gemv_max_tokens) {
+        if (s.options.quantize_activations && gemv_q8_supported(w.type)) {
+            // One scratch block: xq [m][k] int8, then (16-byte aligned) xds [m][k/32] (d, d·Σq).
+            const uint64_t ds_offset = (static_cast<uint64_t>(m * k) + 15) / 16 * 16;
+            const uint64_t bytes = ds_offset + static_cast<uint64_t>(m * (k / 32)) * 2 * sizeof(float);
+            auto* buf = static_cast<uint8_t*>(s.scratch(s.x_q8, bytes, "matmul q8 activations"));
+            auto* xq = reinterpret_cast<int8_t*>(buf);
+            auto* xds = reinterpret_cast<float*>(buf + ds_offset);
+            int rows_per_warp = s.options.gemv_rows_per_warp;
+            while (rows_per_warp > 1 && n / rows_per_warp < s.sm_count) rows_per_warp /= 2;
+            quantize_rows_q8(f32_view(x), xq, xds, s.stream);
+            gemv_q8(w.type, wd, w.nb[1], k, n, xq, xds, rows_per_warp, f32_view(y), s.stream);
+        } else {
+            gemv_float(w.type, wd, w.nb[1], k, n, f32_view(x), f32_view(y), s.stream);
+        }
+        return;
+    }
+
+    // cuBLAS path: column-major views, y [n, m] with leading dimension ldy.
+    const int64_t ldy = static_cast<int64_t>(y.nb[1] / sizeof(float));
+    auto* yd = static_cast<float*>(y.data);
+    if (w.type == GgmlType::F32 && w.nb[1] % sizeof(float) == 0) {
+        const float alpha = 1.0f, beta = 0.0f;
+        CUBLAS_CHECK(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, to_int(n, "n"), to_int(m, "m"),
+                                 to_int(k, "k"), &alpha, static_cast<const float*>(w.data),
+                                 to_int(static_cast<int64_t>(w.nb[1] / sizeof(float)), "lda"),
+                                 static_cast<const float*>(x.data),
+                                 to_int(static_cast<int64_t>(x.nb[1] / sizeof(float)), "ldx"), &beta, yd,
+                                 to_int(ldy, "ldy")));
+        return;
+    }
+    void* x16 = s.scratch(s.x_f16, static_cast<uint64_t>(m * k) * 2, "matmul f16 activations");
+    convert_rows_f16(f32_view(x), static_cast<uint16_t*>(x16), s.stream);
+    if (w.type == GgmlType::F16 && w.nb[1] % 2 == 0) {
+        gemm_f16(s.cublas, w.data, static_cast<int64_t>(w.nb[1] / 2), x16, k, n, m, yd, ldy);
+        return;
+    }
+    // Dequantize W in tiles of rows so the f16 copy never exceeds gemm_tile_bytes.
+    const uint64_t row_f16 = static_cast<uint64_t>(k) * 2;
+    int64_t tile_rows = static_cast<int64_t>(s.options.gemm_tile_bytes / row_f16);
+    tile_rows = std::max<int64_t>(kTileRowAlign, tile_rows / kTileRowAlign * kTileRowAlign);
+    tile_rows = std::min(tile_rows, n);
+    void* tile = s.scratch(s.w_tile, static_cast<uint64_t>(tile_rows) * row_f16, "matmul f16 weight tile");
+    for (int64_t row0 = 0; row0 < n; row0 += tile_rows) {
+        const int64_t rows = std::min(tile_rows, n - row0);
+        dequantize_rows_f16(w.type, wd + static_cast<uint64_t>(row0) * w.nb[1], w.nb[1], k, rows,
+                            static_cast<uint16_t*>(tile), s.stream);
+        gemm_f16(s.cublas, tile, k, x16, k, rows, m, yd + row0, ldy);
+    }
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,329 @@
+// CudaBackend (cuda_backend.h): construction inside the budget, host <-> device copies, and the
+// element-wise, norm, RoPE, embedding and KV ops (matmul and attention have their own files).
+#include "kernels_cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "kernels_cuda/backend_impl.h"
+#include "kernels_cuda/cuda_check.h"
+
+namespace strata::cuda {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr size_t kBulkChunk = 8 * kMiB;   // pinned host chunk of uploads and downloads
+constexpr size_t kArgHalf = 256 * 1024;   // half of the op-argument ring
+
+uint64_t device_used_bytes() {
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    return total_b - free_b;
+}
+
+uint64_t vram_budget(const CudaBackendOptions& o) {
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (o.budget_bytes > 0) {
+        if (o.budget_bytes > free_b) {
+            throw BudgetError(cat("CUDA backend: a budget of ", o.budget_bytes / kMiB, " MiB does not fit in the ",
+                                  free_b / kMiB, " MiB free on device ", o.device, " (", total_b / kMiB,
+                                  " MiB total); lower --gpu-mem"));
+        }
+        return o.budget_bytes;
+    }
+    if (free_b <= o.reserve_bytes) {
+        throw BudgetError(cat("CUDA backend: device ", o.device, " has ", free_b / kMiB,
+                              " MiB free, not more than the ", o.reserve_bytes / kMiB, " MiB reserve"));
+    }
+    return free_b - o.reserve_bytes;
+}
+
+// Runs one f32 and one f16 product on a small probe arena, so that whatever cuBLAS allocates
+// for itself on first use happens now and can be measured. The probe's memory is freed on
+// return; the handle's workspace pointer is replaced before cuBLAS is called again.
+void warm_up_cublas(int device, cublasHandle_t cublas, cudaStream_t stream) {
+    constexpr int kN = 64;
+    DeviceArena probe(device, 8 * kMiB);
+    void* ws = probe.allocate(4 * kMiB, "cuBLAS probe workspace");
+    auto* a = static_cast<float*>(probe.allocate(kN * kN * sizeof(float) * 3, "cuBLAS probe"));
+    auto* h = static_cast<uint8_t*>(probe.allocate(kN * kN * 2 * 2, "cuBLAS probe f16"));
+    CUDA_CHECK(cudaMemsetAsync(a, 0, kN * kN * sizeof(float) * 3, stream));
+    CUDA_CHECK(cudaMemsetAsync(h, 0, kN * kN * 2 * 2, stream));
+    CUBLAS_CHECK(cublasSetWorkspace(cublas, ws, 4 * kMiB));
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, kN, kN, kN, &one, a, kN, a + kN * kN, kN, &zero,
+                             a + 2 * kN * kN, kN));
+    CUBLAS_CHECK(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, kN, kN, kN, &one, h, CUDA_R_16F, kN,
+                              h + kN * kN * 2, CUDA_R_16F, kN, &zero, a, CUDA_R_32F, kN, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace
+
+CudaBackend::Impl::Impl(const CudaBackendOptions& opts) : options(opts) {
+    if (options.gemv_rows_per_warp != 1 && options.gemv_rows_per_warp != 2 && options.gemv_rows_per_warp != 4) {
+        throw ArgumentError(cat("CUDA backend: gemv_rows_per_warp = ", options.gemv_rows_per_warp,
+                                ", expected 1, 2 or 4"));
+    }
+    if (options.gemv_max_tokens < 0 || options.gemv_max_tokens > kGemvMaxCols) {
+        throw ArgumentError(cat("CUDA backend: gemv_max_tokens = ", options.gemv_max_tokens,
+                                ", expected 0..", kGemvMaxCols));
+    }
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || options.device < 0 || options.device >= count) {
+        cudaGetLastError();
+        throw SystemError(cat("CUDA backend: device ", options.device, " is not available (", count,
+                              " CUDA devices visible)"));
+    }
+    CUDA_CHECK(cudaSetDevice(options.device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+    sm_count = prop.multiProcessorCount;
+    compute_major = prop.major;
+    const uint64_t budget = vram_budget(options);
+    // cuBLAS allocates device memory of its own (outside any workspace we hand it): measure it
+    // and give the arena only the rest of the budget.
+    const uint64_t used_before = device_used_bytes();
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&cublas));
+    CUBLAS_CHECK(cublasSetStream(cublas, stream));
+    CUBLAS_CHECK(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));  // no TF32: f32 stays f32
+    warm_up_cublas(options.device, cublas, stream);
+    const uint64_t used_after = device_used_bytes();
+    outside_arena = used_after > used_before ? used_after - used_before : 0;
+    if (outside_arena + 16 * kMiB > budget) {
+        throw BudgetError(cat("CUDA backend: a budget of ", budget / kMiB, " MiB leaves no arena after the ",
+                              outside_arena / kMiB, " MiB cuBLAS holds; raise --gpu-mem"));
+    }
+    arena = std::make_shared<DeviceArena>(options.device, budget - outside_arena);
+    // cuBLAS asks for 32 MiB on Hopper and 4 MiB before it; a small arena gets less.
+    const uint64_t ws = std::min<uint64_t>((compute_major >= 9 ? 32 : 4) * kMiB, arena->capacity() / 16);
+    cublas_workspace = ArenaBuffer(arena, ws, "cuBLAS workspace");
+    CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_workspace.data(), cublas_workspace.size()));
+    bulk = std::make_unique<BulkStaging>(kBulkChunk);
+    args = std::make_unique<ArgRing>(arena, kArgHalf);
+}
+
+CudaBackend::Impl::~Impl() {
+    if (stream != nullptr) cudaStreamSynchronize(stream);
+    if (cublas != nullptr) cublasDestroy(cublas);
+    args.reset();
+    bulk.reset();
+    if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+void* CudaBackend::Impl::scratch(ArenaBuffer& buf, uint64_t bytes, std::string_view what) {
+    if (buf.size() < bytes) {
+        buf.reset();
+        buf = ArenaBuffer(arena, bytes, what);
+    }
+    return buf.data();
+}
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+
+CudaBackend::~CudaBackend() = default;
+
+const DeviceArena& CudaBackend::arena() const { return *impl_->arena; }
+uint64_t CudaBackend::outside_arena_bytes() const { return impl_->outside_arena; }
+const CudaBackendOptions& CudaBackend::options() const { return impl_->options; }
+
+DeviceTensor CudaBackend::allocate(GgmlType type, std::initializer_list<int64_t> ne, std::string_view what) {
+    DeviceTensor d;
+    d.tensor = Tensor::contiguous(type, nullptr, ne, MemoryKind::Device);
+    d.buffer = ArenaBuffer(impl_->arena, d.tensor.n_bytes(), what);
+    d.tensor.data = d.buffer.data();
+    return d;
+}
+
+DeviceTensor CudaBackend::upload(const Tensor& host, std::string_view what) {
+    DeviceTensor d;
+    d.tensor = host;
+    d.tensor.memory = MemoryKind::Device;
+    d.buffer = ArenaBuffer(impl_->arena, host.n_bytes(), what);
+    d.tensor.data = d.buffer.data();
+    copy_to_device(host, d.tensor);
+    return d;
+}
+
+void CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
+    if (host.memory == MemoryKind::Device || device.memory != MemoryKind::Device) {
+        throw ArgumentError(cat("copy_to_device: needs a host source and a device destination, got ",
+                                host.shape_string(), " -> ", device.shape_string()));
+    }
+    if (!host.is_contiguous() || !device.is_contiguous() || host.type != device.type || host.ne != device.ne) {
+        throw ArgumentError(cat("copy_to_device: ", host.shape_string(), " -> ", device.shape_string(),
+                                " needs two contiguous tensors of one type and shape"));
+    }
+    if (host.n_bytes() == 0) return;
+    if (host.memory == MemoryKind::PinnedHost) {
+        CUDA_CHECK(cudaMemcpyAsync(device.data, host.data, host.n_bytes(), cudaMemcpyHostToDevice, impl_->stream));
+        CUDA_CHECK(cudaStreamSynchronize(impl_->stream));  // the caller may reuse `host` at once
+    } else {
+        impl_->bulk->to_device(host.data, device.data, host.n_bytes(), impl_->stream);
+    }
+}
+
+void CudaBackend::download(const Tensor& device, Tensor& host) {
+    if (device.memory != MemoryKind::Device || host.memory == MemoryKind::Device) {
+        throw ArgumentError(cat("download: needs a device source and a host destination, got ",
+                                device.shape_string(), " -> ", host.shape_string()));
+    }
+    if (!host.is_contiguous() || !device.is_contiguous() || host.type != device.type || host.ne != device.ne) {
+        throw ArgumentError(cat("download: ", device.shape_string(), " -> ", host.shape_string(),
+                                " needs two contiguous tensors of one type and shape"));
+    }
+    if (device.n_bytes() == 0) return;
+    impl_->bulk->to_host(device.data, host.data, device.n_bytes(), impl_->stream);
+}
+
+void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
+
+// ---- ops
+
+void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {
+    check_device_rows("get_rows", "table", table);
+    check_device_f32("get_rows", "out", out);
+    if (!codec_supported(table.type)) {
+        throw UnsupportedError(cat("get_rows: table type ", type_traits(table.type).name,
+                                   " is not supported on the CUDA backend"));
+    }
+    if (table.ne[2] != 1 || table.ne[3] != 1) {
+        throw ArgumentError(cat("get_rows: table must be 2-D, got ", table.shape_string()));
+    }
+    if (n < 0 || out.ne[0] != table.ne[0] || out.n_rows() != n) {
+        throw ArgumentError(cat("get_rows: out ", out.shape_string(), " must be [", table.ne[0], ", ", n,
+                                "] for ", n, " ids of table ", table.shape_string()));
+    }
+    if (n == 0) return;
+    if (ids == nullptr || impl_->arena->owns(ids)) {
+        throw ArgumentError("get_rows: ids must be a host array");
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        if (ids[i] < 0 || ids[i] >= table.ne[1]) {
+            throw ArgumentError(cat("get_rows: id ", ids[i], " at index ", i, " is outside the table's ",
+                                    table.ne[1], " rows (", table.shape_string(), ")"));
+        }
+    }
+    cuda::get_rows(table.type, static_cast<const uint8_t*>(table.data), table.nb[1], table.ne[0],
+                   impl_->stage(ids, n), n, f32_view(out), impl_->stream);
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) {
+    check_device_f32("rms_norm", "x", x);
+    check_device_f32("rms_norm", "y", y);
+    check_same_shape("rms_norm", "x", x, "y", y);
+    const float* w = nullptr;
+    if (weight != nullptr) {
+        check_device_f32("rms_norm", "weight", *weight);
+        if (weight->n_elements() != x.ne[0] || !weight->is_contiguous()) {
+            throw ArgumentError(cat("rms_norm: weight ", weight->shape_string(), " must hold ", x.ne[0],
+                                    " contiguous elements to match rows of x ", x.shape_string()));
+        }
+        w = weight->as<const float>();
+    }
+    if (!(eps >= 0.0f)) throw ArgumentError(cat("rms_norm: eps = ", eps, ", expected >= 0"));
+    cuda::rms_norm(f32_view(x), w, eps, f32_view(y), impl_->stream);
+}
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+    check_device_f32("add", "a", a);
+    check_device_f32("add", "b", b);
+    check_device_f32("add", "y", y);
+    check_same_shape("add", "a", a, "y", y);
+    const bool broadcast = b.ne != a.ne;
+    if (broadcast && (b.ne[0] != a.ne[0] || b.n_rows() != 1)) {
+        throw ArgumentError(cat("add: b ", b.shape_string(), " must match a ", a.shape_string(),
+                                " or be one row of ", a.ne[0], " elements"));
+    }
+    cuda::add(f32_view(a), f32_view(b), broadcast, f32_view(y), impl_->stream);
+}
+
+void CudaBackend::scale(Tensor& x, float s) {
+    check_device_f32("scale", "x", x);
+    cuda::scale(f32_view(x), s, impl_->stream);
+}
+
+void CudaBackend::softcap(Tensor& x, float cap) {
+    check_device_f32("softcap", "x", x);
+    if (!(cap > 0.0f)) throw ArgumentError(cat("softcap: cap = ", cap, ", expected > 0"));
+    cuda::softcap(f32_view(x), cap, impl_->stream);
+}
+
+void CudaBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
+    check_device_f32("gated_activation", "gate", gate);
+    check_device_f32("gated_activation", "up", up);
+    check_device_f32("gated_activation", "y", y);
+    check_same_shape("gated_activation", "gate", gate, "up", up);
+    check_same_shape("gated_activation", "gate", gate, "y", y);
+    if (act != Activation::Silu && act != Activation::GeluTanh) {
+        throw UnsupportedError(cat("gated_activation: activation id ", static_cast<int>(act),
+                                   " is not supported on the CUDA backend"));
+    }
+    cuda::gated_activation(f32_view(gate), f32_view(up), act, f32_view(y), impl_->stream);
+}
+
+void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p) {
+    check_device_f32("rope", "x", x);
+    if (x.ne[3] != 1) {
+        throw ArgumentError(cat("rope: x must be [head_dim, n_heads, n_tokens], got ", x.shape_string()));
+    }
+    if (p.n_rot <= 0 || p.n_rot % 2 != 0 || p.n_rot > x.ne[0]) {
+        throw ArgumentError(cat("rope: n_rot = ", p.n_rot, " must be even and in (0, head_dim = ", x.ne[0], "]"));
+    }
+    if (!(p.freq_base > 0.0f) || !(p.freq_scale > 0.0f)) {
+        throw ArgumentError(cat("rope: freq_base = ", p.freq_base, " and freq_scale = ", p.freq_scale,
+                                " must be > 0"));
+    }
+    const int64_t n_tokens = x.ne[2];
+    if (n_tokens == 0 || x.ne[1] == 0) return;
+    if (positions == nullptr || impl_->arena->owns(positions)) {
+        throw ArgumentError("rope: positions must be a host array");
+    }
+    const int half = p.n_rot / 2;
+    // The same float powers as the CPU backend, so both rotate by identical angles.
+    std::vector<float> inv_freq(static_cast<size_t>(half));
+    for (int i = 0; i < half; ++i) {
+        inv_freq[static_cast<size_t>(i)] =
+            std::pow(p.freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(p.n_rot));
+    }
+    RopeLaunch launch;
+    launch.positions = impl_->stage(positions, n_tokens);
+    launch.inv_freq = impl_->stage(inv_freq.data(), half);
+    if (p.freq_factors != nullptr) {
+        launch.freq_factors = impl_->arena->owns(p.freq_factors, sizeof(float) * static_cast<uint64_t>(half))
+                                  ? p.freq_factors
+                                  : impl_->stage(p.freq_factors, half);
+    }
+    launch.freq_scale = p.freq_scale;
+    launch.n_rot = p.n_rot;
+    launch.neox = p.style == RopeStyle::Neox;
+    cuda::rope(f32_view(x), x.ne[1], launch, impl_->stream);
+}
+
+void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {
+    check_device_f32("kv_store", "src", src);
+    check_device_rows("kv_store", "cache", cache);
+    if (!kv_store_supported(cache.type)) {
+        throw UnsupportedError(cat("kv_store: cache type ", type_traits(cache.type).name,
+                                   " is not supported on the CUDA backend (f32, f16, bf16, q8_0, q4_0, "
+                                   "q5_0 are)"));
+    }
+    if (cache.ne[2] != 1 || cache.ne[3] != 1 || src.ne[0] != cache.ne[0]) {
+        throw ArgumentError(cat("kv_store: src ", src.shape_string(), " rows must match cache ",
+                                cache.shape_string(), " rows (cache is 2-D [row, n_cells])"));
+    }
+    const int64_t n = src.n_rows();
+    if (first_cell < 0 || first_cell + n > cache.ne[1]) {
+        throw ArgumentError(cat("kv_store: cells [", first_cell, ", ", first_cell + n,
+                                ") are outside the cache's ", cache.ne[1], " cells"));
+    }
+    cuda::kv_store(f32_view(src), cache.type, static_cast<uint8_t*>(cache.data), cache.nb[1], first_cell,
+                   impl_->stream);
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,94 @@
+// CudaBackend: the Backend for one CUDA device. Every device byte it uses (weights, KV cache,
+// activations, cuBLAS workspace, scratch, op arguments) comes from one DeviceArena sized by a
+// byte budget. Free of CUDA headers so engine/ and tools/ may include it.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string_view>
+
+#include "engine/core/backend.h"
+#include "kernels_cuda/device_arena.h"
+
+namespace strata::cuda {
+
+struct CudaBackendOptions {
+    int device = 0;
+    // Device memory the backend may hold: its arena (one cudaMalloc) plus what cuBLAS keeps for
+    // itself, which is measured at construction and left out of the arena. 0: the device's free
+    // memory at construction minus reserve_bytes. Not counted: the CUDA context and the loaded
+    // kernels, held once per process (docs/BENCHMARKS.md, "CUDA kernels", gives their sizes).
+    uint64_t budget_bytes = 0;
+    uint64_t reserve_bytes = 512ull << 20;
+    // Batches of at most this many tokens take the GEMV kernels (weights dequantized in
+    // registers); larger ones dequantize f16 tiles for cuBLAS. At most 8.
+    int gemv_max_tokens = 8;
+    // GEMV on q8-quantized activations with dp4a (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K);
+    // false keeps activations in f32 (slower, reference precision).
+    bool quantize_activations = true;
+    // Weight rows one warp of the q8 GEMV streams together (1, 2 or 4), sharing each activation
+    // load; fewer for types whose staging needs the registers (Q6_K, Q8_0 take 2), for more than
+    // two tokens, and when the matrix has too few rows to fill the device.
+    int gemv_rows_per_warp = 4;
+    // Attention over at most this many query tokens uses the flash-decoding kernel, more the
+    // tiled one.
+    int attention_decode_max_tokens = 8;
+    // Upper bound of the f16 weight tile the cuBLAS path dequantizes into.
+    uint64_t gemm_tile_bytes = 64ull << 20;
+};
+
+// Ops are asynchronous on the backend's one stream; synchronize() waits for them. Tensors passed
+// to ops live in device memory (MemoryKind::Device), normally blocks of this backend's arena.
+// Op arguments that are plain pointers (get_rows ids, positions) are host memory; the RoPE
+// freq_factors may be host memory or a tensor in this arena. Calls come from one thread at a
+// time (Backend's rule); the arena itself is thread-safe.
+class CudaBackend : public Backend {
+  public:
+    explicit CudaBackend(const CudaBackendOptions& options = {});
+    ~CudaBackend() override;
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    std::string_view name() const override { return "cuda"; }
+    MemoryKind memory_kind() const override { return MemoryKind::Device; }
+
+    // ---- memory
+    // A contiguous device tensor in the arena (contents undefined).
+    DeviceTensor allocate(GgmlType type, std::initializer_list<int64_t> ne,
+                          std::string_view what = "tensor");
+    // A device copy of a contiguous host tensor (Host, PinnedHost or File memory); returns once
+    // `host` may be reused.
+    DeviceTensor upload(const Tensor& host, std::string_view what = "tensor");
+    // Copies a contiguous host tensor into an existing device tensor of the same type and shape.
+    void copy_to_device(const Tensor& host, Tensor& device);
+    // Copies a contiguous device tensor into a host tensor of the same type and shape; waits for
+    // every queued op first.
+    void download(const Tensor& device, Tensor& host);
+    const DeviceArena& arena() const;
+    // Device bytes the backend holds outside its arena (cuBLAS's own state), measured when it
+    // was built; arena().capacity() + outside_arena_bytes() <= the budget.
+    uint64_t outside_arena_bytes() const;
+    const CudaBackendOptions& options() const;
+
+    // ---- Backend ops (engine/core/backend.h gives shapes and aliasing rules)
+    void matmul(const Tensor& w, const Tensor& x, Tensor& y) override;
+    void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) override;
+    void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) override;
+    void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+    void scale(Tensor& x, float s) override;
+    void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) override;
+    void rope(Tensor& x, const int32_t* positions, const RopeParams& params) override;
+    void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) override;
+    void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
+                   const int32_t* positions, const AttentionParams& params, Tensor& out) override;
+    void softcap(Tensor& x, float cap) override;
+    void synchronize() override;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::cuda

@@ -1,0 +1,69 @@
+// Element-wise f32 ops on device views: add (same shape or one broadcast row), scale, softcap and
+// the gated activations of the FFN. Grid: x over a row's elements, y over rows (grid-stride).
+#include "kernels_cuda/device_common.cuh"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxGridY = 65535;
+
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    constexpr float kCoef = 0.044715f;
+    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+
+enum class Op : int { Add, AddBroadcast, Scale, Softcap, Silu, GeluTanh };
+
+// One kernel for every element-wise op: y = op(a, b) with a scalar parameter p.
+template <Op kOp>
+__global__ void elementwise_kernel(F32View a, F32View b, F32View y, float p, float p2) {
+    for (int64_t r = blockIdx.y; r < a.n_rows; r += gridDim.y) {
+        const float* ar = a.row(r);
+        const float* br = b.row(kOp == Op::AddBroadcast ? 0 : r);  // b is a for scale/softcap
+        float* yr = y.row(r);
+        for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < a.ne0;
+             i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+            const float v = ar[i];
+            if constexpr (kOp == Op::Add || kOp == Op::AddBroadcast) yr[i] = v + br[i];
+            if constexpr (kOp == Op::Scale) yr[i] = v * p;
+            if constexpr (kOp == Op::Softcap) yr[i] = p * tanhf(v * p2);
+            if constexpr (kOp == Op::Silu) yr[i] = silu(v) * br[i];
+            if constexpr (kOp == Op::GeluTanh) yr[i] = gelu_tanh(v) * br[i];
+        }
+    }
+}
+
+template <Op kOp>
+void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t stream) {
+    if (a.n_rows == 0 || a.ne0 == 0) return;
+    const dim3 grid(capped_blocks(a.ne0, kThreads),
+                    static_cast<unsigned>(a.n_rows < kMaxGridY ? a.n_rows : kMaxGridY));
+    elementwise_kernel<kOp><<<grid, kThreads, 0, stream>>>(a, b, y, p, p2);
+    CUDA_CHECK_LAUNCH("elementwise_kernel");
+}
+
+}  // namespace
+
+void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream) {
+    if (broadcast_b) launch<Op::AddBroadcast>(a, b, y, 0.0f, 0.0f, stream);
+    else launch<Op::Add>(a, b, y, 0.0f, 0.0f, stream);
+}
+
+void scale(F32View x, float s, cudaStream_t stream) {
+    launch<Op::Scale>(x, x, x, s, 0.0f, stream);
+}
+
+void softcap(F32View x, float cap, cudaStream_t stream) {
+    launch<Op::Softcap>(x, x, x, cap, 1.0f / cap, stream);
+}
+
+void gated_activation(F32View gate, F32View up, Activation act, F32View y, cudaStream_t stream) {
+    if (act == Activation::Silu) launch<Op::Silu>(gate, up, y, 0.0f, 0.0f, stream);
+    else launch<Op::GeluTanh>(gate, up, y, 0.0f, 0.0f, stream);
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,242 @@
+// Decode matmul (few tokens): y [n, m] = W [k, n] · x [k, m] with W dequantized in registers.
+// gemv_q8: one warp per 1, 2 or 4 weight rows; coalesced 16-byte loads stage the rows in shared
+// memory, each lane decodes its 32-element items and dots them with q8 activations via dp4a.
+#include "kernels_cuda/device_common.cuh"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kGemvWarps = 4;  // rows per block
+
+// A warp stages 2-3.5 KiB per step: 128 items (64 for the 34-byte Q8_0 / 36-byte Q8_1 items),
+// split over its R rows. On an H200 doubling the staged bytes of Q4_K/Q6_K from 64 items took
+// them from 45% to 51-56% of copy bandwidth, and R = 4 rows sharing each activation load (most
+// of the L1 traffic of 4- and 5-bit types) to 59-60%; Q8_0 runs at 85% (docs/BENCHMARKS.md).
+template <class C, int R>
+struct Stage {
+    static constexpr int kItemsPerBlock = C::kBlockElems / 32;
+    // The fewest items (a multiple of 32) whose bytes are whole 16-byte vectors: 64 for Q6_K.
+    static constexpr int kMinItems = (32 / kItemsPerBlock * C::kBlockBytes) % 16 == 0 ? 32 : 64;
+    static constexpr int kWantItems = (C::kBlockBytes / kItemsPerBlock >= 30 ? 64 : 128) / R;
+    static constexpr int kChunkItems = kWantItems > kMinItems ? kWantItems : kMinItems;
+    static constexpr int kChunkBytes = kChunkItems / kItemsPerBlock * C::kBlockBytes;
+    static_assert(kChunkItems % 32 == 0 && kChunkItems % kItemsPerBlock == 0, "whole items per lane");
+    static_assert(kChunkBytes % 16 == 0, "a chunk keeps every row's 16-byte misalignment");
+    static constexpr int kVecs = kChunkBytes / 16 + 1;  // + 1: the row may start mid-vector
+    static constexpr int kVecsPerLane = (kVecs + 31) / 32;
+};
+
+// R consecutive rows per warp, NC (>= m) columns. At most 128 registers, so at least 4 blocks
+// (16 warps) share a multiprocessor and keep enough loads in flight.
+template <class C, int NC, int R>
+__global__ void __launch_bounds__(kGemvWarps * 32, 4)
+    gemv_q8_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t n_items, int64_t n,
+                   const int8_t* __restrict__ xq, const float2* __restrict__ xds, F32View y) {
+    using S = Stage<C, R>;
+    // + 1 vector of slack: load_words may read the word after a block's last byte.
+    __shared__ uint4 stage[kGemvWarps][R][S::kVecs + 1];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp) * R;
+    if (row0 >= n) return;  // the whole warp leaves; nothing below syncs the block
+    const int rows = n - row0 < R ? static_cast<int>(n - row0) : R;  // warp-uniform
+
+    const uint64_t row_bytes = static_cast<uint64_t>(n_items / S::kItemsPerBlock) * C::kBlockBytes;
+    int mis[R];
+    const uint4* base[R];
+    const uint8_t* staged[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        // A row past the end re-reads the last valid one; its sums are never written.
+        const uint8_t* wrow = w + static_cast<uint64_t>(row0 + (r < rows ? r : rows - 1)) * nb1;
+        mis[r] = static_cast<int>(reinterpret_cast<uintptr_t>(wrow) & 15);
+        base[r] = reinterpret_cast<const uint4*>(wrow - mis[r]);
+        staged[r] = reinterpret_cast<const uint8_t*>(stage[warp][r]) + mis[r];
+    }
+    const int64_t n_chunks = (n_items + S::kChunkItems - 1) / S::kChunkItems;
+
+    // 16-byte vectors that cover chunk c of row r (each holds at least one byte of the row).
+    auto n_vecs = [&](int64_t c, int r) {
+        const uint64_t begin = static_cast<uint64_t>(c) * S::kChunkBytes;
+        const uint64_t len = row_bytes - begin < S::kChunkBytes ? row_bytes - begin : S::kChunkBytes;
+        return static_cast<int>((mis[r] + len + 15) / 16);
+    };
+    uint4 regs[R][S::kVecsPerLane];
+    auto load = [&](int64_t c) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const uint4* src = base[r] + c * (S::kChunkBytes / 16);
+            const int nv = n_vecs(c, r);
+#pragma unroll
+            for (int j = 0; j < S::kVecsPerLane; ++j)
+                if (lane + 32 * j < nv) regs[r][j] = __ldg(src + lane + 32 * j);
+        }
+    };
+
+    float acc[R][NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int col = 0; col < NC; ++col) acc[r][col] = 0.0f;
+    const int64_t m = y.n_rows;
+
+    load(0);
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        __syncwarp();  // every lane is done reading the previous chunk
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int nv = n_vecs(c, r);
+#pragma unroll
+            for (int j = 0; j < S::kVecsPerLane; ++j)
+                if (lane + 32 * j < nv) stage[warp][r][lane + 32 * j] = regs[r][j];
+        }
+        __syncwarp();
+        if (c + 1 < n_chunks) load(c + 1);  // in flight while this chunk is computed
+
+#pragma unroll 1  // one item at a time keeps the decoded quants' registers few
+        for (int u = 0; u < S::kChunkItems / 32; ++u) {
+            const int it = 32 * u + lane;
+            const int64_t gi = c * S::kChunkItems + it;
+            if (gi >= n_items) break;
+            const int offset = (it / S::kItemsPerBlock) * C::kBlockBytes, sub = it % S::kItemsPerBlock;
+            Q8Item q[R];
+#pragma unroll
+            for (int r = 0; r < R; ++r) q[r] = C::decode(staged[r] + offset, sub);
+#pragma unroll
+            for (int col = 0; col < NC; ++col) {
+                if (col >= m) break;
+                const int4* xp = reinterpret_cast<const int4*>(xq + (col * n_items + gi) * 32);
+                const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+                const int xw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+                const float2 ds = __ldg(xds + col * n_items + gi);
+#pragma unroll
+                for (int r = 0; r < R; ++r) acc[r][col] += dot_q8(q[r], xw, ds.x, ds.y);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int col = 0; col < NC; ++col) {
+            const float s = warp_sum(acc[r][col]);
+            if (lane == 0 && col < m && r < rows) y.row(col)[row0 + r] = s;
+        }
+    }
+}
+
+// Any codec, f32 activations: one warp per row, each lane a 32-element item at a time.
+template <class C>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_float_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t k, int64_t n_items,
+                      int64_t n, F32View x, F32View y) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+    if (row >= n) return;
+    const uint8_t* wrow = w + static_cast<uint64_t>(row) * nb1;
+    const int64_t m = x.n_rows;
+    float acc[kGemvMaxCols];
+#pragma unroll
+    for (int col = 0; col < kGemvMaxCols; ++col) acc[col] = 0.0f;
+    for (int64_t item = lane; item < n_items; item += 32) {
+        int sub = 0;
+        const uint8_t* blk = item_block<C>(wrow, item, sub);
+        const int valid = static_cast<int>(k - item * 32 < 32 ? k - item * 32 : 32);
+        float v[32];
+        C::dequant(blk, sub, v, valid);
+#pragma unroll
+        for (int col = 0; col < kGemvMaxCols; ++col) {
+            if (col >= m) break;
+            const float* xr = x.row(col) + item * 32;
+            float s = 0.0f;
+            if (valid == 32 && reinterpret_cast<uintptr_t>(xr) % 16 == 0) {
+#pragma unroll
+                for (int j = 0; j < 32; j += 4) {
+                    const float4 x4 = __ldg(reinterpret_cast<const float4*>(xr + j));
+                    s += v[j] * x4.x + v[j + 1] * x4.y + v[j + 2] * x4.z + v[j + 3] * x4.w;
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 32; ++j)
+                    if (j < valid) s += v[j] * xr[j];
+            }
+            acc[col] += s;
+        }
+    }
+#pragma unroll
+    for (int col = 0; col < kGemvMaxCols; ++col) {
+        const float s = warp_sum(acc[col]);
+        if (lane == 0 && col < m) y.row(col)[row] = s;
+    }
+}
+
+template <class C, int NC, int R>
+void launch_q8(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* xq,
+               const float* xds, F32View y, cudaStream_t stream) {
+    gemv_q8_kernel<C, NC, R><<<blocks_for(n, kGemvWarps * R), kGemvWarps * 32, 0, stream>>>(
+        w, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds), y);
+    CUDA_CHECK_LAUNCH("gemv_q8_kernel");
+}
+
+// Column counts are rounded up to a compiled width; the extra columns are skipped. More rows per
+// warp take fewer columns (their sums need the registers): R = 4 up to 2 columns, R = 2 up to 4.
+template <class C, int R>
+void launch_q8_cols(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* xq,
+                    const float* xds, F32View y, cudaStream_t stream) {
+    const int64_t m = y.n_rows;
+    if (m == 1) return launch_q8<C, 1, R>(w, nb1, n_items, n, xq, xds, y, stream);
+    if (m == 2) return launch_q8<C, 2, R>(w, nb1, n_items, n, xq, xds, y, stream);
+    if constexpr (R <= 2) {
+        if (m <= 4) return launch_q8<C, 4, R>(w, nb1, n_items, n, xq, xds, y, stream);
+    }
+    if constexpr (R == 1) return launch_q8<C, 8, R>(w, nb1, n_items, n, xq, xds, y, stream);
+    throw ArgumentError(cat("gemv_q8: ", m, " columns with ", R, " rows per warp"));  // not reached
+}
+
+}  // namespace
+
+bool gemv_q8_supported(GgmlType type) {
+    bool dp4a = false;
+    visit_codec(type, [&](auto codec) { dp4a = decltype(codec)::kDp4a; });
+    return dp4a;
+}
+
+void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
+             const float* xds, int rows_per_warp, F32View y, cudaStream_t stream) {
+    const int64_t m = y.n_rows;
+    if (n == 0 || m == 0) return;
+    if (m > kGemvMaxCols) {
+        throw ArgumentError(cat("gemv_q8: ", m, " columns, at most ", kGemvMaxCols));
+    }
+    const int64_t n_items = k / 32;
+    dispatch_codec(type, "matmul", [&](auto codec) {
+        using C = decltype(codec);
+        if constexpr (C::kDp4a) {
+            const int most = m <= 2 ? 4 : (m <= 4 ? 2 : 1);  // see launch_q8_cols
+            const int r = rows_per_warp < most ? rows_per_warp : most;
+            // Four rows only while their staging registers stay few (<= 8 vectors per lane).
+            if constexpr (Stage<C, 4>::kVecsPerLane * 4 <= 8) {
+                if (r >= 4) return launch_q8_cols<C, 4>(w, nb1, n_items, n, xq, xds, y, stream);
+            }
+            if (r >= 2) return launch_q8_cols<C, 2>(w, nb1, n_items, n, xq, xds, y, stream);
+            launch_q8_cols<C, 1>(w, nb1, n_items, n, xq, xds, y, stream);
+        } else {
+            throw UnsupportedError(cat("gemv_q8: type ", type_traits(type).name, " has no dp4a kernel"));
+        }
+    });
+}
+
+void gemv_float(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, F32View x,
+                F32View y, cudaStream_t stream) {
+    if (n == 0 || x.n_rows == 0) return;
+    if (x.n_rows > kGemvMaxCols) {
+        throw ArgumentError(cat("gemv_float: ", x.n_rows, " columns, at most ", kGemvMaxCols));
+    }
+    const int64_t n_items = (k + 31) / 32;
+    dispatch_codec(type, "matmul", [&](auto codec) {
+        using C = decltype(codec);
+        gemv_float_kernel<C><<<blocks_for(n, kGemvWarps), kGemvWarps * 32, 0, stream>>>(
+            w, nb1, k, n_items, n, x, y);
+        CUDA_CHECK_LAUNCH("gemv_float_kernel");
+    });
+}
+
+}  // namespace strata::cuda

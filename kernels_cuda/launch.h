@@ -1,0 +1,133 @@
+// Internal to kernels_cuda: the kernel launchers the backend calls, one group per .cu file.
+// Arguments are raw device pointers and plain structs (C++17: nvcc compiles the .cu side).
+// Every launcher only enqueues on `stream` and checks the launch; none synchronizes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/core/op_types.h"
+#include "engine/core/tensor.h"
+#include "quant/ggml_type.h"
+
+namespace strata::cuda {
+
+#if defined(__CUDACC__)
+#define STRATA_HOST_DEVICE __host__ __device__
+#else
+#define STRATA_HOST_DEVICE
+#endif
+
+// Rows of a view numbered over ne[1], ne[2], ne[3] (ggml order), with byte strides.
+struct RowLayout {
+    int64_t ne1 = 1, ne2 = 1;
+    uint64_t nb1 = 0, nb2 = 0, nb3 = 0;
+};
+
+STRATA_HOST_DEVICE inline uint64_t row_offset(const RowLayout& l, int64_t r) {
+    const int64_t i1 = r % l.ne1;
+    const int64_t rest = r / l.ne1;
+    return static_cast<uint64_t>(i1) * l.nb1 + static_cast<uint64_t>(rest % l.ne2) * l.nb2 +
+           static_cast<uint64_t>(rest / l.ne2) * l.nb3;
+}
+
+inline RowLayout row_layout(const Tensor& t) {
+    return RowLayout{t.ne[1], t.ne[2], t.nb[1], t.nb[2], t.nb[3]};
+}
+
+// An f32 tensor on the device: rows of ne0 contiguous floats.
+struct F32View {
+    uint8_t* data = nullptr;
+    int64_t ne0 = 0;
+    int64_t n_rows = 0;
+    RowLayout rows;
+    STRATA_HOST_DEVICE float* row(int64_t r) const {
+        return reinterpret_cast<float*>(data + row_offset(rows, r));
+    }
+};
+
+inline F32View f32_view(const Tensor& t) {
+    return F32View{static_cast<uint8_t*>(t.data), t.ne[0], t.n_rows(), row_layout(t)};
+}
+
+// ---- convert.cu: weights and activations between formats.
+// Types with a device dequantizer (get_rows tables, matmul weights).
+bool codec_supported(GgmlType type);
+// out row i = table row ids[i] as f32; ids on the device, already range-checked.
+void get_rows(GgmlType type, const uint8_t* table, uint64_t table_nb1, int64_t ne0,
+              const int32_t* ids, int64_t n, F32View out, cudaStream_t stream);
+// dst [rows][k] f16 = rows [0, rows) of w (row stride nb1) dequantized.
+void dequantize_rows_f16(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t rows,
+                         uint16_t* dst, cudaStream_t stream);
+// dst [m][k] f16 = x rows (round to nearest even).
+void convert_rows_f16(F32View x, uint16_t* dst, cudaStream_t stream);
+// xq [m][k] int8 and xds [m][k/32][2] = (d, d·Σq) of each 32-element block of x (k % 32 == 0).
+void quantize_rows_q8(F32View x, int8_t* xq, float* xds, cudaStream_t stream);
+
+// ---- gemv.cu: y [n, m] = W [k, n] · x [k, m] for few tokens, weights dequantized in registers.
+// W types with a dp4a kernel (activations quantized to q8 by quantize_rows_q8).
+bool gemv_q8_supported(GgmlType type);
+// rows_per_warp (1, 2 or 4): weight rows one warp streams together, sharing each x load.
+void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
+             const float* xds, int rows_per_warp, F32View y, cudaStream_t stream);
+// Any codec type, f32 activations (the reference-precision path); m <= kGemvMaxCols.
+constexpr int kGemvMaxCols = 8;
+void gemv_float(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, F32View x,
+                F32View y, cudaStream_t stream);
+
+// ---- norm.cu, elementwise.cu, rope.cu: f32 ops on views (y may alias x where Backend says).
+void rms_norm(F32View x, const float* weight, float eps, F32View y, cudaStream_t stream);
+void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream);
+void scale(F32View x, float s, cudaStream_t stream);
+void softcap(F32View x, float cap, cudaStream_t stream);
+void gated_activation(F32View gate, F32View up, Activation act, F32View y, cudaStream_t stream);
+
+// x [head_dim, n_heads, n_tokens] in place; inv_freq [n_rot/2] = base^(-2i/n_rot) computed on
+// the host as the CPU does; freq_factors [n_rot/2] or null.
+struct RopeLaunch {
+    const int32_t* positions = nullptr;
+    const float* inv_freq = nullptr;
+    const float* freq_factors = nullptr;
+    float freq_scale = 1.0f;
+    int n_rot = 0;
+    bool neox = true;
+};
+void rope(F32View x, int64_t n_heads, const RopeLaunch& args, cudaStream_t stream);
+
+// ---- kv_store.cu: cache rows [first_cell, first_cell + n) = src rows converted.
+bool kv_store_supported(GgmlType type);
+void kv_store(F32View src, GgmlType cache_type, uint8_t* cache, uint64_t cache_nb1,
+              int64_t first_cell, cudaStream_t stream);
+
+// ---- attention_*.cu
+bool attention_cache_supported(GgmlType type);
+constexpr int kAttnMaxHeadDim = 256;
+
+struct CacheView {
+    const uint8_t* data = nullptr;
+    uint64_t nb1 = 0;  // bytes per cell
+    GgmlType type = GgmlType::F16;
+};
+
+struct AttentionLaunch {
+    F32View q;      // [dk, n_head, n_tokens]
+    F32View out;    // [dv, n_head, n_tokens]
+    CacheView k, v;
+    const int32_t* positions = nullptr;  // [n_tokens], device
+    int n_tokens = 0, n_head = 0, n_head_kv = 0, dk = 0, dv = 0;
+    float scale = 1.0f, softcap = 0.0f;
+    int32_t window = 0;
+    int64_t max_span = 0;   // most cells any token sees
+    int n_splits = 1;       // key-range splits; > 1 needs the partial buffers below
+    float* part_acc = nullptr;  // [n_tokens][n_head][n_splits][dv]
+    float* part_ml = nullptr;   // [n_tokens][n_head][n_splits][2] (max, sum)
+};
+// Flash-decoding: one block per (token, kv head, head group, key split).
+void attention_decode(const AttentionLaunch& a, cudaStream_t stream);
+// Tiled: one block per (16 query rows of one kv head's group, key split).
+void attention_tiled(const AttentionLaunch& a, cudaStream_t stream);
+// Merges the n_splits partials into out (used by both when n_splits > 1).
+void attention_combine(const AttentionLaunch& a, cudaStream_t stream);
+
+}  // namespace strata::cuda

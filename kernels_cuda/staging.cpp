@@ -1,0 +1,95 @@
+// BulkStaging and ArgRing (staging.h).
+#include "kernels_cuda/staging.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels_cuda/cuda_check.h"
+
+namespace strata::cuda {
+
+BulkStaging::BulkStaging(size_t chunk_bytes) : chunk_(chunk_bytes) {
+    for (int i = 0; i < 2; ++i) {
+        CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_[i]), chunk_));
+        CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+    }
+}
+
+BulkStaging::~BulkStaging() {
+    for (int i = 0; i < 2; ++i) {
+        if (done_[i] != nullptr) {
+            cudaEventSynchronize(done_[i]);
+            cudaEventDestroy(done_[i]);
+        }
+        if (pinned_[i] != nullptr) cudaFreeHost(pinned_[i]);
+    }
+}
+
+void BulkStaging::to_device(const void* host, void* dev, size_t bytes, cudaStream_t stream) {
+    const auto* src = static_cast<const uint8_t*>(host);
+    auto* dst = static_cast<uint8_t*>(dev);
+    for (size_t done = 0, i = 0; done < bytes; done += chunk_, i ^= 1) {
+        const size_t n = std::min(chunk_, bytes - done);
+        CUDA_CHECK(cudaEventSynchronize(done_[i]));  // the copy that last read this chunk is over
+        std::memcpy(pinned_[i], src + done, n);
+        CUDA_CHECK(cudaMemcpyAsync(dst + done, pinned_[i], n, cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaEventRecord(done_[i], stream));
+    }
+}
+
+void BulkStaging::to_host(const void* dev, void* host, size_t bytes, cudaStream_t stream) {
+    const auto* src = static_cast<const uint8_t*>(dev);
+    auto* dst = static_cast<uint8_t*>(host);
+    for (size_t done = 0; done < bytes; done += chunk_) {
+        const size_t n = std::min(chunk_, bytes - done);
+        CUDA_CHECK(cudaMemcpyAsync(pinned_[0], src + done, n, cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::memcpy(dst + done, pinned_[0], n);
+    }
+}
+
+ArgRing::ArgRing(std::shared_ptr<DeviceArena> arena, size_t half_bytes)
+    : half_(half_bytes), device_(arena, 2 * half_bytes, "op argument ring"), arena_(std::move(arena)) {
+    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_), 2 * half_));
+    for (auto& e : released_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+}
+
+ArgRing::~ArgRing() {
+    for (auto& e : released_) {
+        if (e != nullptr) {
+            cudaEventSynchronize(e);
+            cudaEventDestroy(e);
+        }
+    }
+    if (pinned_ != nullptr) cudaFreeHost(pinned_);
+}
+
+const void* ArgRing::push(const void* host, size_t bytes, cudaStream_t stream) {
+    constexpr size_t kAlign = 256;
+    const size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (size > half_) {
+        CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier ops may still read large_
+        if (large_.size() < bytes) {
+            large_.reset();
+            large_ = ArenaBuffer(arena_, bytes, "large op argument");
+        }
+        CUDA_CHECK(cudaMemcpy(large_.data(), host, bytes, cudaMemcpyHostToDevice));
+        return large_.data();
+    }
+    if (offset_ + size > half_) {
+        // Leave this half (its users are everything enqueued so far) and take the other one
+        // once the ops that used it last time have run.
+        CUDA_CHECK(cudaEventRecord(released_[current_], stream));
+        current_ ^= 1;
+        CUDA_CHECK(cudaEventSynchronize(released_[current_]));
+        offset_ = 0;
+    }
+    const size_t at = static_cast<size_t>(current_) * half_ + offset_;
+    std::memcpy(pinned_ + at, host, bytes);
+    auto* dev = static_cast<uint8_t*>(device_.data()) + at;
+    CUDA_CHECK(cudaMemcpyAsync(dev, pinned_ + at, bytes, cudaMemcpyHostToDevice, stream));
+    offset_ += size;
+    return dev;
+}
+
+}  // namespace strata::cuda
