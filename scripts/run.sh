@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install what is missing, build, then generate text with
-# the default model. Usage: scripts/run.sh ["prompt"] [more strata run flags]
-# (until `strata chat` lands, this is one-shot generation).
+# The main job on a fresh machine: install what is missing, build, then chat with the default
+# model. Extra arguments go to `strata chat` (e.g. --temp 0.7 -n 256 --system "Be brief.").
+# Piped input works too: one user turn per line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh >/dev/null
-model=$(scripts/default-model.sh)
-prompt=${1:-"The three most useful things to pack for a week of hiking are"}
-shift || true
-exec build/bin/strata run -m "$model" -p "$prompt" -n 64 "$@"
+exec build/bin/strata chat -m "$(scripts/default-model.sh)" "$@"

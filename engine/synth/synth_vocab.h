@@ -18,7 +18,7 @@ namespace strata {
 enum class VocabStyle { Llama2Spm, Gemma3Spm, Llama3Bpe, Qwen2Bpe, Qwen3Bpe };
 
 // GGUF token types (tokenizer.ggml.token_type).
-enum TokenType : int32_t {
+enum SynthTokenType : int32_t {  // values as engine/tokenizer TokenType
     kTokenNormal = 1,
     kTokenUnknown = 2,
     kTokenControl = 3,

@@ -1,0 +1,132 @@
+// Multi-turn conversation with KV prefix reuse (conversation.h).
+#include "engine/chat/conversation.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+
+namespace strata {
+
+double TurnStats::prompt_tokens_per_second() const {
+    return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0.0;
+}
+
+double TurnStats::decode_tokens_per_second() const {
+    return decode_seconds > 0 ? static_cast<double>(n_generated) / decode_seconds : 0.0;
+}
+
+Conversation::Conversation(Session& session, ChatFormat format)
+    : session_(session), format_(format) {}
+
+std::vector<ChatMessage> Conversation::with_system(std::vector<ChatMessage> messages) const {
+    if (!system_.empty()) messages.insert(messages.begin(), ChatMessage{"system", system_});
+    return messages;
+}
+
+std::vector<TokenId> Conversation::render_tokens(bool add_generation_prompt) const {
+    const Tokenizer& tok = session_.model().tokenizer();
+    const std::string text = render_chat(format_, with_system(messages_), add_generation_prompt);
+    // The tokenizer adds BOS itself when the vocabulary asks for it: no second BOS.
+    std::string_view body = text;
+    if (tok.vocab().add_bos && tok.bos() != kNoToken) {
+        body = strip_bos_text(body, tok.token_to_piece(tok.bos(), /*special=*/true));
+    }
+    return tok.encode(body, /*add_special=*/true, /*parse_special=*/true);
+}
+
+std::string Conversation::reply(std::string_view user_text, const GenerateParams& params,
+                                const TextCallback& on_text) {
+    messages_.push_back({"user", std::string(user_text)});
+    std::vector<TokenId> prompt;
+    try {
+        prompt = render_tokens(/*add_generation_prompt=*/true);
+        const int64_t reserve = params.n_predict < 0 ? 1 : std::max<int64_t>(params.n_predict, 1);
+        if (static_cast<int64_t>(prompt.size()) + reserve > session_.n_ctx()) {
+            throw ArgumentError(cat("the conversation (", prompt.size(), " tokens + ", reserve,
+                                    " to generate) does not fit the context of ",
+                                    session_.n_ctx(), " tokens: /clear it or use a larger -c"));
+        }
+    } catch (...) {
+        messages_.pop_back();
+        throw;
+    }
+
+    // Longest common prefix with what the session holds; at least one token must be fed so
+    // that there are logits to sample from.
+    const std::vector<TokenId>& held = session_.tokens();
+    const auto mismatch = std::mismatch(held.begin(), held.end(), prompt.begin(), prompt.end());
+    int64_t n_keep = static_cast<int64_t>(mismatch.first - held.begin());
+    n_keep = std::min<int64_t>(n_keep, static_cast<int64_t>(prompt.size()) - 1);
+    session_.truncate(n_keep);
+
+    std::string answer;
+    const GenerateStats stats =
+        generate(session_, std::span<const TokenId>(prompt).subspan(n_keep), params,
+                 [&](std::string_view piece) {
+                     answer += piece;
+                     return on_text(piece);
+                 });
+    last_ = TurnStats{n_keep,           stats.n_prompt,       stats.n_generated,
+                      stats.prompt_seconds, stats.decode_seconds, stats.stop};
+    messages_.push_back({"assistant", answer});
+    return answer;
+}
+
+std::string Conversation::to_json() const {
+    nlohmann::json j;
+    j["format"] = std::string(chat_format_name(format_));
+    j["system"] = system_;
+    j["messages"] = nlohmann::json::array();
+    for (const ChatMessage& m : messages_) {
+        j["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    }
+    return j.dump(2);
+}
+
+void Conversation::from_json(std::string_view json_text) {
+    const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+        throw FormatError("conversation file is not a JSON object");
+    }
+    if (!j.contains("messages") || !j["messages"].is_array()) {
+        throw FormatError("conversation file has no \"messages\" array");
+    }
+    std::vector<ChatMessage> messages;
+    for (size_t i = 0; i < j["messages"].size(); ++i) {
+        const nlohmann::json& m = j["messages"][i];
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
+            !m.contains("content") || !m["content"].is_string()) {
+            throw FormatError(cat("conversation message ", i,
+                                  " needs string fields \"role\" and \"content\""));
+        }
+        ChatMessage msg{m["role"].get<std::string>(), m["content"].get<std::string>()};
+        if (msg.role != "user" && msg.role != "assistant") {
+            throw FormatError(cat("conversation message ", i, " has role '", msg.role,
+                                  "' (user or assistant)"));
+        }
+        messages.push_back(std::move(msg));
+    }
+    std::string system;
+    if (j.contains("system")) {
+        if (!j["system"].is_string()) throw FormatError("conversation \"system\" is not a string");
+        system = j["system"].get<std::string>();
+    }
+    ChatFormat format = format_;
+    if (j.contains("format")) {
+        if (!j["format"].is_string()) throw FormatError("conversation \"format\" is not a string");
+        try {
+            format = chat_format_from_name(j["format"].get<std::string>());
+        } catch (const ArgumentError& e) {
+            throw FormatError(e.what());
+        }
+    }
+    format_ = format;
+    system_ = std::move(system);
+    messages_ = std::move(messages);
+}
+
+}  // namespace strata

@@ -1,0 +1,74 @@
+// Conversation: the messages of one chat and the Session that holds their KV cache. Each
+// reply renders the whole conversation with the chat format, keeps the longest token prefix
+// the session already holds and feeds only the rest (KV reuse), then generates until an
+// end-of-turn token or n_predict. Saved and loaded as JSON ({format, system, messages}).
+// Not thread-safe; the Session must outlive the Conversation and is used only through it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/runtime/generate.h"
+
+namespace strata {
+
+class Session;
+
+struct TurnStats {
+    int64_t n_reused = 0;     // prompt tokens whose KV was kept from earlier turns
+    int64_t n_prompt = 0;     // prompt tokens fed this turn
+    int64_t n_generated = 0;  // answer tokens
+    double prompt_seconds = 0;
+    double decode_seconds = 0;
+    StopReason stop = StopReason::Length;
+
+    double prompt_tokens_per_second() const;
+    double decode_tokens_per_second() const;
+};
+
+class Conversation {
+public:
+    Conversation(Session& session, ChatFormat format);
+
+    // Adds the user turn, answers it (streaming text to on_text; returning false stops the
+    // answer early, which is kept as it stands) and records the answer. Returns the answer.
+    // Throws ArgumentError when the conversation no longer fits the context (nothing is
+    // recorded then): /clear or a larger -c.
+    std::string reply(std::string_view user_text, const GenerateParams& params,
+                      const TextCallback& on_text);
+
+    // Forgets the messages (the system text stays); the KV cache is reused for what still
+    // matches on the next turn.
+    void clear() { messages_.clear(); }
+    void set_system(std::string text) { system_ = std::move(text); }
+    const std::string& system() const { return system_; }
+    const std::vector<ChatMessage>& messages() const { return messages_; }
+    ChatFormat format() const { return format_; }
+
+    // The tokens a next turn would start from: the rendered conversation (system included),
+    // optionally with the opening of the assistant turn.
+    std::vector<TokenId> render_tokens(bool add_generation_prompt) const;
+
+    const TurnStats& last_turn() const { return last_; }
+    const Session& session() const { return session_; }
+
+    // JSON text {"format": "gemma", "system": "...", "messages": [{"role", "content"}...]}.
+    std::string to_json() const;
+    // Replaces system and messages (and the format when the file names one); throws
+    // FormatError naming what is wrong. The KV cache is reused for the common prefix.
+    void from_json(std::string_view json_text);
+
+private:
+    std::vector<ChatMessage> with_system(std::vector<ChatMessage> messages) const;
+
+    Session& session_;
+    ChatFormat format_;
+    std::string system_;
+    std::vector<ChatMessage> messages_;
+    TurnStats last_;
+};
+
+}  // namespace strata
