@@ -54,6 +54,12 @@ int main(int argc, char** argv) {
         }
     }
     try {
+        // llama.cpp spells the system prompt flag "-sys"; CLI11 allows only one-letter short
+        // flags, so it is rewritten to its long name before parsing.
+        std::string long_sys = "--system";
+        for (int i = 1; i < argc; ++i) {
+            if (std::string(argv[i]) == "-sys") argv[i] = long_sys.data();
+        }
         app.parse(argc, argv);  // runs the chosen subcommand's callback
     } catch (const CLI::Success& e) {
         return app.exit(e);  // --help, --version
