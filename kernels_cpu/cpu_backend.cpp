@@ -6,10 +6,14 @@
 
 namespace strata::cpu {
 
-CpuBackend::CpuBackend(int n_threads) : n_threads_(resolve_threads(n_threads)) {}
+CpuBackend::CpuBackend(int n_threads) : CpuBackend(CpuBackendOptions{n_threads}) {}
+
+CpuBackend::CpuBackend(const CpuBackendOptions& options)
+    : n_threads_(resolve_threads(options.n_threads)),
+      quantize_activations_(options.quantize_activations) {}
 
 void CpuBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
-    cpu::matmul(w, x, y, n_threads_);
+    cpu::matmul(w, x, y, n_threads_, quantize_activations_);
 }
 
 void CpuBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {

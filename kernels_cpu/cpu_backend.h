@@ -1,5 +1,6 @@
 // CpuBackend: the Backend for host memory. Every op is synchronous and multi-threaded with
-// OpenMP inside the call; results are bit-identical for any thread count.
+// OpenMP inside the call; results are bit-identical for any thread count (and a matmul row's
+// result does not depend on how many rows x has).
 #pragma once
 
 #include <string_view>
@@ -8,12 +9,23 @@
 
 namespace strata::cpu {
 
+struct CpuBackendOptions {
+    // OpenMP threads per op; 0 = one per physical core (cpu_features()).
+    int n_threads = 0;
+    // matmul quantizes the activations to the weight type's 8-bit partner and runs integer
+    // kernels (kernel_variant.h: AVX-512 VNNI, AVX2 or scalar) for the types that have them;
+    // false keeps every matmul on the f32 dequantize path (reference precision, ~10x slower
+    // decode). Rounding x to 8 bits costs a matmul NMSE of ~1.5e-5 (docs/BENCHMARKS.md).
+    bool quantize_activations = true;
+};
+
 class CpuBackend : public Backend {
   public:
-    // n_threads: OpenMP threads per op; 0 = one per physical core (cpu_features()).
     explicit CpuBackend(int n_threads = 0);
+    explicit CpuBackend(const CpuBackendOptions& options);
 
     int n_threads() const { return n_threads_; }
+    bool quantize_activations() const { return quantize_activations_; }
 
     std::string_view name() const override { return "cpu"; }
     // Reads Host, PinnedHost and File (mmap'd) tensors; refuses Device tensors.
@@ -34,6 +46,7 @@ class CpuBackend : public Backend {
 
   private:
     int n_threads_;
+    bool quantize_activations_;
 };
 
 }  // namespace strata::cpu

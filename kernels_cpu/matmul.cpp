@@ -1,13 +1,15 @@
-// matmul and get_rows on weights of any dequantizable type. Reference-speed path: each thread
-// dequantizes a panel of W rows to f32 once and dots it with every row of x, so a prefill of
-// m tokens pays for dequantization once per weight row, not once per token.
+// matmul and get_rows on weights of any dequantizable type. Types with an integer kernel in the
+// active variant go to quantized_matmul (qmatmul.h); the rest take the f32 path here: each
+// thread dequantizes a panel of W rows to f32 once and dots it with every row of x.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "kernels_cpu/kernel_variant.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/qmatmul.h"
 #include "kernels_cpu/vec.h"
 
 namespace strata::cpu {
@@ -48,12 +50,18 @@ void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y) {
 }  // namespace
 
 // y [n, m] = W [k, n] · x [k, m]
-void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads) {
+void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads, bool quantize_activations) {
     check_matmul(w, x, y);
     const int64_t k = w.ne[0];
     const int64_t n = w.ne[1];
     const int64_t m = x.n_rows();
     if (n == 0 || m == 0) return;
+    const KernelVariant variant =
+        quantize_activations ? active_kernel_variant() : KernelVariant::Dequant;
+    if (const QDotKernel* kernel = find_qdot_kernel(w.type, variant)) {
+        quantized_matmul(w, x, y, n_threads, *kernel);
+        return;
+    }
     const DequantizeFn dequantize = type_traits(w.type).dequantize;
     const int64_t panel = panel_rows(k, n);
     const int64_t n_panels = (n + panel - 1) / panel;

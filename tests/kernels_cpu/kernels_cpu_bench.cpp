@@ -1,53 +1,173 @@
-// Microbenchmark of the CPU backend's matmul GEMV (m = 1, decode) at 4096 x 4096 for the
-// weight types of Q4_K_M / Q8_0 files; reports weight bytes per second. Not part of ctest.
+// Decode microbenchmark of the CPU backend: GEMV (m = 1) at 8192 x 8192 for the weight types of
+// Q4_K_M / Q8_0 files, in weight bytes per second, beside a multi-threaded streaming read of a
+// 1 GiB buffer measured in the same run (the ceiling). The GEMV rotates over copies of W that
+// together take 1 GiB, so no copy is still in the last-level cache when it is read again.
+// Run by hand (not part of ctest); prefill_bench.cpp holds the batched (prefill) benchmarks.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <vector>
 
 #include "kernels_cpu/cpu_backend.h"
-#include "tests/kernels_cpu/test_util.h"
+#include "kernels_cpu/cpu_features.h"
+#include "tests/kernels_cpu/bench_util.h"
+
+namespace strata::cpu::bench {
 
 namespace {
 
-using strata::GgmlType;
-using strata::cpu::test::HostTensor;
+// Read bandwidth (bytes/s) by thread count, from bm_read_bandwidth earlier in the same run.
+std::map<int, double>& read_bandwidth() {
+    static std::map<int, double> by_threads;
+    return by_threads;
+}
 
-void bm_gemv(benchmark::State& state, GgmlType type) {
-    const int64_t k = 4096, n = 4096;
-    strata::cpu::CpuBackend backend(static_cast<int>(state.range(0)));
-    const HostTensor w = strata::cpu::test::random_weights(type, k, n);
-    const HostTensor x = strata::cpu::test::random_f32({k, 1});
-    HostTensor y(GgmlType::F32, {n, 1});
+using test::HostTensor;
+
+constexpr uint64_t kReadBytes = 1ull << 30;
+constexpr uint64_t kWorkingSet = 1ull << 30;  // bytes of W copies a GEMV benchmark rotates over
+
+// Benchmark argument -> threads: n > 0 as given, 0 = physical cores, -1 = logical cores.
+int threads_arg(int64_t arg) {
+    if (arg > 0) return static_cast<int>(arg);
+    return arg == 0 ? cpu_features().physical_cores : cpu_features().logical_cores;
+}
+
+// Σ of n 64-bit words, four independent 256-bit accumulators (a pure streaming read).
+__attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_t n) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        const auto* v = reinterpret_cast<const __m256i*>(p + i);
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256(v));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256(v + 1));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256(v + 2));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256(v + 3));
+    }
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                       _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+uint64_t sum_words(const uint64_t* p, size_t n) {
+    if (cpu_features().avx2) return sum_words_avx2(p, n);
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; ++i)
+        s += p[i];
+    return s;
+}
+
+// STREAM-like read ceiling: each thread sums its static share of a 1 GiB buffer it first
+// touched itself. Records the best rate per thread count for the GEMV rows' "pct_of_read_bw"
+// (GEMV bytes/s as a percentage of the read bandwidth at the same thread count).
+void bm_read_bandwidth(benchmark::State& state) {
+    const int threads = threads_arg(state.range(0));
+    constexpr size_t kWords = kReadBytes / sizeof(uint64_t);
+    constexpr int64_t kChunks = 1024;  // 1 MiB each
+    constexpr size_t kChunkWords = kWords / kChunks;
+    std::unique_ptr<uint64_t[], void (*)(void*)> buf(
+        static_cast<uint64_t*>(std::aligned_alloc(64, kReadBytes)), std::free);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t c = 0; c < kChunks; ++c) {
+        for (size_t i = 0; i < kChunkWords; ++i)
+            buf[c * kChunkWords + i] = i ^ static_cast<uint64_t>(c);
+    }
+    double seconds = 0.0;
     for (auto _ : state) {
-        backend.matmul(w.t, x.t, y.t);
+        const auto t0 = std::chrono::steady_clock::now();
+        uint64_t total = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
+        for (int64_t c = 0; c < kChunks; ++c)
+            total += sum_words(buf.get() + c * kChunkWords, kChunkWords);
+        benchmark::DoNotOptimize(total);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    const double bytes = static_cast<double>(state.iterations()) * kReadBytes;
+    state.SetBytesProcessed(static_cast<int64_t>(bytes));
+    state.counters["threads"] = threads;
+    double& best = read_bandwidth()[threads];
+    best = std::max(best, bytes / seconds);
+}
+
+// Args: kernel variant, n_threads (0 = physical cores).
+void bm_gemv(benchmark::State& state, GgmlType type) {
+    if (!force_variant(state, variant_arg(state.range(0)))) return;
+    const int64_t k = 8192, n = 8192;
+    CpuBackend backend(threads_arg(state.range(1)));
+    const uint64_t matrix_bytes = row_bytes(type, k) * static_cast<uint64_t>(n);
+    const size_t copies = static_cast<size_t>((kWorkingSet + matrix_bytes - 1) / matrix_bytes);
+    std::vector<HostTensor> ws;
+    ws.reserve(copies);
+    for (size_t i = 0; i < copies; ++i)
+        ws.push_back(random_block_weights(type, k, n));
+    const HostTensor x = test::random_f32({k, 1});
+    HostTensor y(GgmlType::F32, {n, 1});
+    size_t next = 0;
+    for (auto _ : state) {
+        backend.matmul(ws[next].t, x.t, y.t);
+        next = next + 1 == copies ? 0 : next + 1;
         benchmark::DoNotOptimize(y.bytes.data());
         benchmark::ClobberMemory();
     }
-    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.t.n_bytes()));
+    const double bytes =
+        static_cast<double>(state.iterations()) * static_cast<double>(matrix_bytes);
+    state.SetBytesProcessed(static_cast<int64_t>(bytes));
     state.counters["threads"] = backend.n_threads();
+    const auto ceiling = read_bandwidth().find(backend.n_threads());
+    if (ceiling != read_bandwidth().end()) {
+        state.counters["pct_of_read_bw"] =
+            benchmark::Counter(100.0 * bytes / ceiling->second, benchmark::Counter::kIsRate);
+    }
+    set_kernel_variant(KernelVariant::Auto);
+}
+
+double min_of(const std::vector<double>& v) {
+    return *std::min_element(v.begin(), v.end());
+}
+double max_of(const std::vector<double>& v) {
+    return *std::max_element(v.begin(), v.end());
 }
 
 }  // namespace
+}  // namespace strata::cpu::bench
 
-// Arg = n_threads (0 = physical cores). Real time: bytes/s must count wall clock, not the
-// CPU time of the main thread alone.
-BENCHMARK_CAPTURE(bm_gemv, q4_K, GgmlType::Q4_K)
-    ->Arg(1)
+using strata::GgmlType;
+using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
+
+// Real time: bytes/s must count wall clock, not the main thread's CPU time. With
+// --benchmark_repetitions=N the min and max join the median and mean.
+BENCHMARK(bm_read_bandwidth)
     ->Arg(0)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_gemv, q6_K, GgmlType::Q6_K)
+    ->Arg(-1)
     ->Arg(1)
-    ->Arg(0)
     ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_gemv, q8_0, GgmlType::Q8_0)
-    ->Arg(1)
-    ->Arg(0)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_gemv, f16, GgmlType::F16)
-    ->Arg(1)
-    ->Arg(0)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->ComputeStatistics("min", min_of)
+    ->ComputeStatistics("max", max_of);
+
+#define STRATA_GEMV(name, type)                                                   \
+    BENCHMARK_CAPTURE(bm_gemv, name, type)                                        \
+        ->ArgNames({"variant", "threads"})                                        \
+        ->Args({kAvx512, 0})                                                      \
+        ->Args({kAvx2, 0})                                                        \
+        ->Args({kDequant, 0})                                                     \
+        ->UseRealTime()                                                           \
+        ->Unit(benchmark::kMicrosecond)                                           \
+        ->ComputeStatistics("min", min_of)                                        \
+        ->ComputeStatistics("max", max_of)
+
+STRATA_GEMV(q4_K, GgmlType::Q4_K)->Args({kAvx512, -1})->Args({kAvx512, 1});
+STRATA_GEMV(q6_K, GgmlType::Q6_K);
+STRATA_GEMV(q8_0, GgmlType::Q8_0);
+STRATA_GEMV(q5_0, GgmlType::Q5_0);
+STRATA_GEMV(q4_0, GgmlType::Q4_0);
+STRATA_GEMV(q5_K, GgmlType::Q5_K);
 
 BENCHMARK_MAIN();

@@ -1,5 +1,7 @@
 // matmul and get_rows of the CPU backend against a double-precision reference over the same
-// dequantized weights, for every weight type quant/ can dequantize, at odd sizes.
+// dequantized weights, for every weight type quant/ can dequantize, at odd sizes: the f32
+// dequantize path to 1e-10, the default (integer-kernel) path to its activation-quantization
+// bound. qmatmul_test.cpp covers each integer kernel variant.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -27,27 +29,11 @@ int64_t odd_k(GgmlType type) {
     return block == 1 ? 33 : block * 3;
 }
 
-// y_ref [n, m] = W · x in double over the dequantized weights.
-std::vector<double> reference_matmul(const Tensor& w, const HostTensor& x) {
-    const std::vector<float> wf = test::dequantized(w);
-    const int64_t k = w.ne[0], n = w.ne[1], m = x.t.ne[1];
-    std::vector<double> y(static_cast<size_t>(n * m));
-    for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-            double s = 0.0;
-            for (int64_t e = 0; e < k; ++e) {
-                s += static_cast<double>(wf[j * k + e]) * static_cast<double>(x.f32()[i * k + e]);
-            }
-            y[i * n + j] = s;
-        }
-    }
-    return y;
-}
-
 class MatmulTypes : public ::testing::TestWithParam<GgmlType> {};
 
-TEST_P(MatmulTypes, MatchesDoubleReferenceAtOddSizes) {
+TEST_P(MatmulTypes, DequantPathMatchesDoubleReferenceAtOddSizes) {
     const GgmlType type = GetParam();
+    const test::ScopedKernelVariant f32_path(KernelVariant::Dequant);
     CpuBackend backend(2);
     for (int64_t k : {odd_k(type), odd_k(type) * 3 + type_traits(type).block_size}) {
         for (int64_t n : {3, 7, 33}) {
@@ -56,12 +42,31 @@ TEST_P(MatmulTypes, MatchesDoubleReferenceAtOddSizes) {
                 const HostTensor x = test::random_f32({k, m});
                 HostTensor y(GgmlType::F32, {n, m});
                 backend.matmul(w.t, x.t, y.t);
-                const std::vector<double> ref = reference_matmul(w.t, x);
+                const std::vector<double> ref = test::reference_matmul(w.t, x);
                 EXPECT_LE(test::nmse(ref, y.f32(), ref.size()), 1e-10)
                     << type_traits(type).name << " k=" << k << " n=" << n << " m=" << m;
             }
         }
     }
+}
+
+TEST_P(MatmulTypes, DefaultPathWithinItsBoundAtOddSizes) {
+    const GgmlType type = GetParam();
+    const double bound = test::matmul_nmse_bound(type, active_kernel_variant());
+    CpuBackend backend(2);
+    const int64_t k = odd_k(type) * 3 + type_traits(type).block_size;
+    test::PooledNmse pooled;  // over all shapes: single outputs near 0 say nothing alone
+    for (int64_t n : {3, 33}) {
+        const HostTensor w = test::random_weights(type, k, n);
+        for (int64_t m : {1, 5, 17}) {
+            const HostTensor x = test::random_f32({k, m});
+            HostTensor y(GgmlType::F32, {n, m});
+            backend.matmul(w.t, x.t, y.t);
+            pooled.add(test::reference_matmul(w.t, x), y.f32(), static_cast<size_t>(n * m));
+        }
+    }
+    EXPECT_LE(pooled.value(), bound) << type_traits(type).name << " variant "
+                                     << kernel_variant_name(active_kernel_variant());
 }
 
 TEST_P(MatmulTypes, GetRowsDequantizesTheSelectedRows) {
@@ -95,8 +100,10 @@ TEST(CpuMatmul, OneAndTwoThreadsAreBitIdentical) {
         two.matmul(w.t, x.t, y2.t);
         EXPECT_EQ(0, std::memcmp(y1.f32(), y2.f32(), n * m * sizeof(float)))
             << type_traits(type).name;
-        const std::vector<double> ref = reference_matmul(w.t, x);
-        EXPECT_LE(test::nmse(ref, y2.f32(), ref.size()), 1e-10) << type_traits(type).name;
+        const std::vector<double> ref = test::reference_matmul(w.t, x);
+        EXPECT_LE(test::nmse(ref, y2.f32(), ref.size()),
+                  test::matmul_nmse_bound(type, active_kernel_variant()))
+            << type_traits(type).name;
     }
 }
 
@@ -116,11 +123,13 @@ TEST(CpuMatmul, StridedRowsOfXAndY) {
     HostTensor x_dense(GgmlType::F32, {k, m});
     for (int64_t i = 0; i < m; ++i)
         std::memcpy(x_dense.f32() + i * k, x_big.f32() + 2 * i * k, k * 4);
-    const std::vector<double> ref = reference_matmul(w.t, x_dense);
+    const std::vector<double> ref = test::reference_matmul(w.t, x_dense);
+    test::PooledNmse pooled;
     for (int64_t i = 0; i < m; ++i) {
-        EXPECT_LE(test::nmse(ref.data() + i * n, y_big.f32() + 2 * i * n, n), 1e-10);
+        pooled.add(ref.data() + i * n, y_big.f32() + 2 * i * n, static_cast<size_t>(n));
         EXPECT_EQ(0xA5, y_big.bytes[(2 * i + 1) * n * 4]) << "odd rows must stay untouched";
     }
+    EXPECT_LE(pooled.value(), test::matmul_nmse_bound(GgmlType::Q8_0, active_kernel_variant()));
 }
 
 TEST(CpuMatmul, RejectsMismatchedShapesAndUnsupportedTypes) {

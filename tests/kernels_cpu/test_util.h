@@ -8,9 +8,12 @@
 #include <initializer_list>
 #include <ostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "kernels_cpu/kernel_variant.h"
+#include "kernels_cpu/qdot.h"
 #include "quant/ggml_type.h"
 #include "quant/half.h"
 
@@ -34,6 +37,9 @@ struct HostTensor {
         t.data = bytes.data();
     }
     HostTensor(const HostTensor& other) : bytes(other.bytes), t(other.t) { t.data = bytes.data(); }
+    HostTensor(HostTensor&& other) noexcept : bytes(std::move(other.bytes)), t(other.t) {
+        t.data = bytes.data();
+    }
     HostTensor& operator=(const HostTensor&) = delete;
 
     float* f32() const { return t.as<float>(); }
@@ -120,6 +126,66 @@ inline std::vector<float> dequantized(const Tensor& t) {
     }
     return out;
 }
+
+// y_ref [n, m] = W · x in double over W's dequantized values (x unquantized). With
+// `magnitude`, also Σ|w·x| per output: the scale of float rounding errors in that output.
+inline std::vector<double> reference_matmul(const Tensor& w, const HostTensor& x,
+                                            std::vector<double>* magnitude = nullptr) {
+    const std::vector<float> wf = dequantized(w);
+    const int64_t k = w.ne[0], n = w.ne[1], m = x.t.ne[1];
+    std::vector<double> y(static_cast<size_t>(n * m));
+    if (magnitude != nullptr) magnitude->assign(y.size(), 0.0);
+    for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+            double s = 0.0, a = 0.0;
+            for (int64_t e = 0; e < k; ++e) {
+                const double t =
+                    static_cast<double>(wf[j * k + e]) * static_cast<double>(x.f32()[i * k + e]);
+                s += t;
+                a += t < 0 ? -t : t;
+            }
+            y[i * n + j] = s;
+            if (magnitude != nullptr) (*magnitude)[i * n + j] = a;
+        }
+    }
+    return y;
+}
+
+// NMSE allowed between matmul and reference_matmul on inputs uniform in [-1, 1]. The f32 path
+// only rounds; the integer kernels quantize each activation row to Q8_0 / Q8_1 / Q8_K first
+// (per-element error <= d/2 with d = amax/127 of its block), which alone gives an NMSE of
+// about (1/127)²/12 / E[x²] ≈ 1.5e-5 for such inputs (measured: 1e-5 .. 3e-5).
+inline double matmul_nmse_bound(GgmlType type, KernelVariant variant) {
+    const bool integer_path = variant != KernelVariant::Dequant &&
+                              find_qdot_kernel(type, variant) != nullptr;
+    return integer_path ? 1e-4 : 1e-10;
+}
+
+// Forces a kernel variant for the lifetime of the object, then restores the default.
+class ScopedKernelVariant {
+  public:
+    explicit ScopedKernelVariant(KernelVariant v) { set_kernel_variant(v); }
+    ~ScopedKernelVariant() { set_kernel_variant(KernelVariant::Auto); }
+    ScopedKernelVariant(const ScopedKernelVariant&) = delete;
+    ScopedKernelVariant& operator=(const ScopedKernelVariant&) = delete;
+};
+
+// NMSE pooled over many calls: a single output near zero would make a per-call NMSE of a
+// handful of outputs meaningless.
+struct PooledNmse {
+    double err = 0.0;
+    double norm = 0.0;
+
+    template <typename Ref, typename Got>
+    void add(const Ref& ref, const Got* got, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            const double d = static_cast<double>(ref[i]) - static_cast<double>(got[i]);
+            err += d * d;
+            norm += static_cast<double>(ref[i]) * static_cast<double>(ref[i]);
+        }
+    }
+    double value() const { return norm > 0.0 ? err / norm : err; }
+};
 
 // Σ(ref − got)² / Σ ref²
 template <typename Ref, typename Got>

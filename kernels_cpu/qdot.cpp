@@ -1,0 +1,100 @@
+// The table of quantized dot-product kernels per (weight type, variant) (qdot.h).
+#include "kernels_cpu/qdot.h"
+
+#include <array>
+#include <cstring>
+
+#include "kernels_cpu/quantize_act.h"
+#include "quant/half.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr GgmlType kTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
+    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
+    GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+};
+constexpr size_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
+constexpr size_t kNumVariants = 3;  // Scalar, Avx2, Avx512
+
+int variant_index(KernelVariant v) {
+    switch (v) {
+        case KernelVariant::Scalar: return 0;
+        case KernelVariant::Avx2: return 1;
+        case KernelVariant::Avx512: return 2;
+        default: return -1;
+    }
+}
+
+using Table = std::array<std::array<QDotKernel, kNumVariants>, kNumTypes>;
+
+Table build_table() {
+    Table table{};
+    for (size_t t = 0; t < kNumTypes; ++t) {
+        const GgmlType type = kTypes[t];
+        const GgmlType act = qdot_partner_type(type);
+        const bool k_quant = act == GgmlType::Q8_K;
+        const QDotFn fns[kNumVariants] = {
+            k_quant ? qdot_scalar_k(type) : qdot_scalar_legacy(type),
+            k_quant ? qdot_avx2_k(type) : qdot_avx2_legacy(type),
+            k_quant ? qdot_avx512_k(type) : qdot_avx512_legacy(type),
+        };
+        const QuantizeFn reference = act == GgmlType::F32 ? nullptr : type_traits(act).quantize;
+        const QuantizeFn fast = fast_act_quantizer(act);
+        for (size_t v = 0; v < kNumVariants; ++v) {
+            const QuantizeFn quantize = v > 0 && fast != nullptr ? fast : reference;
+            table[t][v] = QDotKernel{act, quantize, fns[v]};
+        }
+    }
+    return table;
+}
+
+}  // namespace
+
+GgmlType qdot_partner_type(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL:
+            return GgmlType::Q8_0;
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+            return GgmlType::Q8_1;
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+        case GgmlType::Q6_K:
+        case GgmlType::IQ4_XS:
+            return GgmlType::Q8_K;
+        default:
+            return GgmlType::F32;
+    }
+}
+
+void expand_act_scales(GgmlType act_type, const void* row, int64_t n_blocks, float* d) {
+    if (act_type != GgmlType::Q8_0 && act_type != GgmlType::Q8_1) return;
+    const size_t block_bytes = type_traits(act_type).type_size;
+    const auto* bytes = static_cast<const uint8_t*>(row);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        uint16_t h;  // d is the first field of both BlockQ8_0 and BlockQ8_1
+        std::memcpy(&h, bytes + static_cast<size_t>(b) * block_bytes, sizeof(h));
+        d[b] = fp16_to_fp32(h);
+    }
+}
+
+const QDotKernel* find_qdot_kernel(GgmlType type, KernelVariant v) {
+    static const Table table = build_table();
+    const int vi = variant_index(v);
+    if (vi < 0) return nullptr;
+    for (size_t t = 0; t < kNumTypes; ++t) {
+        if (kTypes[t] != type) continue;
+        const QDotKernel& k = table[t][static_cast<size_t>(vi)];
+        return k.dot != nullptr ? &k : nullptr;
+    }
+    return nullptr;
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,71 @@
+// Internal to kernels_cpu: quantized dot-product kernels. One weight row is dotted with up to
+// kQDotMaxCols activation rows quantized to the weight type's partner (facts §2.5), so each
+// weight block is loaded and unpacked once per group of activation rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels_cpu/kernel_variant.h"
+#include "quant/ggml_type.h"
+
+namespace strata::cpu {
+
+inline constexpr int kQDotMaxCols = 8;
+
+// Activation rows as the kernels read them: quantized to the partner type (by quant/'s reference
+// quantizer or its bit-identical twin), plus (Q8_0 / Q8_1 only) each block's f16 scale expanded
+// to float once per matmul, so the per-block work of the 32-element kernels has one conversion
+// fewer.
+struct QDotActs {
+    const uint8_t* q = nullptr;  // row c starts at q + c·q_stride: n_blocks partner blocks
+    size_t q_stride = 0;         // bytes
+    const float* d = nullptr;    // row c starts at d + c·d_stride: the blocks' d as float;
+    size_t d_stride = 0;         // null for Q8_K (its d is already float)
+
+    const uint8_t* row(int64_t c) const { return q + static_cast<size_t>(c) * q_stride; }
+    const float* scales(int64_t c) const { return d + static_cast<size_t>(c) * d_stride; }
+    QDotActs from_row(int64_t c) const {
+        return {row(c), q_stride, d != nullptr ? scales(c) : nullptr, d_stride};
+    }
+};
+
+// Fills d[0 .. n_blocks) with the float value of each block's f16 d (exact), for the Q8_0 and
+// Q8_1 rows at `row`; does nothing for other types.
+void expand_act_scales(GgmlType act_type, const void* row, int64_t n_blocks, float* d);
+
+// out[c] = Σ over the row of W·x_c, for c = 0 .. n_cols-1 (1 <= n_cols <= kQDotMaxCols).
+//  - w: one weight row of n_blocks blocks of the weight type; x: n_cols activation rows of
+//    n_blocks partner blocks each (the partner block has as many elements as the weight block).
+//  - Each out[c] depends on (w, row c) alone: the same bits for any n_cols and position c, so
+//    results do not depend on how a matmul groups rows or splits them over threads.
+//  - Integer block sums are exact; only the float accumulation order differs between
+//    variants (documented per variant file).
+using QDotFn = void (*)(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols,
+                        float* out);
+
+struct QDotKernel {
+    GgmlType act_type;    // partner format the activations must be quantized to
+    QuantizeFn quantize;  // to act_type: quant/'s reference for Scalar, its bit-identical SIMD
+                          // twin (quantize_act.h) for the SIMD variants where there is one
+    QDotFn dot;
+};
+
+// Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for Q2_K..Q6_K and IQ4_XS;
+// F32 for types without an integer kernel.
+GgmlType qdot_partner_type(GgmlType type);
+
+// The kernel for weights of `type` in variant v (Scalar, Avx2 or Avx512), or nullptr where that
+// variant has none; matmul then keeps the f32 dequantize path. Never null for Scalar where
+// qdot_partner_type(type) is not F32.
+const QDotKernel* find_qdot_kernel(GgmlType type, KernelVariant v);
+
+// Per-file tables behind find_qdot_kernel; each returns nullptr for types it does not cover.
+QDotFn qdot_scalar_legacy(GgmlType type);  // qdot_scalar_legacy.cpp: 32-element formats
+QDotFn qdot_scalar_k(GgmlType type);       // qdot_scalar_k.cpp: 256-element formats
+QDotFn qdot_avx2_legacy(GgmlType type);    // qdot_avx2_legacy.cpp
+QDotFn qdot_avx2_k(GgmlType type);         // qdot_avx2_k.cpp
+QDotFn qdot_avx512_legacy(GgmlType type);  // qdot_avx512_legacy.cpp
+QDotFn qdot_avx512_k(GgmlType type);       // qdot_avx512_k.cpp
+
+}  // namespace strata::cpu

@@ -1,0 +1,179 @@
+// Prefill microbenchmark: y [4096, m] = W [4096, 4096] · x at batch m = 32, 128, 512 with W in
+// Q4_K. Ours (integer GEMM on Q8_K activations) against oneDNN's matmul on weights dequantized
+// from the same Q4_K: f32 and bf16 pre-packed in oneDNN's preferred layout (its best case, at
+// 7x / 3.6x the memory of the Q4_K weights), and f32 / bf16 dequantized per call with quant/'s
+// reference dequantizer (what an engine that keeps weights quantized pays). Part of
+// kernels_cpu_bench; not in ctest.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels_cpu/cpu_backend.h"
+#include "kernels_cpu/cpu_features.h"
+#include "tests/kernels_cpu/bench_util.h"
+
+#if defined(STRATA_BENCH_DNNL)
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace strata::cpu::bench {
+namespace {
+
+using test::HostTensor;
+
+constexpr int64_t kK = 4096, kN = 4096;
+
+// The shared inputs, made once: W quantized, W dequantized [n][k], and 512 rows of x.
+struct PrefillInputs {
+    HostTensor w = random_block_weights(GgmlType::Q4_K, kK, kN);
+    std::vector<float> w_f32 = test::dequantized(w.t);
+    HostTensor x = test::random_f32({kK, 512});
+
+    static const PrefillInputs& get() {
+        static const PrefillInputs inputs;
+        return inputs;
+    }
+};
+
+// Benchmark argument -> threads: n > 0 as given, 0 = physical cores, -1 = logical cores.
+int threads_arg(int64_t arg) {
+    if (arg > 0) return static_cast<int>(arg);
+    return arg == 0 ? cpu_features().physical_cores : cpu_features().logical_cores;
+}
+
+void add_rate_counters(benchmark::State& state, int64_t m, int threads) {
+    const double iters = static_cast<double>(state.iterations());
+    state.counters["flops"] = benchmark::Counter(2.0 * kK * kN * static_cast<double>(m) * iters,
+                                                 benchmark::Counter::kIsRate);
+    state.counters["tokens"] =
+        benchmark::Counter(static_cast<double>(m) * iters, benchmark::Counter::kIsRate);
+    state.counters["threads"] = threads;
+}
+
+// Args: batch m, n_threads (0 = physical cores).
+void bm_prefill_ours(benchmark::State& state) {
+    const PrefillInputs& in = PrefillInputs::get();
+    const int64_t m = state.range(0);
+    CpuBackend backend(threads_arg(state.range(1)));
+    set_kernel_variant(KernelVariant::Auto);
+    state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())));
+    const Tensor x = in.x.t.rows(0, m);
+    HostTensor y(GgmlType::F32, {kN, m});
+    for (auto _ : state) {
+        backend.matmul(in.w.t, x, y.t);
+        benchmark::ClobberMemory();
+    }
+    add_rate_counters(state, m, backend.n_threads());
+}
+
+#if defined(STRATA_BENCH_DNNL)
+enum class DnnlMode { F32Packed, F32Dequant, Bf16Packed, Bf16Dequant };
+
+// dst [m, n] = src [m, k] · wei [k, n]; our W [n][k] row-major is wei in layout "ba".
+void bm_prefill_onednn(benchmark::State& state, DnnlMode mode) {
+    using dnnl::memory;
+    const PrefillInputs& in = PrefillInputs::get();
+    const int64_t m = state.range(0);
+    const int threads = threads_arg(state.range(1));
+    const int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(threads);  // oneDNN runs on the OpenMP runtime
+    try {
+        dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+        dnnl::stream stream(eng);
+        const bool bf16 = mode == DnnlMode::Bf16Packed || mode == DnnlMode::Bf16Dequant;
+        const bool per_call = mode == DnnlMode::F32Dequant || mode == DnnlMode::Bf16Dequant;
+        const auto dt = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+        const memory::desc src_f32({m, kK}, memory::data_type::f32, memory::format_tag::ab);
+        const memory::desc src_md({m, kK}, dt, memory::format_tag::ab);
+        const memory::desc wei_plain({kK, kN}, memory::data_type::f32, memory::format_tag::ba);
+        const memory::desc wei_md(
+            {kK, kN}, dt, per_call ? memory::format_tag::ba : memory::format_tag::any);
+        const memory::desc dst_md({m, kN}, memory::data_type::f32, memory::format_tag::ab);
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), eng);
+        const dnnl::matmul matmul(pd);
+
+        std::vector<float> w_plain(in.w_f32);  // f32 per-call dequantization target
+        std::vector<uint16_t> w_bf16(bf16 && per_call ? w_plain.size() : 0);  // bf16 target
+        memory wei_src(wei_plain, eng, w_plain.data());
+        memory wei(pd.weights_desc(), eng);
+        if (mode == DnnlMode::F32Dequant) {
+            wei = wei_src;
+        } else if (mode == DnnlMode::Bf16Dequant) {
+            wei = memory(wei_md, eng, w_bf16.data());
+        } else {  // pack once, outside the timing
+            dnnl::reorder(wei_src, wei).execute(stream, wei_src, wei);
+        }
+        memory x_f32(src_f32, eng, const_cast<float*>(in.x.f32()));
+        memory src = bf16 ? memory(src_md, eng) : x_f32;
+        std::vector<float> y(static_cast<size_t>(m * kN));
+        memory dst(dst_md, eng, y.data());
+        const TypeTraits& q4k = type_traits(GgmlType::Q4_K);
+        const uint64_t w_row = in.w.t.nb[1];
+        for (auto _ : state) {
+            if (per_call) {  // quant/'s reference dequantizer, one W row per task
+#pragma omp parallel for num_threads(threads) schedule(static)
+                for (int64_t r = 0; r < kN; ++r) {
+                    float* row = w_plain.data() + r * kK;
+                    q4k.dequantize(static_cast<const uint8_t*>(in.w.t.data) + r * w_row, row, kK);
+                    if (bf16) {
+                        for (int64_t e = 0; e < kK; ++e)
+                            w_bf16[static_cast<size_t>(r * kK + e)] = fp32_to_bf16(row[e]);
+                    }
+                }
+            }
+            if (bf16) dnnl::reorder(x_f32, src).execute(stream, x_f32, src);
+            matmul.execute(stream,
+                           {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+            stream.wait();
+        }
+        add_rate_counters(state, m, threads);
+        // The ISA oneDNN dispatched to (dnnl_cpu_isa_t bits: 0x1f avx512_core,
+        // 0x7f avx512_core_bf16, 0x3ff.. with AMX).
+        char label[64];
+        std::snprintf(label, sizeof(label), "onednn %d.%d isa=0x%x", DNNL_VERSION_MAJOR,
+                      DNNL_VERSION_MINOR, static_cast<unsigned>(dnnl::get_effective_cpu_isa()));
+        state.SetLabel(label);
+    } catch (const dnnl::error& e) {
+        state.SkipWithError(e.what());
+    }
+    omp_set_num_threads(saved_threads);
+}
+#endif
+
+double min_of(const std::vector<double>& v) {
+    return *std::min_element(v.begin(), v.end());
+}
+double max_of(const std::vector<double>& v) {
+    return *std::max_element(v.begin(), v.end());
+}
+
+}  // namespace
+}  // namespace strata::cpu::bench
+
+using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
+
+#define STRATA_PREFILL(...)                                         \
+    __VA_ARGS__->ArgNames({"batch", "threads"})                     \
+        ->Args({32, 1})                                             \
+        ->Args({128, 1})                                            \
+        ->Args({512, 1})                                            \
+        ->Args({32, 0})                                             \
+        ->Args({128, 0})                                            \
+        ->Args({512, 0})                                            \
+        ->UseRealTime()                                             \
+        ->Unit(benchmark::kMillisecond)                             \
+        ->ComputeStatistics("min", min_of)                          \
+        ->ComputeStatistics("max", max_of)
+
+STRATA_PREFILL(BENCHMARK(bm_prefill_ours));
+#if defined(STRATA_BENCH_DNNL)
+STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, f32_packed, DnnlMode::F32Packed));
+STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, f32_dequant_per_call, DnnlMode::F32Dequant));
+STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, bf16_packed, DnnlMode::Bf16Packed));
+STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, bf16_dequant_per_call, DnnlMode::Bf16Dequant));
+#endif
