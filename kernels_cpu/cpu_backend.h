@@ -3,6 +3,8 @@
 // result does not depend on how many rows x has).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string_view>
 
 #include "engine/core/backend.h"
@@ -31,6 +33,14 @@ class CpuBackend : public Backend {
     // Reads Host, PinnedHost and File (mmap'd) tensors; refuses Device tensors.
     MemoryKind memory_kind() const override { return MemoryKind::Host; }
 
+    // Host memory, 64-byte aligned; counted (allocated_bytes) but not limited here: the RAM
+    // budget is the placement's to keep.
+    Buffer allocate(uint64_t bytes, std::string_view what) override;
+    void copy_in(const Tensor& src, Tensor& dst) override;
+    void copy_out(const Tensor& src, Tensor& dst) override;
+    uint64_t allocated_bytes() const { return allocated_.load(); }
+    uint64_t peak_allocated_bytes() const { return peak_.load(); }
+
     void matmul(const Tensor& w, const Tensor& x, Tensor& y) override;
     void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) override;
     void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) override;
@@ -47,6 +57,8 @@ class CpuBackend : public Backend {
   private:
     int n_threads_;
     bool quantize_activations_;
+    std::atomic<uint64_t> allocated_{0};
+    std::atomic<uint64_t> peak_{0};
 };
 
 }  // namespace strata::cpu

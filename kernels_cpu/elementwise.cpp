@@ -1,28 +1,18 @@
 // Element-wise ops on f32 rows: add (same shape or one broadcast row), scale, softcap and the
-// gated activations of the FFN (SiLU for Llama/Qwen, GELU-tanh for Gemma).
+// gated activations of the FFN (SiLU for Llama/Qwen, GELU-tanh for Gemma). The per-row loops
+// come from row_ops.h's table for the active kernel variant.
 #include <algorithm>
-#include <cmath>
 
 #include "engine/core/error.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
-#include "kernels_cpu/vec.h"
+#include "kernels_cpu/row_ops.h"
 
 namespace strata::cpu {
 namespace {
 
 constexpr int64_t kParallelElements = 32768;  // below this, threads cost more than they save
 constexpr int64_t kActivationChunk = 1024;    // elements of one row per work item
-
-inline float silu(float x) {
-    return x / (1.0f + std::exp(-x));
-}
-
-inline float gelu_tanh(float x) {
-    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-    constexpr float kCoef = 0.044715f;
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
-}
 
 }  // namespace
 
@@ -39,15 +29,11 @@ void add(const Tensor& a, const Tensor& b, Tensor& y, int n_threads) {
     }
     const int64_t ne0 = a.ne[0];
     const int64_t n_rows = a.n_rows();
+    const RowOps& ops = row_ops();
 #pragma omp parallel for num_threads(n_threads) \
     schedule(static) if (n_rows * ne0 > kParallelElements)
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float* ar = f32_row(a, r);
-        const float* br = f32_row(b, broadcast ? 0 : r);
-        float* yr = f32_row(y, r);
-        for (int64_t i = 0; i < ne0; ++i)
-            yr[i] = ar[i] + br[i];
-    }
+    for (int64_t r = 0; r < n_rows; ++r)
+        ops.add(f32_row(a, r), f32_row(b, broadcast ? 0 : r), f32_row(y, r), ne0);
 }
 
 // x [ne0, rows] *= s
@@ -55,10 +41,11 @@ void scale(Tensor& x, float s, int n_threads) {
     check_f32("scale", "x", x);
     const int64_t ne0 = x.ne[0];
     const int64_t n_rows = x.n_rows();
+    const RowOps& ops = row_ops();
 #pragma omp parallel for num_threads(n_threads) \
     schedule(static) if (n_rows * ne0 > kParallelElements)
     for (int64_t r = 0; r < n_rows; ++r)
-        scale_f32(f32_row(x, r), s, ne0);
+        ops.scale(f32_row(x, r), s, ne0);
 }
 
 // x [ne0, rows] = cap · tanh(x / cap)
@@ -67,14 +54,11 @@ void softcap(Tensor& x, float cap, int n_threads) {
     if (!(cap > 0.0f)) throw ArgumentError(cat("softcap: cap = ", cap, ", expected > 0"));
     const int64_t ne0 = x.ne[0];
     const int64_t n_rows = x.n_rows();
-    const float inv_cap = 1.0f / cap;
+    const RowOps& ops = row_ops();
 #pragma omp parallel for num_threads(n_threads) \
     schedule(static) if (n_rows * ne0 > kParallelElements)
-    for (int64_t r = 0; r < n_rows; ++r) {
-        float* xr = f32_row(x, r);
-        for (int64_t i = 0; i < ne0; ++i)
-            xr[i] = cap * std::tanh(xr[i] * inv_cap);
-    }
+    for (int64_t r = 0; r < n_rows; ++r)
+        ops.softcap(f32_row(x, r), cap, ne0);
 }
 
 // y [n_ff, n] = act(gate) ⊙ up; y may alias gate or up (each element is read before written).
@@ -93,22 +77,15 @@ void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tens
     const int64_t ne0 = gate.ne[0];
     const int64_t n_chunks = (ne0 + kActivationChunk - 1) / kActivationChunk;
     const int64_t n_items = gate.n_rows() * n_chunks;
+    const RowOps& ops = row_ops();
+    const auto act_mul = act == Activation::Silu ? ops.silu_mul : ops.gelu_tanh_mul;
 #pragma omp parallel for num_threads(n_threads) \
     schedule(static) if (n_items > 1 && n_items * kActivationChunk > 8192)
     for (int64_t item = 0; item < n_items; ++item) {
         const int64_t r = item / n_chunks;
         const int64_t i0 = item % n_chunks * kActivationChunk;
         const int64_t i1 = std::min(ne0, i0 + kActivationChunk);
-        const float* g = f32_row(gate, r);
-        const float* u = f32_row(up, r);
-        float* yr = f32_row(y, r);
-        if (act == Activation::Silu) {
-            for (int64_t i = i0; i < i1; ++i)
-                yr[i] = silu(g[i]) * u[i];
-        } else {
-            for (int64_t i = i0; i < i1; ++i)
-                yr[i] = gelu_tanh(g[i]) * u[i];
-        }
+        act_mul(f32_row(gate, r) + i0, f32_row(up, r) + i0, f32_row(y, r) + i0, i1 - i0);
     }
 }
 

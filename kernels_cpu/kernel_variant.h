@@ -1,6 +1,8 @@
 // Which family of quantized dot-product kernels matmul uses: the f32 dequantize path, the scalar
 // integer kernels, AVX2 or AVX-512 (VNNI). Chosen once from cpu_features(); tests and benchmarks
-// may force one, in code or with the environment variable STRATA_CPU_KERNELS.
+// may force one, in code or with the environment variable STRATA_CPU_KERNELS. The same choice
+// picks the row kernels of the other ops (row_ops.h: norm, RoPE, activations, attention);
+// Dequant uses their scalar table.
 #pragma once
 
 #include <string_view>

@@ -1,10 +1,12 @@
 // kv_store: writes f32 K or V rows of new tokens into cache cells, converting to the cache's
-// type with quant/'s reference quantizers (f16, q8_0, q4_0, ...), so the cache stays small.
+// type (f16, q8_0, q4_0, ...), so the cache stays small: the active variant's quantizer from
+// row_ops.h where it has one (bit-identical to quant/'s reference), else the reference.
 #include <cstring>
 
 #include "engine/core/error.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/row_ops.h"
 
 namespace strata::cpu {
 
@@ -27,6 +29,8 @@ void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell, int n_thread
                                 ") are outside the cache's ", cache.ne[1], " cells"));
     }
     const int64_t ne0 = src.ne[0];
+    const QuantizeFn fast = row_ops().find_quantize(cache.type);
+    const QuantizeFn quantize = fast != nullptr ? fast : traits.quantize;
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n * ne0 > 65536)
     for (int64_t i = 0; i < n; ++i) {
         const float* s = f32_row(src, i);
@@ -34,7 +38,7 @@ void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell, int n_thread
         if (cache.type == GgmlType::F32) {
             std::memcpy(dst, s, static_cast<size_t>(ne0) * sizeof(float));
         } else {
-            traits.quantize(s, dst, ne0);
+            quantize(s, dst, ne0);
         }
     }
 }

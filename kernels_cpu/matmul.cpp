@@ -1,4 +1,4 @@
-// matmul and get_rows on weights of any dequantizable type. Types with an integer kernel in the
+// matmul on weights of any dequantizable type. Types with an integer kernel in the
 // active variant go to quantized_matmul (qmatmul.h); the rest take the f32 path here: each
 // thread dequantizes a panel of W rows to f32 once and dots it with every row of x.
 #include <algorithm>
@@ -91,34 +91,6 @@ void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads, bool qua
                 }
             }
         }
-    }
-}
-
-// out [ne0, n] = table [ne0, n_rows] rows ids[0..n), as f32
-void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out, int n_threads) {
-    check_dequantizable("get_rows", "table", table);
-    check_f32("get_rows", "out", out);
-    if (table.ne[2] != 1 || table.ne[3] != 1) {
-        throw ArgumentError(cat("get_rows: table must be 2-D, got ", table.shape_string()));
-    }
-    if (n < 0 || out.ne[0] != table.ne[0] || out.n_rows() != n) {
-        throw ArgumentError(cat("get_rows: out ", out.shape_string(), " must be [", table.ne[0],
-                                ", ", n, "] for ", n, " ids of table ", table.shape_string()));
-    }
-    if (n > 0 && ids == nullptr) throw ArgumentError("get_rows: ids is null");
-    const int64_t n_rows = table.ne[1];
-    for (int64_t i = 0; i < n; ++i) {
-        if (ids[i] < 0 || ids[i] >= n_rows) {
-            throw ArgumentError(cat("get_rows: id ", ids[i], " at index ", i,
-                                    " is outside the table's ", n_rows, " rows (",
-                                    table.shape_string(), ")"));
-        }
-    }
-    const DequantizeFn dequantize = type_traits(table.type).dequantize;
-    const int64_t ne0 = table.ne[0];
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (n * ne0 > 65536)
-    for (int64_t i = 0; i < n; ++i) {
-        dequantize(row_ptr(table, ids[i]), f32_row(out, i), ne0);
     }
 }
 

@@ -1,28 +1,14 @@
 // RMSNorm over rows of an f32 view, optionally times a weight: the per-layer norms and, on a
-// [head_dim, n_head, n_tokens] view, the per-head q/k norms of Qwen3 and Gemma 3.
+// [head_dim, n_head, n_tokens] view, the per-head q/k norms of Qwen3 and Gemma 3. The row
+// kernels (Σx² in double, the scaling) come from row_ops.h's table for the active variant.
 #include <cmath>
 
 #include "engine/core/error.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/row_ops.h"
 
 namespace strata::cpu {
-namespace {
-
-// Σ x² with float products summed in double (as ggml's CPU norm does), 4 partial sums.
-double sum_squares(const float* x, int64_t n) {
-    double acc[4] = {0.0, 0.0, 0.0, 0.0};
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        for (int j = 0; j < 4; ++j)
-            acc[j] += static_cast<double>(x[i + j] * x[i + j]);
-    }
-    for (; i < n; ++i)
-        acc[0] += static_cast<double>(x[i] * x[i]);
-    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
-}
-
-}  // namespace
 
 // y [ne0, rows] = x / sqrt(mean(x²) + eps) · weight [ne0]; y may alias x.
 void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y, int n_threads) {
@@ -42,20 +28,15 @@ void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y, int n
     if (!(eps >= 0.0f)) throw ArgumentError(cat("rms_norm: eps = ", eps, ", expected >= 0"));
     const int64_t n_rows = x.n_rows();
     if (ne0 == 0) return;
+    const RowOps& ops = row_ops();
 
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_rows * ne0 > 32768)
     for (int64_t r = 0; r < n_rows; ++r) {
         const float* xr = f32_row(x, r);
         float* yr = f32_row(y, r);
-        const float mean = static_cast<float>(sum_squares(xr, ne0) / static_cast<double>(ne0));
-        const float inv = 1.0f / std::sqrt(mean + eps);
-        if (w != nullptr) {
-            for (int64_t i = 0; i < ne0; ++i)
-                yr[i] = (xr[i] * inv) * w[i];
-        } else {
-            for (int64_t i = 0; i < ne0; ++i)
-                yr[i] = xr[i] * inv;
-        }
+        const float mean =
+            static_cast<float>(ops.sum_squares(xr, ne0) / static_cast<double>(ne0));
+        ops.scale_mul(xr, w, 1.0f / std::sqrt(mean + eps), yr, ne0);
     }
 }
 

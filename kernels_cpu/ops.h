@@ -14,6 +14,8 @@ namespace strata::cpu {
 // matmul.cpp (quantize_activations: see CpuBackendOptions)
 void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads,
             bool quantize_activations = true);
+
+// get_rows.cpp
 void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out, int n_threads);
 
 // norm.cpp

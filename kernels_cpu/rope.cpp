@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/row_ops.h"
 
 namespace strata::cpu {
 namespace {
@@ -58,25 +59,14 @@ void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_t
         }
     }
 
-    // Pair i is (x[2i], x[2i+1]) for NORM and (x[i], x[i + n_rot/2]) for NEOX.
-    const bool neox = params.style == RopeStyle::Neox;
-    const int64_t stride = neox ? 1 : 2;
-    const int64_t partner = neox ? half : 1;
+    const RowOps& ops = row_ops();
+    const auto rotate = params.style == RopeStyle::Neox ? ops.rope_neox : ops.rope_norm;
     const int64_t n_items = n_heads * n_tokens;
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (n_items * half > 8192)
     for (int64_t item = 0; item < n_items; ++item) {
         const int64_t t = item / n_heads;
-        float* xr = f32_row(x, item);  // row `item` = head item % n_heads of token t
-        const float* c = cos_t.data() + t * half;
-        const float* s = sin_t.data() + t * half;
-        for (int64_t i = 0; i < half; ++i) {
-            float* a = xr + i * stride;
-            float* b = a + partner;
-            const float x0 = *a;
-            const float x1 = *b;
-            *a = x0 * c[i] - x1 * s[i];
-            *b = x0 * s[i] + x1 * c[i];
-        }
+        // row `item` = head item % n_heads of token t
+        rotate(f32_row(x, item), cos_t.data() + t * half, sin_t.data() + t * half, half);
     }
 }
 

@@ -181,6 +181,39 @@ void CudaBackend::download(const Tensor& device, Tensor& host) {
     impl_->bulk->to_host(device.data, host.data, device.n_bytes(), impl_->stream);
 }
 
+Buffer CudaBackend::allocate(uint64_t bytes, std::string_view what) {
+    std::shared_ptr<DeviceArena> arena = impl_->arena;
+    void* p = arena->allocate(std::max<uint64_t>(bytes, 1), what);
+    return Buffer(p, bytes, MemoryKind::Device, [arena](void* q, uint64_t) { arena->free(q); });
+}
+
+void CudaBackend::copy_in(const Tensor& src, Tensor& dst) {
+    if (src.is_contiguous()) {
+        copy_to_device(src, dst);
+        return;
+    }
+    // A strided source (a column slice of a weight) is gathered on the host in chunks of rows.
+    if (src.type != dst.type || src.ne != dst.ne || src.ne[2] != 1 || src.ne[3] != 1 ||
+        !dst.is_contiguous() || dst.memory != MemoryKind::Device) {
+        throw ArgumentError(cat("copy_in: ", src.shape_string(), " -> ", dst.shape_string(),
+                                " needs a 2-D host source and a contiguous device tensor of its shape"));
+    }
+    const uint64_t rb = src.row_bytes();
+    const int64_t chunk_rows = std::max<int64_t>(1, static_cast<int64_t>((kBulkChunk) / std::max<uint64_t>(rb, 1)));
+    std::vector<uint8_t> gathered;
+    for (int64_t r0 = 0; r0 < src.ne[1]; r0 += chunk_rows) {
+        const int64_t rows = std::min(chunk_rows, src.ne[1] - r0);
+        Tensor part_src = src.rows(r0, rows);
+        gathered.resize(rb * static_cast<uint64_t>(rows));
+        Tensor host = Tensor::contiguous(src.type, gathered.data(), {src.ne[0], rows});
+        copy_host_tensor(part_src, host);
+        Tensor part_dst = dst.rows(r0, rows);
+        copy_to_device(host, part_dst);
+    }
+}
+
+void CudaBackend::copy_out(const Tensor& src, Tensor& dst) { download(src, dst); }
+
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
 
 // ---- ops

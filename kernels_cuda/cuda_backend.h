@@ -53,7 +53,10 @@ class CudaBackend : public Backend {
     std::string_view name() const override { return "cuda"; }
     MemoryKind memory_kind() const override { return MemoryKind::Device; }
 
-    // ---- memory
+    // ---- memory (Backend's interface: arena blocks; strided host sources are gathered)
+    Buffer allocate(uint64_t bytes, std::string_view what) override;
+    void copy_in(const Tensor& src, Tensor& dst) override;
+    void copy_out(const Tensor& src, Tensor& dst) override;
     // A contiguous device tensor in the arena (contents undefined).
     DeviceTensor allocate(GgmlType type, std::initializer_list<int64_t> ne,
                           std::string_view what = "tensor");

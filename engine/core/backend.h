@@ -5,7 +5,8 @@
 // Conventions (ggml's): ne[0] is the innermost dimension. Activations are contiguous f32
 // tensors with one token per row: x [n_embd, n_tokens]. Weights are [k, n] tensors of any
 // supported GgmlType (a linear layer from PyTorch [out, in] is stored as ne = {in, out}).
-// All tensors passed to a backend live in memory it can address (memory_kind()).
+// All tensors passed to a backend live in memory it can address (memory_kind()); allocate(),
+// copy_in() and copy_out() move activations and weights between backends through host memory.
 // Invariants: outputs never alias inputs unless an op says "in place"; calls on one backend
 // are made from one thread at a time (a backend may use many threads inside an op).
 #pragma once
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/core/buffer.h"
 #include "engine/core/op_types.h"
 #include "engine/core/tensor.h"
 
@@ -44,6 +46,19 @@ public:
     // The memory this backend's ops read and write.
     virtual MemoryKind memory_kind() const = 0;
 
+    // ---- memory
+    // `bytes` of memory this backend's ops address, counted against its budget (BudgetError,
+    // naming `what`, when it does not fit). Contents undefined.
+    virtual Buffer allocate(uint64_t bytes, std::string_view what) = 0;
+    // Copies the host tensor src (Host, PinnedHost or File memory; rows may be strided, as in a
+    // column slice) into dst in this backend's memory (contiguous, same type and shape). Ordered
+    // after the ops queued before it; returns once src may be reused.
+    virtual void copy_in(const Tensor& src, Tensor& dst) = 0;
+    // Copies src in this backend's memory into the contiguous host tensor dst (same type and
+    // shape) once the ops queued before it have run; returns when dst holds the bytes.
+    virtual void copy_out(const Tensor& src, Tensor& dst) = 0;
+
+    // ---- ops
     // y [n, m] = W [k, n] · x [k, m]: each row of W dotted with each row of x. y is f32.
     virtual void matmul(const Tensor& w, const Tensor& x, Tensor& y) = 0;
 

@@ -1,6 +1,8 @@
 // Tensor view helpers (tensor.h).
 #include "engine/core/tensor.h"
 
+#include <cstring>
+
 #include "engine/core/error.h"
 
 namespace strata {
@@ -54,6 +56,47 @@ Tensor Tensor::rows(int64_t first, int64_t count) const {
     t.nb[2] = t.nb[1] * static_cast<uint64_t>(count);
     t.nb[3] = t.nb[2];
     return t;
+}
+
+Tensor Tensor::columns(int64_t first, int64_t count) const {
+    STRATA_INVARIANT(ne[2] == 1 && ne[3] == 1);
+    const TypeTraits& traits = type_traits(type);
+    if (first < 0 || count < 0 || first + count > ne[0] || first % traits.block_size != 0 ||
+        count % traits.block_size != 0) {
+        throw ArgumentError(cat("columns [", first, ", ", first + count, ") of ", shape_string(),
+                                ": need whole ", traits.name, " blocks of ", traits.block_size,
+                                " inside the row"));
+    }
+    Tensor t = *this;
+    t.ne[0] = count;
+    t.data = static_cast<uint8_t*>(data) + traits.type_size * static_cast<uint64_t>(first / traits.block_size);
+    return t;
+}
+
+void copy_host_tensor(const Tensor& src, Tensor& dst) {
+    if (src.memory == MemoryKind::Device || dst.memory == MemoryKind::Device) {
+        throw ArgumentError(cat("copy_host_tensor: ", src.shape_string(), " -> ", dst.shape_string(),
+                                " needs host memory on both sides"));
+    }
+    if (src.type != dst.type || src.ne != dst.ne || !dst.is_contiguous() ||
+        src.nb[0] != type_traits(src.type).type_size) {
+        throw ArgumentError(cat("copy_host_tensor: ", src.shape_string(), " -> ", dst.shape_string(),
+                                " needs one type and shape, whole-block rows and a contiguous destination"));
+    }
+    const uint64_t rb = src.row_bytes();
+    if (src.is_contiguous()) {
+        if (src.n_bytes() > 0) std::memcpy(dst.data, src.data, src.n_bytes());
+        return;
+    }
+    auto* out = static_cast<uint8_t*>(dst.data);
+    for (int64_t i3 = 0; i3 < src.ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < src.ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < src.ne[1]; ++i1) {
+                const auto* in = static_cast<const uint8_t*>(src.data) + i1 * src.nb[1] +
+                                 i2 * src.nb[2] + i3 * src.nb[3];
+                std::memcpy(out, in, rb);
+                out += rb;
+            }
 }
 
 std::string Tensor::shape_string() const {

@@ -37,10 +37,18 @@ struct Tensor {
     // Rows [first, first + count) of a 2-D view.
     Tensor rows(int64_t first, int64_t count) const;
 
+    // Elements [first, first + count) of every row of a 2-D view (a column slice: rows keep
+    // their stride); first and count are multiples of the type's block size.
+    Tensor columns(int64_t first, int64_t count) const;
+
     template <typename T>
     T* as() const { return static_cast<T*>(data); }
 
     std::string shape_string() const;  // "q4_K [640, 2048]"
 };
+
+// Copies src into dst, both in host memory, of one type and shape; src's rows may be strided,
+// dst is contiguous. ArgumentError otherwise.
+void copy_host_tensor(const Tensor& src, Tensor& dst);
 
 }  // namespace strata

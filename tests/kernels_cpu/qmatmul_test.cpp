@@ -99,6 +99,32 @@ TEST_P(QMatmul, BitIdenticalForAnyThreadCountAndRowCount) {
     }
 }
 
+TEST_P(QMatmul, ColumnSlicesAddUpToTheWholeProduct) {
+    // The split FFN multiplies column ranges of ffn_down (strided rows) and adds the parts.
+    const auto [type, variant] = GetParam();
+    const ScopedKernelVariant forced(variant);
+    const int64_t block = type_traits(type).block_size;
+    const int64_t k = (block == 32 ? 24 : 3) * 256, n = 37, cut = k / 3 / block * block;
+    const HostTensor w = test::random_weights(type, k, n);
+    for (int64_t m : {1, 5}) {
+        const HostTensor x = test::random_f32({k, m});
+        const HostTensor whole = run_matmul(w, x, 2);
+        HostTensor xa(GgmlType::F32, {cut, m}), xb(GgmlType::F32, {k - cut, m});
+        for (int64_t j = 0; j < m; ++j) {
+            std::memcpy(xa.f32() + j * cut, x.f32() + j * k, cut * sizeof(float));
+            std::memcpy(xb.f32() + j * (k - cut), x.f32() + j * k + cut, (k - cut) * sizeof(float));
+        }
+        HostTensor ya(GgmlType::F32, {n, m}), yb(GgmlType::F32, {n, m});
+        CpuBackend(2).matmul(w.t.columns(0, cut), xa.t, ya.t);
+        CpuBackend(2).matmul(w.t.columns(cut, k - cut), xb.t, yb.t);
+        for (int64_t i = 0; i < n * m; ++i) {
+            const double sum = static_cast<double>(ya.f32()[i]) + yb.f32()[i];
+            EXPECT_NEAR(sum, whole.f32()[i], 1e-4 * (1.0 + std::abs(whole.f32()[i])))
+                << type_traits(type).name << " " << kernel_variant_name(variant) << " m=" << m << " i=" << i;
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(CpuKernels, QMatmul,
                          ::testing::Combine(::testing::ValuesIn(kQuantTypes),
                                             ::testing::ValuesIn(kIntegerVariants)),

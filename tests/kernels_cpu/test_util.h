@@ -170,6 +170,15 @@ class ScopedKernelVariant {
     ScopedKernelVariant& operator=(const ScopedKernelVariant&) = delete;
 };
 
+// The variants with their own row-op and attention kernels (row_ops.h) this CPU can run.
+inline std::vector<KernelVariant> row_op_variants() {
+    std::vector<KernelVariant> out;
+    for (KernelVariant v : {KernelVariant::Scalar, KernelVariant::Avx2, KernelVariant::Avx512}) {
+        if (kernel_variant_supported(v)) out.push_back(v);
+    }
+    return out;
+}
+
 // NMSE pooled over many calls: a single output near zero would make a per-call NMSE of a
 // handful of outputs meaningless.
 struct PooledNmse {
