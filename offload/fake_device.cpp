@@ -1,0 +1,141 @@
+// The fake device (fake_device.h).
+#include "offload/fake_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "engine/core/error.h"
+
+namespace strata {
+
+FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
+    : budget_(options.budget_bytes),
+      cpu_(cpu::CpuBackendOptions{options.n_threads, options.quantize_activations}) {}
+
+Buffer FakeDeviceBackend::allocate(uint64_t bytes, std::string_view what) {
+    constexpr uint64_t kAlign = 256;
+    const uint64_t rounded = (std::max<uint64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+    std::lock_guard lock(mutex_);
+    if (stats_.used_bytes + rounded > budget_) {
+        throw BudgetError(cat("fake device: ", what, " needs ", rounded, " bytes; ", stats_.used_bytes,
+                              " of the ", budget_, "-byte budget are in use"));
+    }
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (p == nullptr) throw BudgetError(cat("fake device: host allocation of ", rounded, " bytes failed"));
+    blocks_[reinterpret_cast<uintptr_t>(p)] = rounded;
+    stats_.used_bytes += rounded;
+    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.used_bytes);
+    return Buffer(p, bytes, MemoryKind::Device, [this](void* q, uint64_t) {
+        std::lock_guard inner_lock(mutex_);
+        auto it = blocks_.find(reinterpret_cast<uintptr_t>(q));
+        STRATA_INVARIANT(it != blocks_.end());
+        stats_.used_bytes -= it->second;
+        blocks_.erase(it);
+        std::free(q);
+    });
+}
+
+bool FakeDeviceBackend::owns(const void* p, uint64_t bytes) const {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard lock(mutex_);
+    auto it = blocks_.upper_bound(a);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return a + bytes <= it->first + it->second;
+}
+
+Tensor FakeDeviceBackend::inner(const Tensor& t, std::string_view op) const {
+    uint64_t span = 0;  // bytes from data to the end of the last row
+    if (t.n_elements() > 0) {
+        span = t.row_bytes();
+        for (int d = 1; d < 4; ++d) span += t.nb[d] * static_cast<uint64_t>(t.ne[d] - 1);
+    }
+    if (t.memory != MemoryKind::Device || !owns(t.data, std::max<uint64_t>(span, 1))) {
+        throw ArgumentError(cat(op, ": ", t.shape_string(), " is not in the fake device's memory"));
+    }
+    Tensor h = t;
+    h.memory = MemoryKind::Host;
+    return h;
+}
+
+void FakeDeviceBackend::copy_in(const Tensor& src, Tensor& dst) {
+    if (src.memory == MemoryKind::Device) throw ArgumentError("fake device copy_in: the source is device memory");
+    Tensor d = inner(dst, "copy_in");
+    copy_host_tensor(src, d);
+    std::lock_guard lock(mutex_);
+    stats_.bytes_in += d.n_bytes();
+    ++stats_.copies_in;
+}
+
+void FakeDeviceBackend::copy_out(const Tensor& src, Tensor& dst) {
+    if (dst.memory == MemoryKind::Device) throw ArgumentError("fake device copy_out: the destination is device memory");
+    copy_host_tensor(inner(src, "copy_out"), dst);
+    std::lock_guard lock(mutex_);
+    stats_.bytes_out += dst.n_bytes();
+    ++stats_.copies_out;
+}
+
+FakeDeviceStats FakeDeviceBackend::stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+}
+
+void FakeDeviceBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
+    Tensor yi = inner(y, "matmul");
+    cpu_.matmul(inner(w, "matmul"), inner(x, "matmul"), yi);
+}
+
+void FakeDeviceBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {
+    Tensor o = inner(out, "get_rows");
+    cpu_.get_rows(inner(table, "get_rows"), ids, n, o);
+}
+
+void FakeDeviceBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) {
+    Tensor yi = inner(y, "rms_norm");
+    if (weight != nullptr) {
+        Tensor w = inner(*weight, "rms_norm");
+        cpu_.rms_norm(inner(x, "rms_norm"), &w, eps, yi);
+    } else {
+        cpu_.rms_norm(inner(x, "rms_norm"), nullptr, eps, yi);
+    }
+}
+
+void FakeDeviceBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+    Tensor yi = inner(y, "add");
+    cpu_.add(inner(a, "add"), inner(b, "add"), yi);
+}
+
+void FakeDeviceBackend::scale(Tensor& x, float s) {
+    Tensor xi = inner(x, "scale");
+    cpu_.scale(xi, s);
+}
+
+void FakeDeviceBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
+    Tensor yi = inner(y, "gated_activation");
+    cpu_.gated_activation(inner(gate, "gated_activation"), inner(up, "gated_activation"), act, yi);
+}
+
+void FakeDeviceBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& params) {
+    Tensor xi = inner(x, "rope");
+    cpu_.rope(xi, positions, params);
+}
+
+void FakeDeviceBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {
+    Tensor c = inner(cache, "kv_store");
+    cpu_.kv_store(inner(src, "kv_store"), c, first_cell);
+}
+
+void FakeDeviceBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  int64_t n_cells, const int32_t* positions, const AttentionParams& params,
+                                  Tensor& out) {
+    Tensor o = inner(out, "attention");
+    cpu_.attention(inner(q, "attention"), inner(k_cache, "attention"), inner(v_cache, "attention"), n_cells,
+                   positions, params, o);
+}
+
+void FakeDeviceBackend::softcap(Tensor& x, float cap) {
+    Tensor xi = inner(x, "softcap");
+    cpu_.softcap(xi, cap);
+}
+
+}  // namespace strata

@@ -1,0 +1,71 @@
+// FakeDeviceBackend: a stand-in GPU for machines without one (CI). Its memory is a host pool
+// with a byte budget, marked MemoryKind::Device so that the CPU backend refuses it — a tensor
+// that reaches the wrong backend fails as it would on a real GPU. Ops check that every tensor
+// lies in the pool, then run on an inner CpuBackend. Transfers in and out are counted.
+// Used to test placement, the executor and streaming; never chosen for speed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "engine/core/backend.h"
+#include "kernels_cpu/cpu_backend.h"
+
+namespace strata {
+
+struct FakeDeviceOptions {
+    uint64_t budget_bytes = 1ull << 30;
+    int n_threads = 1;
+    bool quantize_activations = true;  // the inner CPU backend's matmul mode
+};
+
+struct FakeDeviceStats {
+    uint64_t used_bytes = 0;
+    uint64_t peak_bytes = 0;
+    uint64_t bytes_in = 0;   // host -> device
+    uint64_t bytes_out = 0;  // device -> host
+    uint64_t copies_in = 0;
+    uint64_t copies_out = 0;
+};
+
+class FakeDeviceBackend : public Backend {
+  public:
+    explicit FakeDeviceBackend(const FakeDeviceOptions& options = {});
+
+    std::string_view name() const override { return "fake-gpu"; }
+    MemoryKind memory_kind() const override { return MemoryKind::Device; }
+
+    // BudgetError when the pool would pass its budget.
+    Buffer allocate(uint64_t bytes, std::string_view what) override;
+    void copy_in(const Tensor& src, Tensor& dst) override;
+    void copy_out(const Tensor& src, Tensor& dst) override;
+
+    void matmul(const Tensor& w, const Tensor& x, Tensor& y) override;
+    void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) override;
+    void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) override;
+    void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+    void scale(Tensor& x, float s) override;
+    void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) override;
+    void rope(Tensor& x, const int32_t* positions, const RopeParams& params) override;
+    void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) override;
+    void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
+                   const int32_t* positions, const AttentionParams& params, Tensor& out) override;
+    void softcap(Tensor& x, float cap) override;
+
+    FakeDeviceStats stats() const;
+    uint64_t budget_bytes() const { return budget_; }
+
+  private:
+    // t as a host view for the inner backend, after checking it lies in the pool.
+    Tensor inner(const Tensor& t, std::string_view op) const;
+    bool owns(const void* p, uint64_t bytes) const;
+
+    uint64_t budget_;
+    cpu::CpuBackend cpu_;
+    mutable std::mutex mutex_;
+    std::map<uintptr_t, uint64_t> blocks_;  // start -> bytes
+    FakeDeviceStats stats_;
+};
+
+}  // namespace strata

@@ -1,0 +1,208 @@
+// Placement look-ups, and a placement checked and measured against a model's tensor table
+// (placement.h).
+#include "offload/placement.h"
+
+#include <numeric>
+#include <unordered_map>
+
+#include "engine/core/error.h"
+
+namespace strata {
+
+std::optional<Tier> Placement::tier_of(const std::string& name) const {
+    for (const TensorPlacement& t : tensors) {
+        if (t.name == name) return t.tier;
+    }
+    return std::nullopt;
+}
+
+const FfnSplit* Placement::ffn_split(int layer) const {
+    for (const FfnSplit& s : ffn_splits) {
+        if (s.layer == layer) return &s;
+    }
+    return nullptr;
+}
+
+int tensor_layer(const std::string& name) {
+    constexpr std::string_view prefix = "blk.";
+    if (name.compare(0, prefix.size(), prefix) != 0) return -1;
+    size_t i = prefix.size();
+    int64_t layer = 0;
+    const size_t digits_begin = i;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && layer < (1 << 24)) {
+        layer = layer * 10 + (name[i] - '0');
+        ++i;
+    }
+    if (i == digits_begin || i >= name.size() || name[i] != '.') return -1;
+    return static_cast<int>(layer);
+}
+
+namespace {
+
+const TensorEntry* find_tensor(const TensorTable& table, const std::string& name) {
+    for (const TensorEntry& t : table.tensors) {
+        if (t.name == name) return &t;
+    }
+    return nullptr;
+}
+
+std::string layer_tensor_name(int layer, const char* suffix) {
+    return cat("blk.", layer, ".", suffix);
+}
+
+}  // namespace
+
+std::optional<FfnTensors> find_ffn_tensors(const TensorTable& table, int layer) {
+    FfnTensors f;
+    f.gate = find_tensor(table, layer_tensor_name(layer, "ffn_gate.weight"));
+    f.up = find_tensor(table, layer_tensor_name(layer, "ffn_up.weight"));
+    f.down = find_tensor(table, layer_tensor_name(layer, "ffn_down.weight"));
+    if (!f.gate || !f.up || !f.down) return std::nullopt;
+    f.n_ff = f.gate->ne[1];
+    const int64_t n_embd = f.gate->ne[0];
+    const bool shapes_agree = f.up->ne[0] == n_embd && f.up->ne[1] == f.n_ff &&
+                              f.down->ne[0] == f.n_ff && f.down->ne[1] == n_embd;
+    for (const TensorEntry* t : {f.gate, f.up, f.down}) {
+        if (t->ne[2] != 1 || t->ne[3] != 1) return std::nullopt;
+    }
+    if (!shapes_agree || f.n_ff <= 0) return std::nullopt;
+    f.granule =
+        std::lcm(std::lcm(type_traits(f.gate->type).block_size, type_traits(f.up->type).block_size),
+                 type_traits(f.down->type).block_size);
+    return f;
+}
+
+uint64_t ffn_slice_bytes(const FfnTensors& ffn, int64_t begin, int64_t end) {
+    STRATA_INVARIANT(0 <= begin && begin <= end && end <= ffn.n_ff);
+    const auto n = static_cast<uint64_t>(end - begin);
+    // gate/up: whole rows per neuron; down: a column slice of each of its n_embd rows.
+    return n * row_bytes(ffn.gate->type, ffn.gate->ne[0]) +
+           n * row_bytes(ffn.up->type, ffn.up->ne[0]) +
+           row_bytes(ffn.down->type, end - begin) * static_cast<uint64_t>(ffn.down->ne[1]);
+}
+
+uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type) {
+    const TensorEntry* k = find_tensor(table, layer_tensor_name(layer, "attn_k.weight"));
+    const TensorEntry* v = find_tensor(table, layer_tensor_name(layer, "attn_v.weight"));
+    if (!k || !v) {
+        throw ArgumentError(cat("cannot size the KV cache of layer ", layer,
+                                ": the model has no blk.", layer, ".attn_k/attn_v weights"));
+    }
+    const auto cells = static_cast<uint64_t>(n_ctx);
+    return (row_bytes(kv_type, k->ne[1]) + row_bytes(kv_type, v->ne[1])) * cells;
+}
+
+TierBytes placement_bytes(const Placement& placement, const TensorTable& table) {
+    TierBytes bytes;
+    auto add = [&](Tier tier, uint64_t n) {
+        (tier == Tier::Gpu ? bytes.gpu : tier == Tier::Ram ? bytes.ram : bytes.disk) += n;
+    };
+    for (const TensorPlacement& t : placement.tensors) {
+        const TensorEntry* entry = find_tensor(table, t.name);
+        if (!entry) throw FormatError(cat("placement names unknown tensor '", t.name, "'"));
+        add(t.tier, entry->bytes);
+    }
+    for (const FfnSplit& s : placement.ffn_splits) {
+        const auto ffn = find_ffn_tensors(table, s.layer);
+        if (!ffn) throw FormatError(cat("placement splits layer ", s.layer, ", which has no FFN"));
+        add(Tier::Gpu, ffn_slice_bytes(*ffn, 0, s.gpu_end));
+        add(Tier::Ram, ffn_slice_bytes(*ffn, s.gpu_end, s.ram_end));
+        add(Tier::Disk, ffn_slice_bytes(*ffn, s.ram_end, ffn->n_ff));
+    }
+    return bytes;
+}
+
+namespace {
+
+void check_split(const FfnSplit& s, const FfnTensors& ffn) {
+    const auto where = [&] { return cat("ffn split of layer ", s.layer, ": "); };
+    if (!(0 <= s.gpu_end && s.gpu_end <= s.ram_end && s.ram_end <= ffn.n_ff)) {
+        throw FormatError(cat(where(), "gpu_end ", s.gpu_end, ", ram_end ", s.ram_end,
+                              " must satisfy 0 <= gpu_end <= ram_end <= n_ff = ", ffn.n_ff));
+    }
+    for (int64_t bound : {s.gpu_end, s.ram_end}) {
+        if (bound % ffn.granule != 0 && bound != ffn.n_ff) {
+            throw FormatError(cat(where(), "boundary ", bound, " is not a multiple of ",
+                                  ffn.granule, " (the block size of ",
+                                  type_traits(ffn.gate->type).name, "/",
+                                  type_traits(ffn.up->type).name, "/",
+                                  type_traits(ffn.down->type).name, ") nor n_ff = ", ffn.n_ff));
+        }
+    }
+}
+
+}  // namespace
+
+void check_placement(const Placement& placement, const TensorTable& table,
+                     const ModelFingerprint& actual) {
+    if (placement.model != actual) {
+        throw FormatError(cat("the placement was made for another model file (",
+                              placement.model.file_bytes, " bytes, header hash '",
+                              placement.model.header_hash, "'); this model has ", actual.file_bytes,
+                              " bytes, header hash '", actual.header_hash,
+                              "': make a new placement for this model"));
+    }
+    if (placement.kv.size() != static_cast<size_t>(table.n_layer)) {
+        throw FormatError(cat("placement has ", placement.kv.size(), " kv entries; the model has ",
+                              table.n_layer, " layers"));
+    }
+    for (size_t i = 0; i < placement.kv.size(); ++i) {
+        if (placement.kv[i] == Tier::Disk) {
+            throw FormatError(cat("placement puts the KV cache of layer ", i,
+                                  " on disk; it must be on gpu or ram"));
+        }
+    }
+
+    std::unordered_map<std::string, size_t> index;
+    for (size_t i = 0; i < table.tensors.size(); ++i)
+        index.emplace(table.tensors[i].name, i);
+    std::vector<int> placed(table.tensors.size(), 0);
+    for (const TensorPlacement& t : placement.tensors) {
+        const auto it = index.find(t.name);
+        if (it == index.end()) {
+            throw FormatError(
+                cat("placement lists tensor '", t.name, "', which this model does not have"));
+        }
+        if (placed[it->second]++ > 0) {
+            throw FormatError(cat("placement lists tensor '", t.name, "' twice"));
+        }
+    }
+
+    std::vector<bool> split_seen(static_cast<size_t>(table.n_layer), false);
+    for (const FfnSplit& s : placement.ffn_splits) {
+        if (s.layer < 0 || s.layer >= table.n_layer) {
+            throw FormatError(cat("ffn split for layer ", s.layer, "; the model has layers 0..",
+                                  table.n_layer - 1));
+        }
+        if (split_seen[static_cast<size_t>(s.layer)]) {
+            throw FormatError(cat("two ffn splits for layer ", s.layer));
+        }
+        split_seen[static_cast<size_t>(s.layer)] = true;
+        const auto ffn = find_ffn_tensors(table, s.layer);
+        if (!ffn) {
+            throw FormatError(cat("ffn split for layer ", s.layer,
+                                  ", which has no splittable ffn_gate/ffn_up/ffn_down"));
+        }
+        for (const TensorEntry* t : {ffn->gate, ffn->up, ffn->down}) {
+            const auto i = static_cast<size_t>(t - table.tensors.data());
+            if (placed[i]++ > 0) {
+                throw FormatError(cat("layer ", s.layer, "'s FFN is split, but '", t->name,
+                                      "' is also listed whole"));
+            }
+        }
+        check_split(s, *ffn);
+    }
+
+    std::string missing;
+    size_t n_missing = 0;
+    for (size_t i = 0; i < table.tensors.size(); ++i) {
+        if (placed[i] != 0) continue;
+        if (n_missing++ < 5) missing += cat(n_missing > 1 ? ", " : "", table.tensors[i].name);
+    }
+    if (n_missing > 0) {
+        throw FormatError(cat("placement does not place ", n_missing,
+                              " tensor(s) of the model: ", missing, n_missing > 5 ? ", ..." : ""));
+    }
+}
+
+}  // namespace strata

@@ -1,0 +1,101 @@
+// Synthetic tensor tables of real model shapes for the placement tests, and a scratch folder.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "offload/placement.h"
+#include "quant/ggml_type.h"
+
+namespace strata::test {
+
+// A llama-architecture model; tensor order as in llama.cpp's GGUF files.
+struct LlamaShape {
+    int n_layer = 2;
+    int64_t n_embd = 256;
+    int64_t n_ff = 512;
+    int64_t n_head = 4;
+    int64_t n_head_kv = 2;
+    int64_t n_vocab = 1000;
+    bool tied_output = false;            // no output.weight: token_embd is the output projection
+    GgmlType type = GgmlType::Q4_K;      // most matrices
+    GgmlType big_type = GgmlType::Q6_K;  // attn_v, ffn_down, output
+};
+
+inline TensorEntry make_entry(const std::string& name, GgmlType type, int64_t ne0, int64_t ne1) {
+    TensorEntry e;
+    e.name = name;
+    e.type = type;
+    e.ne = {ne0, ne1, 1, 1};
+    e.bytes = row_bytes(type, ne0) * static_cast<uint64_t>(ne1);
+    return e;
+}
+
+inline TensorTable make_llama_table(const LlamaShape& s) {
+    TensorTable t;
+    t.n_layer = s.n_layer;
+    t.architecture = "llama";
+    const int64_t n_embd_kv = s.n_embd / s.n_head * s.n_head_kv;
+    auto add = [&](const std::string& name, GgmlType type, int64_t ne0, int64_t ne1) {
+        t.tensors.push_back(make_entry(name, type, ne0, ne1));
+    };
+    add("token_embd.weight", s.tied_output ? s.big_type : s.type, s.n_embd, s.n_vocab);
+    add("output_norm.weight", GgmlType::F32, s.n_embd, 1);
+    if (!s.tied_output) add("output.weight", s.big_type, s.n_embd, s.n_vocab);
+    for (int l = 0; l < s.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1);
+        add(p + "attn_q.weight", s.type, s.n_embd, s.n_embd);
+        add(p + "attn_k.weight", s.type, s.n_embd, n_embd_kv);
+        add(p + "attn_v.weight", s.big_type, s.n_embd, n_embd_kv);
+        add(p + "attn_output.weight", s.type, s.n_embd, s.n_embd);
+        add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1);
+        add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff);
+        add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff);
+        add(p + "ffn_down.weight", s.big_type, s.n_ff, s.n_embd);
+    }
+    return t;
+}
+
+// Llama-2-70B as a Q4_K_M file lays it out (attn_v, ffn_down and output in Q6_K).
+inline LlamaShape llama2_70b_shape() {
+    LlamaShape s;
+    s.n_layer = 80;
+    s.n_embd = 8192;
+    s.n_ff = 28672;
+    s.n_head = 64;
+    s.n_head_kv = 8;
+    s.n_vocab = 32000;
+    return s;
+}
+
+// Every tensor of `table` placed whole on `tier`, KV on RAM.
+inline Placement whole_placement(const TensorTable& table, Tier tier) {
+    Placement p;
+    p.n_ctx = 512;
+    for (const TensorEntry& e : table.tensors)
+        p.tensors.push_back({e.name, tier});
+    p.kv.assign(static_cast<size_t>(table.n_layer), Tier::Ram);
+    return p;
+}
+
+// A fresh folder, removed with its contents at the end of the scope.
+class ScratchDir {
+  public:
+    ScratchDir() {
+        std::string tmpl =
+            (std::filesystem::temp_directory_path() / "strata-placement-XXXXXX").string();
+        path_ = mkdtemp(tmpl.data());
+    }
+    ~ScratchDir() { std::filesystem::remove_all(path_); }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+  private:
+    std::filesystem::path path_;
+};
+
+}  // namespace strata::test
