@@ -19,7 +19,8 @@
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
-#include "kernels_cpu/cpu_backend.h"
+#include "engine/runtime/runtime.h"
+#include "offload/tier.h"
 #include "tools/chat_input.h"
 #include "tools/commands.h"
 #include "tools/sampling_options.h"
@@ -212,13 +213,14 @@ void chat(const ChatArgs& args) {
     std::optional<ChatFormat> forced;
     if (!args.chat_template.empty()) forced = chat_format_from_name(args.chat_template);
 
-    Model model(args.engine.model);
+    const Runtime runtime(args.engine.model, args.engine.runtime_options());
+    const Model& model = runtime.model();
     const std::string tmpl =
         model.file().find_string("tokenizer.chat_template").value_or(std::string());
     const ChatFormat format =
         forced ? *forced : choose_chat_format(tmpl, model.config().architecture);
-    cpu::CpuBackend backend(args.engine.n_threads);
-    Session session(model, backend, args.engine.session_params());
+    const std::unique_ptr<Session> owned = runtime.new_session();
+    Session& session = *owned;
 
     const bool interactive = isatty(0) != 0;
     std::error_code ec;
@@ -228,9 +230,13 @@ void chat(const ChatArgs& args) {
                  model.config().architecture.c_str(), format_bytes(file_bytes).c_str(),
                  std::string(chat_format_name(format)).c_str(),
                  forced ? ", forced" : (tmpl.empty() ? ", by architecture" : ", from the file"));
-    std::fprintf(stderr, "weights on: CPU (RAM) %llu bytes, %d threads | context %lld tokens\n",
-                 static_cast<unsigned long long>(file_bytes), backend.n_threads(),
+    const ResidencyStats& rs = runtime.placed().stats();
+    std::fprintf(stderr, "weights: gpu %s (%s) | ram %s | disk %s | context %lld tokens\n",
+                 format_bytes(rs.gpu_weight_bytes).c_str(),
+                 runtime.gpu() ? std::string(runtime.gpu()->name()).c_str() : "none",
+                 format_bytes(rs.ram_weight_bytes).c_str(), format_bytes(rs.disk_weight_bytes).c_str(),
                  static_cast<long long>(session.n_ctx()));
+    if (args.engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(&session).c_str());
     if (interactive) std::fprintf(stderr, "/help for commands, Ctrl-C stops an answer, Ctrl-D quits\n");
 
     install_sigint_handler();

@@ -11,7 +11,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/prompt.h"
 #include "engine/runtime/session.h"
-#include "kernels_cpu/cpu_backend.h"
+#include "engine/runtime/runtime.h"
 #include "tools/commands.h"
 #include "tools/sampling_options.h"
 
@@ -38,9 +38,10 @@ void run(const RunArgs& args) {
     if (args.n_predict < -1) throw ArgumentError(cat("-n must be -1 or >= 0, got ", args.n_predict));
     const std::string text = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);
 
-    Model model(args.engine.model);
-    cpu::CpuBackend backend(args.engine.n_threads);
-    Session session(model, backend, args.engine.session_params());
+    const Runtime runtime(args.engine.model, args.engine.runtime_options());
+    const Model& model = runtime.model();
+    const std::unique_ptr<Session> owned = runtime.new_session();
+    Session& session = *owned;
 
     PromptOptions po;
     po.n_ctx = session.n_ctx();
@@ -67,6 +68,7 @@ void run(const RunArgs& args) {
                  stats.prompt_tokens_per_second(), static_cast<long long>(stats.n_generated),
                  stats.decode_seconds, stats.decode_tokens_per_second(),
                  std::string(stop_reason_name(stats.stop)).c_str(), stats.seed);
+    if (args.engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(&session).c_str());
 }
 
 }  // namespace

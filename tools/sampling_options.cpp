@@ -2,6 +2,7 @@
 #include "tools/sampling_options.h"
 
 #include "engine/core/error.h"
+#include "offload/tier.h"
 
 namespace strata::cli {
 
@@ -15,6 +16,20 @@ SessionParams EngineOptions::session_params() const {
     return p;
 }
 
+RuntimeOptions EngineOptions::runtime_options() const {
+    RuntimeOptions r;
+    r.gpu = parse_gpu_choice(gpu);
+    if (!gpu_mem.empty()) r.gpu_mem = parse_byte_size(gpu_mem);
+    if (!ram_mem.empty()) r.ram_mem = parse_byte_size(ram_mem);
+    if (!gpu_mem.empty() && r.gpu_mem == 0) throw ArgumentError("--gpu-mem 0: use --gpu none for no GPU");
+    if (!ram_mem.empty() && r.ram_mem == 0) throw ArgumentError("--ram-mem must be more than 0");
+    r.plan_path = plan;
+    r.disk_io = parse_disk_io(disk_io);
+    r.n_threads = n_threads;
+    r.session = session_params();
+    return r;
+}
+
 void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file")->required();
     cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0 = the model's)")
@@ -25,6 +40,16 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
         ->capture_default_str()->check(CLI::NonNegativeNumber);
     cmd.add_option("--ctk,--cache-type", o.kv_type, "KV cache type: f16, f32, q8_0, q4_0")
         ->capture_default_str();
+    cmd.add_option("--gpu", o.gpu, "GPU backend: auto, cuda, none, fake (a test device in host memory)")
+        ->capture_default_str();
+    cmd.add_option("--gpu-mem", o.gpu_mem, "VRAM the process may hold, e.g. 6G (default: free VRAM)");
+    cmd.add_option("--ram-mem", o.ram_mem,
+                   "RAM for resident weights, KV and disk staging, e.g. 24G; the rest streams from disk"
+                   " (default: available RAM less 2 GiB)");
+    cmd.add_option("--plan", o.plan, "placement file from `strata plan` (default: built-in placement)");
+    cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
+        ->capture_default_str();
+    cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     SamplerParams& s = o.sampler;
     cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str();
     cmd.add_option("--top-k", s.top_k, "top-k (0 = off)")->capture_default_str();

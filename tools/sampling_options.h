@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/runtime/runtime.h"
 #include "engine/runtime/session.h"
 #include "engine/sampler/sampler_params.h"
 
@@ -19,12 +20,21 @@ struct EngineOptions {
     std::string kv_type = "f16";
     SamplerParams sampler;
     bool seed_given = false;
+    // Placement (offload): where the weights go.
+    std::string gpu = "auto";  // --gpu auto|cuda|none|fake
+    std::string gpu_mem;       // --gpu-mem 6G
+    std::string ram_mem;       // --ram-mem 24G
+    std::string plan;          // --plan FILE
+    std::string disk_io = "auto";
+    bool verbose = false;
 
     SessionParams session_params() const;
+    RuntimeOptions runtime_options() const;
 };
 
-// Adds -m, -c, -b, -t, --ctk and the sampler flags (--temp --top-k --top-p --min-p
-// --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --seed).
+// Adds -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --disk-io
+// --verbose) and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
+// --repeat-last-n --presence-penalty --frequency-penalty --seed).
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
 
 }  // namespace strata::cli

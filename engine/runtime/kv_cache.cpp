@@ -6,7 +6,8 @@
 
 namespace strata {
 
-KvCache::KvCache(const ModelConfig& config, int64_t n_ctx, GgmlType type)
+KvCache::KvCache(const ModelConfig& config, int64_t n_ctx, GgmlType type,
+                 std::span<Backend* const> layer_backends)
     : n_ctx_(n_ctx), type_(type) {
     if (n_ctx <= 0) throw ArgumentError(cat("context size must be positive, got ", n_ctx));
     if (type != GgmlType::F16 && type != GgmlType::F32 && type != GgmlType::Q8_0 &&
@@ -20,14 +21,25 @@ KvCache::KvCache(const ModelConfig& config, int64_t n_ctx, GgmlType type)
                                 " multiples of ", block, "; this model has ", config.head_dim_k,
                                 " and ", config.head_dim_v));
     }
-    auto make = [&](int64_t width) {
-        storage_.emplace_back(row_bytes(type, width) * static_cast<uint64_t>(n_ctx));
-        return Tensor::contiguous(type, storage_.back().data(), {width, n_ctx});
+    if (!layer_backends.empty() && static_cast<int>(layer_backends.size()) != config.n_layer) {
+        throw ArgumentError(cat("KV cache: ", layer_backends.size(), " layer backends for ",
+                                config.n_layer, " layers"));
+    }
+    auto make = [&](int il, int64_t width, const char* what) {
+        const uint64_t bytes = row_bytes(type, width) * static_cast<uint64_t>(n_ctx);
+        Backend* b = layer_backends.empty() ? nullptr : layer_backends[static_cast<size_t>(il)];
+        if (b != nullptr) {
+            storage_.push_back(b->allocate(bytes, cat("KV cache (", what, " of layer ", il, ")")));
+        } else {
+            auto* p = new uint8_t[bytes];
+            storage_.emplace_back(p, bytes, MemoryKind::Host, [](void* q, uint64_t) { delete[] static_cast<uint8_t*>(q); });
+        }
+        owners_.push_back(b);
+        return storage_.back().tensor(type, {width, n_ctx});
     };
-    storage_.reserve(2 * static_cast<size_t>(config.n_layer));  // keeps data() pointers stable
     for (int il = 0; il < config.n_layer; ++il) {
-        k_.push_back(make(config.n_embd_k_gqa(il)));
-        v_.push_back(make(config.n_embd_v_gqa(il)));
+        k_.push_back(make(il, config.n_embd_k_gqa(il), "K"));
+        v_.push_back(make(il, config.n_embd_v_gqa(il), "V"));
     }
 }
 
@@ -46,6 +58,13 @@ void KvCache::truncate(int64_t n) {
 uint64_t KvCache::bytes() const {
     uint64_t total = 0;
     for (const auto& s : storage_) total += s.size();
+    return total;
+}
+
+uint64_t KvCache::bytes_on(const Backend* backend) const {
+    uint64_t total = 0;
+    for (size_t i = 0; i < storage_.size(); ++i)
+        if (owners_[i] == backend) total += storage_[i].size();
     return total;
 }
 

@@ -1,11 +1,13 @@
 // KvCache: keys and values of every layer for one sequence, one row per position
-// (cell c holds position c), in a quantized or f16 type. Owned host memory for now; the
-// offload runtime will place layers' caches in tiers.
+// (cell c holds position c), in a quantized or f16 type. Each layer's cache lives in the memory
+// of the backend that runs that layer's attention (host memory when none is given).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "engine/core/backend.h"
 #include "engine/core/tensor.h"
 
 namespace strata {
@@ -16,7 +18,10 @@ class KvCache {
 public:
     // n_ctx cells for every layer, K and V of `type` (F16, F32, Q8_0, Q4_0; a quantized type
     // needs head dims that are multiples of its block size). Throws ArgumentError otherwise.
-    KvCache(const ModelConfig& config, int64_t n_ctx, GgmlType type = GgmlType::F16);
+    // layer_backends: empty (host memory) or one backend per layer, which allocates that
+    // layer's cache (BudgetError when it does not fit).
+    KvCache(const ModelConfig& config, int64_t n_ctx, GgmlType type = GgmlType::F16,
+            std::span<Backend* const> layer_backends = {});
 
     int64_t n_ctx() const { return n_ctx_; }
     int64_t n_used() const { return n_used_; }  // cells [0, n_used) hold positions 0..n_used-1
@@ -32,12 +37,15 @@ public:
     void clear() { n_used_ = 0; }
 
     uint64_t bytes() const;
+    // Bytes held in the memory of `backend` (null: host memory of no backend).
+    uint64_t bytes_on(const Backend* backend) const;
 
 private:
     int64_t n_ctx_;
     int64_t n_used_ = 0;
     GgmlType type_;
-    std::vector<std::vector<uint8_t>> storage_;
+    std::vector<Buffer> storage_;
+    std::vector<const Backend*> owners_;  // per storage_ entry
     std::vector<Tensor> k_, v_;
 };
 

@@ -1,26 +1,119 @@
-// The shared forward pass (layer_program.h). Shape comments use [ne0, ne1] (ggml order).
+// The shared forward pass and its executor (layer_program.h). Shape comments use [ne0, ne1]
+// (ggml order).
 #include "engine/runtime/layer_program.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/error.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
-#include "engine/runtime/model_weights.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/placed_model.h"
 
 namespace strata {
+namespace {
 
-LayerProgram::LayerProgram(const ModelConfig& config, const ModelWeights& weights,
-                           Backend& backend)
-    : config_(config), weights_(weights), backend_(backend) {}
+constexpr int64_t kLogitRows = 32;  // logits computed this many rows at a time (bounds scratch)
+
+bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
+
+}  // namespace
+
+LayerProgram::LayerProgram(const PlacedModel& model) : model_(model), config_(model.model().config()) {
+    if (static_cast<int>(model.backends().size()) > kMaxBackends) {
+        throw UnsupportedError(cat("the executor runs on at most ", kMaxBackends, " backends"));
+    }
+}
+
+LayerProgram::~LayerProgram() = default;
 
 int64_t LayerProgram::n_embd() const { return config_.n_embd; }
-int64_t LayerProgram::n_vocab() const { return weights_.output.ne[1]; }
+int64_t LayerProgram::n_vocab() const { return model_.output().tensor.ne[1]; }
 
-Tensor LayerProgram::act(std::vector<float>& buf, int64_t ne0, int64_t n) {
-    const size_t need = static_cast<size_t>(ne0 * n);
-    if (buf.size() < need) buf.resize(need);
-    return Tensor::contiguous(GgmlType::F32, buf.data(), {ne0, n});
+Backend& LayerProgram::backend(int bi) const { return *model_.backends()[static_cast<size_t>(bi)]; }
+
+int LayerProgram::index_of(const Backend* b) const {
+    const int i = model_.backend_index(b);
+    STRATA_INVARIANT(i >= 0);
+    return i;
+}
+
+uint64_t LayerProgram::activation_bytes(const Backend* b) const {
+    const int bi = model_.backend_index(b);
+    if (bi < 0) return 0;
+    uint64_t total = 0;
+    for (const Buffer& buf : scratch_[static_cast<size_t>(bi)]) total += buf.size();
+    return total;
+}
+
+Tensor LayerProgram::act(int bi, Slot slot, int64_t ne0, int64_t n) {
+    Buffer& buf = scratch_[static_cast<size_t>(bi)][slot];
+    const uint64_t need = static_cast<uint64_t>(ne0 * n) * sizeof(float);
+    if (buf.size() < need) {
+        buf.reset();  // first, so the old block's bytes count toward the new one
+        buf = backend(bi).allocate(need, "activations");
+    }
+    return buf.tensor(GgmlType::F32, {ne0, n});
+}
+
+void LayerProgram::transfer(int from, const Tensor& src, int to, Tensor& dst) {
+    STRATA_INVARIANT(from != to);
+    Backend& a = backend(from);
+    Backend& b = backend(to);
+    if (is_host(a)) {
+        b.copy_in(src, dst);
+    } else if (is_host(b)) {
+        a.copy_out(src, dst);
+    } else {
+        bounce_.resize(static_cast<size_t>(src.n_elements()));
+        Tensor host = Tensor::contiguous(GgmlType::F32, bounce_.data(), {src.ne[0], src.ne[1], src.ne[2], src.ne[3]});
+        a.copy_out(src, host);
+        b.copy_in(host, dst);
+    }
+}
+
+Tensor LayerProgram::residual_on(int bi, int64_t n) {
+    Tensor x = act(bi, kX, config_.n_embd, n);
+    if (x_home_ != bi) {
+        Tensor from = act(x_home_, kX, config_.n_embd, n);
+        transfer(x_home_, from, bi, x);
+        x_home_ = bi;
+    }
+    return x;
+}
+
+void LayerProgram::matmul_local(const PlacedWeight& w, const Tensor& in, Tensor& out) {
+    Backend& b = *w.backend;
+    if (w.stream_id < 0) {
+        b.matmul(w.tensor, in, out);
+        return;
+    }
+    DiskStream& stream = *model_.disk_stream();
+    Tensor t = w.tensor;
+    t.data = const_cast<void*>(stream.acquire(w.stream_id));
+    t.memory = MemoryKind::Host;
+    try {
+        b.matmul(t, in, out);
+    } catch (...) {
+        stream.release(w.stream_id);
+        throw;
+    }
+    stream.release(w.stream_id);
+}
+
+void LayerProgram::matmul(const PlacedWeight& w, int home, const Tensor& in, Tensor& out) {
+    const int wb = index_of(w.backend);
+    if (wb == home) {
+        matmul_local(w, in, out);
+        return;
+    }
+    const int64_t n = in.ne[1];
+    Tensor in_w = act(wb, kMmIn, in.ne[0], n);
+    transfer(home, in, wb, in_w);
+    Tensor out_w = act(wb, kMmOut, out.ne[0], n);
+    matmul_local(w, in_w, out_w);
+    transfer(wb, out_w, home, out);
 }
 
 void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
@@ -32,18 +125,22 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
         throw ArgumentError(cat("context full: ", pos0, " positions used + ", n, " new tokens > ",
                                 kv.n_ctx(), " cells (raise -c)"));
     }
+    const PlacedWeight& embd = model_.token_embd();
     for (int32_t t : tokens) {
-        if (t < 0 || t >= weights_.token_embd.ne[1]) {
-            throw ArgumentError(cat("token id ", t, " is outside the vocabulary of ",
-                                    weights_.token_embd.ne[1]));
+        if (t < 0 || t >= embd.tensor.ne[1]) {
+            throw ArgumentError(cat("token id ", t, " is outside the vocabulary of ", embd.tensor.ne[1]));
         }
+    }
+    for (int32_t r : output_rows) {
+        if (r < 0 || r >= n) throw ArgumentError(cat("output row ", r, " outside a batch of ", n));
     }
     positions_.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) positions_[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i);
 
-    Tensor x = act(x_, config_.n_embd, n);  // [n_embd, n]
-    backend_.get_rows(weights_.token_embd, tokens.data(), n, x);
-    if (config_.embd_scale != 1.0) backend_.scale(x, static_cast<float>(config_.embd_scale));
+    x_home_ = index_of(embd.backend);
+    Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
+    backend(x_home_).get_rows(embd.tensor, tokens.data(), n, x);
+    if (config_.embd_scale != 1.0) backend(x_home_).scale(x, static_cast<float>(config_.embd_scale));
 
     for (int il = 0; il < config_.n_layer; ++il) {
         attention_block(il, n, kv, pos0);
@@ -51,49 +148,54 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     }
     kv.set_used(pos0 + n);
 
-    // Final norm on the requested rows only.
+    // Final norm of the requested rows, where the residual stream ends.
     const int64_t m = static_cast<int64_t>(output_rows.size());
     hidden.resize(static_cast<size_t>(config_.n_embd * m));
+    if (m == 0) return;
+    Backend& h = backend(x_home_);
+    x = act(x_home_, kX, config_.n_embd, n);
+    Tensor out = act(x_home_, kHidden, config_.n_embd, m);
+    const float eps = static_cast<float>(config_.rms_eps);
     for (int64_t j = 0; j < m; ++j) {
-        const int32_t r = output_rows[static_cast<size_t>(j)];
-        if (r < 0 || r >= n) throw ArgumentError(cat("output row ", r, " outside a batch of ", n));
-        Tensor src = x.row(r);
-        Tensor dst = Tensor::contiguous(GgmlType::F32, hidden.data() + j * config_.n_embd,
-                                        {config_.n_embd, 1});
-        backend_.rms_norm(src, &weights_.output_norm, static_cast<float>(config_.rms_eps), dst);
+        Tensor dst = out.row(j);
+        h.rms_norm(x.row(output_rows[static_cast<size_t>(j)]), &model_.output_norm().on(x_home_), eps, dst);
     }
+    Tensor host = Tensor::contiguous(GgmlType::F32, hidden.data(), {config_.n_embd, m});
+    h.copy_out(out, host);
 }
 
 void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0) {
-    const LayerWeights& w = weights_.layers[static_cast<size_t>(il)];
+    const PlacedLayer& w = model_.layer(il);
+    const int hb = index_of(w.attn_home);
+    Backend& b = *w.attn_home;
     const float eps = static_cast<float>(config_.rms_eps);
     const int64_t n_head = config_.n_head[static_cast<size_t>(il)];
     const int64_t n_head_kv = config_.n_head_kv[static_cast<size_t>(il)];
     const int64_t hd_k = config_.head_dim_k, hd_v = config_.head_dim_v;
     const bool swa = config_.is_swa[static_cast<size_t>(il)];
 
-    Tensor x = act(x_, config_.n_embd, n);
-    Tensor cur = act(cur_, config_.n_embd, n);  // [n_embd, n]
-    backend_.rms_norm(x, &w.attn_norm, eps, cur);
+    Tensor x = residual_on(hb, n);
+    Tensor cur = act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
+    b.rms_norm(x, &w.attn_norm.on(hb), eps, cur);
 
-    Tensor q = act(q_, n_head * hd_k, n);     // [n_head*hd_k, n]
-    Tensor k = act(k_, n_head_kv * hd_k, n);  // [n_head_kv*hd_k, n]
-    Tensor v = act(v_, n_head_kv * hd_v, n);  // [n_head_kv*hd_v, n]
-    backend_.matmul(w.attn_q, cur, q);
-    backend_.matmul(w.attn_k, cur, k);
-    backend_.matmul(w.attn_v, cur, v);
-    if (present(w.attn_q_bias)) backend_.add(q, w.attn_q_bias, q);
-    if (present(w.attn_k_bias)) backend_.add(k, w.attn_k_bias, k);
-    if (present(w.attn_v_bias)) backend_.add(v, w.attn_v_bias, v);
+    Tensor q = act(hb, kQ, n_head * hd_k, n);     // [n_head*hd_k, n]
+    Tensor k = act(hb, kK, n_head_kv * hd_k, n);  // [n_head_kv*hd_k, n]
+    Tensor v = act(hb, kV, n_head_kv * hd_v, n);  // [n_head_kv*hd_v, n]
+    matmul(w.attn_q, hb, cur, q);
+    matmul(w.attn_k, hb, cur, k);
+    matmul(w.attn_v, hb, cur, v);
+    if (w.attn_q_bias.present()) b.add(q, w.attn_q_bias.on(hb), q);
+    if (w.attn_k_bias.present()) b.add(k, w.attn_k_bias.on(hb), k);
+    if (w.attn_v_bias.present()) b.add(v, w.attn_v_bias.on(hb), v);
 
     // Per-head views [hd, heads*n] for q/k norms, [hd, heads, n] for RoPE and attention.
-    Tensor q_heads = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head, n});
-    Tensor k_heads = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv, n});
-    if (present(w.attn_q_norm)) {
-        Tensor qf = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head * n});
-        Tensor kf = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv * n});
-        backend_.rms_norm(qf, &w.attn_q_norm, eps, qf);
-        backend_.rms_norm(kf, &w.attn_k_norm, eps, kf);
+    Tensor q_heads = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head, n}, q.memory);
+    Tensor k_heads = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv, n}, k.memory);
+    if (w.attn_q_norm.present()) {
+        Tensor qf = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head * n}, q.memory);
+        Tensor kf = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv * n}, k.memory);
+        b.rms_norm(qf, &w.attn_q_norm.on(hb), eps, qf);
+        b.rms_norm(kf, &w.attn_k_norm.on(hb), eps, kf);
     }
 
     RopeParams rope;
@@ -104,12 +206,12 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
     rope.freq_scale = (!swa && config_.rope.scaling == RopeScaling::Linear)
                           ? static_cast<float>(1.0 / config_.rope.scaling_factor)
                           : 1.0f;
-    if (present(weights_.rope_freqs)) rope.freq_factors = weights_.rope_freqs.as<const float>();
-    backend_.rope(q_heads, positions_.data(), rope);
-    backend_.rope(k_heads, positions_.data(), rope);
+    rope.freq_factors = model_.rope_freqs();
+    b.rope(q_heads, positions_.data(), rope);
+    b.rope(k_heads, positions_.data(), rope);
 
-    backend_.kv_store(k, kv.k(il), pos0);
-    backend_.kv_store(v, kv.v(il), pos0);
+    b.kv_store(k, kv.k(il), pos0);
+    b.kv_store(v, kv.v(il), pos0);
 
     AttentionParams ap;
     ap.n_head = static_cast<int>(n_head);
@@ -120,41 +222,90 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
                                     : 1.0f / std::sqrt(static_cast<float>(hd_k));
     ap.window = swa ? static_cast<int32_t>(config_.sliding_window) : 0;
     ap.softcap = static_cast<float>(config_.attn_logit_softcap);
-    Tensor attn = act(attn_, n_head * hd_v, n);  // [n_head*hd_v, n]
-    Tensor attn_heads = Tensor::contiguous(GgmlType::F32, attn.data, {hd_v, n_head, n});
-    backend_.attention(q_heads, kv.k(il), kv.v(il), pos0 + n, positions_.data(), ap, attn_heads);
+    Tensor attn = act(hb, kAttn, n_head * hd_v, n);  // [n_head*hd_v, n]
+    Tensor attn_heads = Tensor::contiguous(GgmlType::F32, attn.data, {hd_v, n_head, n}, attn.memory);
+    b.attention(q_heads, kv.k(il), kv.v(il), pos0 + n, positions_.data(), ap, attn_heads);
 
-    Tensor proj = act(proj_, config_.n_embd, n);  // [n_embd, n]
-    backend_.matmul(w.attn_output, attn, proj);
-    if (present(w.post_attention_norm)) backend_.rms_norm(proj, &w.post_attention_norm, eps, proj);
-    backend_.add(x, proj, x);
+    Tensor proj = act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
+    matmul(w.attn_output, hb, attn, proj);
+    if (w.post_attention_norm.present()) b.rms_norm(proj, &w.post_attention_norm.on(hb), eps, proj);
+    b.add(x, proj, x);
 }
 
 void LayerProgram::ffn_block(int il, int64_t n) {
-    const LayerWeights& w = weights_.layers[static_cast<size_t>(il)];
+    const PlacedLayer& w = model_.layer(il);
     const float eps = static_cast<float>(config_.rms_eps);
-    const int64_t n_ff = config_.n_ff[static_cast<size_t>(il)];
+    const int hb = index_of(w.ffn.front().gate.backend);
+    Backend& h = backend(hb);
 
-    Tensor x = act(x_, config_.n_embd, n);
-    Tensor cur = act(cur_, config_.n_embd, n);
-    backend_.rms_norm(x, &w.ffn_norm, eps, cur);
-    Tensor gate = act(gate_, n_ff, n);  // [n_ff, n]
-    Tensor up = act(up_, n_ff, n);      // [n_ff, n]
-    backend_.matmul(w.ffn_gate, cur, gate);
-    backend_.matmul(w.ffn_up, cur, up);
-    backend_.gated_activation(gate, up, config_.activation, gate);
-    Tensor proj = act(proj_, config_.n_embd, n);
-    backend_.matmul(w.ffn_down, gate, proj);
-    if (present(w.post_ffw_norm)) backend_.rms_norm(proj, &w.post_ffw_norm, eps, proj);
-    backend_.add(x, proj, x);
+    Tensor x = residual_on(hb, n);
+    Tensor cur = act(hb, kCur, config_.n_embd, n);
+    h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    // Every other backend gets its copy of the normed input before any part is queued, so the
+    // copies never wait behind a device part.
+    std::array<bool, kMaxBackends> has_input{}, has_sum{};
+    has_input[static_cast<size_t>(hb)] = true;
+    for (const FfnPart& p : w.ffn) {
+        const int pb = index_of(p.gate.backend);
+        if (has_input[static_cast<size_t>(pb)]) continue;
+        Tensor cur_p = act(pb, kCur, config_.n_embd, n);
+        transfer(hb, cur, pb, cur_p);
+        has_input[static_cast<size_t>(pb)] = true;
+    }
+    Tensor proj = act(hb, kProj, config_.n_embd, n);
+    for (const FfnPart& p : w.ffn) {
+        const int pb = index_of(p.gate.backend);
+        Backend& b = backend(pb);
+        const int64_t width = p.end - p.begin;
+        Tensor in = pb == hb ? cur : act(pb, kCur, config_.n_embd, n);
+        Tensor gate = act(pb, kGate, width, n);  // [width, n]
+        Tensor up = act(pb, kUp, width, n);
+        matmul_local(p.gate, in, gate);
+        matmul_local(p.up, in, up);
+        b.gated_activation(gate, up, config_.activation, gate);
+        // Partial sums per backend: the home's in proj, others' in kPart.
+        Tensor sum = pb == hb ? proj : act(pb, kPart, config_.n_embd, n);
+        if (!has_sum[static_cast<size_t>(pb)]) {
+            matmul_local(p.down, gate, sum);
+            has_sum[static_cast<size_t>(pb)] = true;
+        } else {
+            Tensor tmp = act(pb, kPartTmp, config_.n_embd, n);
+            matmul_local(p.down, gate, tmp);
+            b.add(sum, tmp, sum);
+        }
+    }
+    STRATA_INVARIANT(has_sum[static_cast<size_t>(hb)]);
+    for (int pb = 0; pb < kMaxBackends; ++pb) {
+        if (pb == hb || !has_sum[static_cast<size_t>(pb)]) continue;
+        Tensor part = act(pb, kPart, config_.n_embd, n);
+        Tensor tmp = act(hb, kPartTmp, config_.n_embd, n);
+        transfer(pb, part, hb, tmp);
+        h.add(proj, tmp, proj);
+    }
+    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
+    h.add(x, proj, x);
 }
 
 void LayerProgram::logits(const float* hidden, int64_t n, float* logits) {
-    Tensor h = Tensor::contiguous(GgmlType::F32, const_cast<float*>(hidden), {config_.n_embd, n});
-    Tensor out = Tensor::contiguous(GgmlType::F32, logits, {n_vocab(), n});
-    backend_.matmul(weights_.output, h, out);
-    if (config_.final_logit_softcap > 0) {
-        backend_.softcap(out, static_cast<float>(config_.final_logit_softcap));
+    const PlacedWeight& out_w = model_.output();
+    const int ob = index_of(out_w.backend);
+    Backend& b = *out_w.backend;
+    for (int64_t r0 = 0; r0 < n; r0 += kLogitRows) {
+        const int64_t rows = std::min(kLogitRows, n - r0);
+        Tensor h_host = Tensor::contiguous(GgmlType::F32, const_cast<float*>(hidden + r0 * config_.n_embd),
+                                           {config_.n_embd, rows});
+        Tensor out_host = Tensor::contiguous(GgmlType::F32, logits + r0 * n_vocab(), {n_vocab(), rows});
+        if (is_host(b)) {
+            matmul_local(out_w, h_host, out_host);
+            if (config_.final_logit_softcap > 0) b.softcap(out_host, static_cast<float>(config_.final_logit_softcap));
+            continue;
+        }
+        Tensor h_dev = act(ob, kMmIn, config_.n_embd, rows);
+        b.copy_in(h_host, h_dev);
+        Tensor out_dev = act(ob, kLogits, n_vocab(), rows);
+        matmul_local(out_w, h_dev, out_dev);
+        if (config_.final_logit_softcap > 0) b.softcap(out_dev, static_cast<float>(config_.final_logit_softcap));
+        b.copy_out(out_dev, out_host);
     }
 }
 

@@ -1,13 +1,21 @@
 // LayerProgram: the forward pass shared by every supported architecture (llama, qwen2, qwen3,
-// gemma3), written once against the Backend interface:
+// gemma3), written once against the Backend interface — and the executor that runs it over a
+// PlacedModel, where weights may live on several backends:
 //   x = embed(tokens)·embd_scale
 //   per layer: x += [post_norm](Wo · attention(rope(norm_qk(Wq·n(x) + bq)), rope(..Wk..), Wv..))
-//              x += [post_norm](Wdown · (act(Wgate·n(x)) ⊙ Wup·n(x)))
+//              x += [post_norm](Σ_parts Wdown[:, part] · (act(Wgate[part]·n(x)) ⊙ Wup[part]·n(x)))
 //   hidden = output_norm(x);  logits = softcap(Woutput · hidden)
-// Every op goes through the backend; the program owns only activation scratch.
+//
+// Execution: each layer's attention runs on its home backend (where its KV is); each matmul
+// runs on the backend that holds its weight, its input and output crossing to and from the
+// home when they differ; the FFN runs on the backend of its first part, and a split FFN's
+// parts run on their own backends — device parts are queued first, so they overlap the host
+// parts — their partial sums added at the home. DISK weights come from the model's DiskStream
+// in program order. The residual stream moves only when the next block's home differs.
 // Not thread-safe: one program per sequence being evaluated.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -17,39 +25,61 @@
 namespace strata {
 
 struct ModelConfig;
-struct ModelWeights;
 class KvCache;
+class PlacedModel;
+struct PlacedWeight;
 
 class LayerProgram {
-public:
-    // The config, weights and backend must outlive the program.
-    LayerProgram(const ModelConfig& config, const ModelWeights& weights, Backend& backend);
+  public:
+    // The placed model (and its backends) must outlive the program.
+    explicit LayerProgram(const PlacedModel& model);
+    ~LayerProgram();
 
     // Evaluates `tokens` at positions kv.n_used() .. kv.n_used()+n-1, appending their keys and
-    // values to `kv`. For each index in `output_rows` (positions within the batch, ascending or
-    // not), writes the final normalised hidden state to `hidden` [n_embd, output_rows.size()].
-    // Throws ArgumentError for token ids outside the vocabulary or a batch that overflows the
-    // cache.
+    // values to `kv` (which must live on the placed model's kv_backends()). For each index in
+    // `output_rows` (positions within the batch), writes the final normalised hidden state to
+    // `hidden` [n_embd, output_rows.size()] (host memory). Throws ArgumentError for token ids
+    // outside the vocabulary or a batch that overflows the cache.
     void forward(std::span<const int32_t> tokens, KvCache& kv,
                  std::span<const int32_t> output_rows, std::vector<float>& hidden);
 
-    // logits [n_vocab, n] = output · hidden [n_embd, n], soft-capped when the model says so.
+    // logits [n_vocab, n] = output · hidden [n_embd, n] (host memory), soft-capped when the
+    // model says so.
     void logits(const float* hidden, int64_t n, float* logits);
 
     int64_t n_embd() const;
     int64_t n_vocab() const;
 
-private:
+    // Bytes this program holds for activations on `backend` (its scratch grows to the largest
+    // batch seen).
+    uint64_t activation_bytes(const Backend* backend) const;
+
+  private:
+    enum Slot { kX, kCur, kQ, kK, kV, kAttn, kProj, kGate, kUp, kPart, kPartTmp, kMmIn, kMmOut,
+                kHidden, kLogits, kSlotCount };
+    static constexpr int kMaxBackends = 4;
+
     void attention_block(int il, int64_t n, KvCache& kv, int64_t pos0);
     void ffn_block(int il, int64_t n);
-    Tensor act(std::vector<float>& buf, int64_t ne0, int64_t n);  // f32 view, grown as needed
+    // An f32 [ne0, n] scratch tensor of `slot` on backend bi (grown as needed).
+    Tensor act(int bi, Slot slot, int64_t ne0, int64_t n);
+    // Copies src on backend `from` into dst on backend `to` (through host memory).
+    void transfer(int from, const Tensor& src, int to, Tensor& dst);
+    // Moves the residual stream to backend bi.
+    Tensor residual_on(int bi, int64_t n);
+    // out = w · in, with in and out on backend `home`; w runs on its own backend.
+    void matmul(const PlacedWeight& w, int home, const Tensor& in, Tensor& out);
+    // w · in on w's backend, in and out there too; streams w in when it is on DISK.
+    void matmul_local(const PlacedWeight& w, const Tensor& in, Tensor& out);
+    Backend& backend(int bi) const;
+    int index_of(const Backend* b) const;
 
+    const PlacedModel& model_;
     const ModelConfig& config_;
-    const ModelWeights& weights_;
-    Backend& backend_;
     std::vector<int32_t> positions_;
-    // Activation scratch, [width, n_tokens] each.
-    std::vector<float> x_, cur_, q_, k_, v_, attn_, proj_, gate_, up_;
+    int x_home_ = 0;  // backend index holding the residual stream
+    std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
+    std::vector<float> bounce_;  // host hop of device-to-device transfers
 };
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
+#include "engine/runtime/placed_model.h"
 
 namespace strata {
 namespace {
@@ -25,6 +26,13 @@ double nll(const float* logits, int64_t n_vocab, TokenId target) {
 
 PerplexityResult perplexity(const Model& model, Backend& backend, std::span<const TokenId> tokens,
                             const PerplexityParams& params, const ChunkCallback& on_chunk) {
+    const PlacedModel placed(model, backend);
+    return perplexity(placed, tokens, params, on_chunk);
+}
+
+PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> tokens,
+                            const PerplexityParams& params, const ChunkCallback& on_chunk) {
+    const Model& model = placed.model();
     const int64_t n_ctx = params.n_ctx;
     if (n_ctx < 4) throw ArgumentError(cat("perplexity needs a context of at least 4, got ", n_ctx));
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
@@ -38,9 +46,9 @@ PerplexityResult perplexity(const Model& model, Backend& backend, std::span<cons
 
     const ModelConfig& config = model.config();
     const Vocab& vocab = model.tokenizer().vocab();
-    LayerProgram program(config, model.weights(), backend);
+    LayerProgram program(placed);
     const int64_t n_vocab = program.n_vocab();
-    KvCache kv(config, n_ctx, GgmlType::F16);
+    KvCache kv(config, n_ctx, GgmlType::F16, placed.kv_backends());
 
     // Score rows first .. n_ctx-2, each predicting the next token.
     const int64_t first = n_ctx / 2;

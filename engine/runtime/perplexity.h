@@ -15,6 +15,7 @@ namespace strata {
 
 class Model;
 class Backend;
+class PlacedModel;
 
 struct PerplexityParams {
     int64_t n_ctx = 512;
@@ -34,6 +35,9 @@ struct PerplexityResult {
 using ChunkCallback = std::function<void(int64_t chunk, int64_t n_chunks, double running_ppl)>;
 
 // Throws ArgumentError when the text has fewer than 2·n_ctx tokens or n_ctx < 4.
+PerplexityResult perplexity(const PlacedModel& model, std::span<const TokenId> tokens,
+                            const PerplexityParams& params, const ChunkCallback& on_chunk = {});
+// Every weight on `backend`.
 PerplexityResult perplexity(const Model& model, Backend& backend, std::span<const TokenId> tokens,
                             const PerplexityParams& params, const ChunkCallback& on_chunk = {});
 

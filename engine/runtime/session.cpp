@@ -16,11 +16,22 @@ int64_t context_size(const Model& model, int64_t requested) {
 
 }  // namespace
 
-Session::Session(const Model& model, Backend& backend, const SessionParams& params)
-    : model_(model),
+Session::Session(const PlacedModel& placed, const SessionParams& params)
+    : placed_(&placed),
+      model_(placed.model()),
       params_(params),
-      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type),
-      program_(model.config(), model.weights(), backend) {
+      kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends()),
+      program_(placed) {
+    if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
+}
+
+Session::Session(const Model& model, Backend& backend, const SessionParams& params)
+    : owned_(std::make_unique<PlacedModel>(model, backend)),
+      placed_(owned_.get()),
+      model_(model),
+      params_(params),
+      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends()),
+      program_(*owned_) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
 }
 

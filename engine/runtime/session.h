@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/core/backend.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program.h"
+#include "engine/runtime/placed_model.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace strata {
@@ -25,6 +27,9 @@ struct SessionParams {
 
 class Session {
 public:
+    // Weights as `placed` holds them; the KV cache goes where its layers' attention runs.
+    Session(const PlacedModel& placed, const SessionParams& params);
+    // Every weight on `backend` (a host backend reads the file mapping in place).
     Session(const Model& model, Backend& backend, const SessionParams& params);
 
     // Evaluates `tokens` after the ones already in the session; returns the logits [n_vocab]
@@ -40,8 +45,12 @@ public:
     int64_t n_ctx() const { return kv_.n_ctx(); }
     const KvCache& kv_cache() const { return kv_; }
     const Model& model() const { return model_; }
+    const PlacedModel& placed() const { return *placed_; }
+    const LayerProgram& program() const { return program_; }
 
 private:
+    std::unique_ptr<PlacedModel> owned_;  // the single-backend constructor's placement
+    const PlacedModel* placed_;
     const Model& model_;
     SessionParams params_;
     KvCache kv_;

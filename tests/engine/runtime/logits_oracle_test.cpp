@@ -19,7 +19,9 @@
 #include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program.h"
+#include "engine/runtime/model.h"
 #include "engine/runtime/model_weights.h"
+#include "engine/runtime/placed_model.h"
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "tests/engine/synth/scratch_file.h"
@@ -72,13 +74,13 @@ TEST_P(LogitsOracle, MatchesTransformers) {
         if (!env) GTEST_SKIP() << oc.model_env << " is not set (scripts/test.sh sets it)";
         model_path = env;
     }
-    ModelFile file(model_path);
-    const ModelConfig config = ModelConfig::from_file(file);
-    const ModelWeights weights = bind_weights(file, config);
+    const Model model(model_path);
+    const ModelConfig& config = model.config();
     cpu::CpuBackendOptions backend_options;
     backend_options.quantize_activations = oc.quantized_activations;
     cpu::CpuBackend backend(backend_options);
-    LayerProgram program(config, weights, backend);
+    const PlacedModel placed(model, backend);
+    LayerProgram program(placed);
     const int64_t n_vocab = program.n_vocab();
 
     int64_t positions = 0, agree = 0, greedy_total = 0, greedy_same = 0, greedy_ties = 0;

@@ -1,0 +1,32 @@
+// Tensor table and fingerprint of a loaded model (model_placement.h).
+#include "engine/runtime/model_placement.h"
+
+#include <string>
+#include <vector>
+
+#include "engine/runtime/model.h"
+#include "offload/fingerprint.h"
+
+namespace strata {
+
+TensorTable tensor_table(const Model& model) {
+    TensorTable table;
+    table.n_layer = static_cast<int>(model.config().n_layer);
+    table.architecture = model.file().architecture();
+    for (const TensorInfo& info : model.file().tensors()) {
+        table.tensors.push_back({info.name, info.type, info.ne, info.n_bytes});
+    }
+    return table;
+}
+
+ModelFingerprint model_fingerprint(const Model& model) {
+    std::vector<std::string> paths;
+    for (int i = 0; i < model.file().n_shards(); ++i) paths.push_back(model.file().shard(i).path());
+    return fingerprint_file(paths);
+}
+
+void check_placement_for(const Placement& placement, const Model& model) {
+    check_placement(placement, tensor_table(model), model_fingerprint(model));
+}
+
+}  // namespace strata

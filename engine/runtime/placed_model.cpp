@@ -1,0 +1,245 @@
+// Residency: loading weights into their tiers (placed_model.h).
+#include "engine/runtime/placed_model.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+
+namespace strata {
+namespace {
+
+bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
+
+std::string layer_name(int il, const char* suffix) { return cat("blk.", il, ".", suffix); }
+
+// A disk read must cover the tensor's bytes in its shard.
+const TensorInfo& info_of(const Model& model, const std::string& name) { return model.file().tensor(name); }
+
+}  // namespace
+
+PlacedModel::~PlacedModel() = default;
+
+int PlacedModel::backend_index(const Backend* b) const {
+    for (size_t i = 0; i < backends_.size(); ++i)
+        if (backends_[i] == b) return static_cast<int>(i);
+    return -1;
+}
+
+int PlacedModel::use_backend(Backend* b) {
+    const int i = backend_index(b);
+    if (i >= 0) return i;
+    backends_.push_back(b);
+    return static_cast<int>(backends_.size()) - 1;
+}
+
+PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tier tier,
+                                const TierBackends& tiers) {
+    PlacedWeight w;
+    if (view.data == nullptr) return w;  // the architecture has no such weight
+    w.tier = tier;
+    switch (tier) {
+        case Tier::Gpu: {
+            if (tiers.gpu == nullptr) {
+                throw UnsupportedError(cat("the placement puts ", name, " on the GPU, but no GPU backend is available"));
+            }
+            w.backend = tiers.gpu;
+            Buffer buf = tiers.gpu->allocate(view.n_bytes(), name);
+            w.tensor = Tensor::contiguous(view.type, buf.data(), {view.ne[0], view.ne[1], view.ne[2], view.ne[3]},
+                                          buf.memory());
+            tiers.gpu->copy_in(view, w.tensor);
+            stats_.gpu_weight_bytes += view.n_bytes();
+            owned_.push_back(std::move(buf));
+            break;
+        }
+        case Tier::Ram:
+            w.backend = tiers.cpu;
+            w.tensor = view;
+            stats_.ram_weight_bytes += view.n_bytes();
+            break;
+        case Tier::Disk: {
+            w.backend = tiers.cpu;
+            w.tensor = view;
+            if (!view.is_contiguous()) {
+                throw UnsupportedError(cat("a part of ", name, " on DISK is not one contiguous byte range",
+                                           " (only whole tensors and row ranges can be streamed)"));
+            }
+            const TensorInfo& info = info_of(model_, name);
+            const uint64_t offset = info.file_offset + static_cast<uint64_t>(
+                                                           static_cast<const uint8_t*>(view.data) - info.data);
+            w.stream_id = stream_->add_read(info.shard, offset, view.n_bytes());
+            w.tensor.data = nullptr;
+            stats_.disk_weight_bytes += view.n_bytes();
+            break;
+        }
+    }
+    use_backend(w.backend);
+    return w;
+}
+
+SmallWeight PlacedModel::small(const Tensor& view) {
+    SmallWeight s;
+    if (view.data != nullptr) s.copies.push_back(view);  // placeholder until every backend is known
+    return s;
+}
+
+void PlacedModel::bind_small_weights(PlacedLayer& l, const LayerWeights& lw) {
+    l.attn_norm = small(lw.attn_norm);
+    l.attn_q_bias = small(lw.attn_q_bias);
+    l.attn_k_bias = small(lw.attn_k_bias);
+    l.attn_v_bias = small(lw.attn_v_bias);
+    l.attn_q_norm = small(lw.attn_q_norm);
+    l.attn_k_norm = small(lw.attn_k_norm);
+    l.post_attention_norm = small(lw.post_attention_norm);
+    l.ffn_norm = small(lw.ffn_norm);
+    l.post_ffw_norm = small(lw.post_ffw_norm);
+}
+
+void PlacedModel::finish_small_weights() {
+    auto fill = [&](SmallWeight& s, const char* what) {
+        if (!s.present()) return;
+        const Tensor view = s.copies.front();
+        s.copies.clear();
+        for (Backend* b : backends_) {
+            if (is_host(*b)) {
+                s.copies.push_back(view);
+                continue;
+            }
+            Buffer buf = b->allocate(view.n_bytes(), what);
+            Tensor t = Tensor::contiguous(view.type, buf.data(), {view.ne[0], view.ne[1], view.ne[2], view.ne[3]},
+                                          buf.memory());
+            b->copy_in(view, t);
+            stats_.small_copy_bytes += view.n_bytes();
+            owned_.push_back(std::move(buf));
+            s.copies.push_back(t);
+        }
+    };
+    fill(output_norm_, "output_norm");
+    for (PlacedLayer& l : layers_) {
+        for (SmallWeight* s : {&l.attn_norm, &l.attn_q_bias, &l.attn_k_bias, &l.attn_v_bias, &l.attn_q_norm,
+                               &l.attn_k_norm, &l.post_attention_norm, &l.ffn_norm, &l.post_ffw_norm}) {
+            fill(*s, "norm or bias weights");
+        }
+    }
+}
+
+PlacedModel::PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
+                         const DiskStreamOptions& disk)
+    : model_(model) {
+    if (tiers.cpu == nullptr || !is_host(*tiers.cpu)) {
+        throw ArgumentError("PlacedModel: the RAM tier needs a host (CPU) backend");
+    }
+    const ModelConfig& config = model.config();
+    const ModelWeights& w = model.weights();
+    auto tier_of = [&](const std::string& name) {
+        auto t = placement.tier_of(name);
+        if (!t) throw FormatError(cat("the placement does not place ", name));
+        return *t;
+    };
+    bool any_disk = false;
+    for (const TensorPlacement& t : placement.tensors) any_disk |= t.tier == Tier::Disk;
+    for (const FfnSplit& s : placement.ffn_splits) {
+        if (s.ram_end < config.n_ff.at(static_cast<size_t>(s.layer))) {
+            throw UnsupportedError(cat("the placement streams neurons [", s.ram_end, ", ", config.n_ff[static_cast<size_t>(s.layer)],
+                                       ") of layer ", s.layer, "'s FFN from disk; only whole FFN tensors can be on",
+                                       " DISK (a neuron range of ffn_down is not contiguous in the file)"));
+        }
+    }
+    if (any_disk) {
+        std::vector<std::string> paths;
+        for (int i = 0; i < model.file().n_shards(); ++i) paths.push_back(model.file().shard(i).path());
+        stream_ = std::make_unique<DiskStream>(std::move(paths), disk);
+    }
+    use_backend(tiers.cpu);
+    if (tiers.gpu != nullptr) use_backend(tiers.gpu);
+
+    const Tier embd_tier = tier_of("token_embd.weight");
+    if (embd_tier == Tier::Disk || (!config.tied_output && tier_of("output.weight") == Tier::Disk)) {
+        throw UnsupportedError("the token embedding and output matrices must be in RAM or on the GPU, not on DISK");
+    }
+    token_embd_ = place(w.token_embd, "token_embd.weight", embd_tier, tiers);
+    output_ = config.tied_output ? token_embd_ : place(w.output, "output.weight", tier_of("output.weight"), tiers);
+    output_norm_ = small(w.output_norm);
+    if (present(w.rope_freqs)) rope_freqs_ = w.rope_freqs.as<const float>();
+
+    layers_.resize(static_cast<size_t>(config.n_layer));
+    for (int il = 0; il < config.n_layer; ++il) {
+        const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
+        PlacedLayer& l = layers_[static_cast<size_t>(il)];
+        const Tier kv_tier = placement.kv.at(static_cast<size_t>(il));
+        l.attn_home = kv_tier == Tier::Gpu ? tiers.gpu : tiers.cpu;
+        if (l.attn_home == nullptr) throw UnsupportedError(cat("layer ", il, "'s KV cache is placed on the GPU, but no GPU backend is available"));
+        // Program order: the disk schedule is built in the order forward() reads.
+        for (auto [dst, src, suffix] : {std::tuple{&l.attn_q, &lw.attn_q, "attn_q.weight"},
+                                        std::tuple{&l.attn_k, &lw.attn_k, "attn_k.weight"},
+                                        std::tuple{&l.attn_v, &lw.attn_v, "attn_v.weight"},
+                                        std::tuple{&l.attn_output, &lw.attn_output, "attn_output.weight"}}) {
+            const std::string name = layer_name(il, suffix);
+            *dst = place(*src, name, tier_of(name), tiers);
+        }
+        const int64_t n_ff = config.n_ff[static_cast<size_t>(il)];
+        if (const FfnSplit* s = placement.ffn_split(il)) {
+            if (s->gpu_end > 0) {
+                FfnPart p{0, s->gpu_end, {}, {}, {}};
+                p.gate = place(lw.ffn_gate.rows(0, s->gpu_end), layer_name(il, "ffn_gate.weight"), Tier::Gpu, tiers);
+                p.up = place(lw.ffn_up.rows(0, s->gpu_end), layer_name(il, "ffn_up.weight"), Tier::Gpu, tiers);
+                p.down = place(lw.ffn_down.columns(0, s->gpu_end), layer_name(il, "ffn_down.weight"), Tier::Gpu, tiers);
+                l.ffn.push_back(p);
+            }
+            if (s->gpu_end < n_ff) {
+                FfnPart p{s->gpu_end, n_ff, {}, {}, {}};
+                const int64_t len = n_ff - s->gpu_end;
+                p.gate = place(lw.ffn_gate.rows(s->gpu_end, len), layer_name(il, "ffn_gate.weight"), Tier::Ram, tiers);
+                p.up = place(lw.ffn_up.rows(s->gpu_end, len), layer_name(il, "ffn_up.weight"), Tier::Ram, tiers);
+                p.down = place(lw.ffn_down.columns(s->gpu_end, len), layer_name(il, "ffn_down.weight"), Tier::Ram, tiers);
+                l.ffn.push_back(p);
+            }
+        } else {
+            FfnPart p{0, n_ff, {}, {}, {}};
+            p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier_of(layer_name(il, "ffn_gate.weight")), tiers);
+            p.up = place(lw.ffn_up, layer_name(il, "ffn_up.weight"), tier_of(layer_name(il, "ffn_up.weight")), tiers);
+            p.down = place(lw.ffn_down, layer_name(il, "ffn_down.weight"), tier_of(layer_name(il, "ffn_down.weight")), tiers);
+            l.ffn.push_back(p);
+        }
+        bind_small_weights(l, lw);
+    }
+    finish_small_weights();
+}
+
+PlacedModel::PlacedModel(const Model& model, Backend& backend) : model_(model) {
+    const ModelConfig& config = model.config();
+    const ModelWeights& w = model.weights();
+    const bool host = is_host(backend);
+    const Tier tier = host ? Tier::Ram : Tier::Gpu;
+    const TierBackends tiers{host ? &backend : nullptr, host ? nullptr : &backend};
+    use_backend(&backend);
+    token_embd_ = place(w.token_embd, "token_embd.weight", tier, tiers);
+    output_ = config.tied_output ? token_embd_ : place(w.output, "output.weight", tier, tiers);
+    output_norm_ = small(w.output_norm);
+    if (present(w.rope_freqs)) rope_freqs_ = w.rope_freqs.as<const float>();
+    layers_.resize(static_cast<size_t>(config.n_layer));
+    for (int il = 0; il < config.n_layer; ++il) {
+        const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
+        PlacedLayer& l = layers_[static_cast<size_t>(il)];
+        l.attn_home = &backend;
+        l.attn_q = place(lw.attn_q, layer_name(il, "attn_q.weight"), tier, tiers);
+        l.attn_k = place(lw.attn_k, layer_name(il, "attn_k.weight"), tier, tiers);
+        l.attn_v = place(lw.attn_v, layer_name(il, "attn_v.weight"), tier, tiers);
+        l.attn_output = place(lw.attn_output, layer_name(il, "attn_output.weight"), tier, tiers);
+        FfnPart p{0, config.n_ff[static_cast<size_t>(il)], {}, {}, {}};
+        p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier, tiers);
+        p.up = place(lw.ffn_up, layer_name(il, "ffn_up.weight"), tier, tiers);
+        p.down = place(lw.ffn_down, layer_name(il, "ffn_down.weight"), tier, tiers);
+        l.ffn.push_back(p);
+        bind_small_weights(l, lw);
+    }
+    finish_small_weights();
+}
+
+std::vector<Backend*> PlacedModel::kv_backends() const {
+    std::vector<Backend*> out;
+    for (const PlacedLayer& l : layers_) out.push_back(l.attn_home);
+    return out;
+}
+
+}  // namespace strata

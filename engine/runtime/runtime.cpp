@@ -1,0 +1,261 @@
+// Loading a model onto this machine's backends inside its budgets (runtime.h).
+#include "engine/runtime/runtime.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model_placement.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "offload/builtin_placement.h"
+#include "offload/fake_device.h"
+#include "offload/placement_file.h"
+#include "offload/tier.h"
+#if STRATA_HAVE_CUDA
+#include "kernels_cuda/cuda_backend.h"
+#include "kernels_cuda/device_info.h"
+#endif
+
+namespace strata {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+// VRAM the CUDA runtime takes after start-up: kernels it loads lazily at first launch.
+constexpr uint64_t kLazyModuleBytes = 64 * kMiB;
+// Host RAM kept free when --ram-mem is not given.
+constexpr uint64_t kRamMargin = 2 * kGiB;
+
+uint64_t available_ram() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit) {
+        if (key == "MemAvailable:") return kib * 1024;
+    }
+    return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+uint64_t peak_rss_bytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Device bytes for activations and backend scratch at batch n_batch: the executor's slots
+// (layer_program.h), the GEMV's quantized input, the cuBLAS path's f16 input and weight tile,
+// attention partials and argument buffers.
+uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_vocab, bool cuda) {
+    int64_t width = c.n_embd;
+    for (int il = 0; il < c.n_layer; ++il) {
+        width = std::max({width, c.n_head[static_cast<size_t>(il)] * c.head_dim_k,
+                          c.n_head[static_cast<size_t>(il)] * c.head_dim_v});
+    }
+    const int64_t n_ff = *std::max_element(c.n_ff.begin(), c.n_ff.end());
+    const uint64_t per_token = static_cast<uint64_t>(10 * width + 3 * n_ff) * sizeof(float) +
+                               static_cast<uint64_t>(std::max(width, n_ff)) * 4;  // q8 + f16 inputs
+    const uint64_t activations = static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float);
+    // The CUDA backend's f16 weight tile of batched matmuls, attention partials and arguments.
+    return activations + (cuda ? 96 * kMiB : 0);
+}
+
+// The largest tensor that may be streamed from disk: the staging ring holds two of them, so
+// one is read while the other is used.
+uint64_t staging_estimate(const TensorTable& table) {
+    uint64_t largest = 0;
+    for (const TensorEntry& t : table.tensors) {
+        // Never streamed: the embedding and output matrices, and 1-D weights.
+        if (t.name == "token_embd.weight" || t.name == "output.weight" || t.ne[1] == 1) continue;
+        largest = std::max(largest, t.bytes);
+    }
+    return 2 * largest + 64 * 1024;  // + alignment slack of O_DIRECT reads
+}
+
+}  // namespace
+
+GpuChoice parse_gpu_choice(std::string_view text) {
+    std::string s;
+    for (char ch : text) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (s == "auto") return GpuChoice::Auto;
+    if (s == "cuda") return GpuChoice::Cuda;
+    if (s == "none" || s == "cpu") return GpuChoice::None;
+    if (s == "fake") return GpuChoice::Fake;
+    throw ArgumentError(cat("unknown --gpu '", text, "' (auto, cuda, none, fake)"));
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::make_gpu(const RuntimeOptions& o) {
+    switch (o.gpu) {
+        case GpuChoice::None:
+            if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given with --gpu none");
+            return;
+        case GpuChoice::Fake: {
+            FakeDeviceOptions fo;
+            fo.budget_bytes = o.gpu_mem > 0 ? o.gpu_mem : kGiB;
+            fo.n_threads = o.n_threads;
+            gpu_budget_ = fo.budget_bytes;
+            gpu_ = std::make_unique<FakeDeviceBackend>(fo);
+            return;
+        }
+        case GpuChoice::Auto:
+        case GpuChoice::Cuda:
+            break;
+    }
+#if STRATA_HAVE_CUDA
+    const std::vector<cuda::DeviceInfo> devices = cuda::list_devices();
+    if (devices.empty()) {
+        if (o.gpu == GpuChoice::Cuda) throw SystemError("--gpu cuda: no CUDA device is visible");
+        if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given, but no CUDA device is visible");
+        return;
+    }
+    // What the process (its context) and any other process hold before the backend exists
+    // counts against the budget: --gpu-mem bounds this process's whole VRAM use.
+    const cuda::DeviceMemory mem = cuda::device_memory(0);
+    gpu_context_bytes_ = mem.total_bytes - mem.free_bytes + kLazyModuleBytes;
+    cuda::CudaBackendOptions co;
+    if (o.gpu_mem > 0) {
+        if (o.gpu_mem <= gpu_context_bytes_ + 256 * kMiB) {
+            throw BudgetError(cat("--gpu-mem ", format_bytes(o.gpu_mem), " leaves nothing for the model: the CUDA context",
+                                  " (and other processes) already hold ", format_bytes(gpu_context_bytes_),
+                                  " of device 0; give at least ", format_bytes(gpu_context_bytes_ + 256 * kMiB),
+                                  " or --gpu none"));
+        }
+        co.budget_bytes = o.gpu_mem - gpu_context_bytes_;
+        gpu_budget_ = o.gpu_mem;
+    } else {
+        gpu_budget_ = mem.total_bytes;
+    }
+    gpu_ = std::make_unique<cuda::CudaBackend>(co);
+#else
+    if (o.gpu == GpuChoice::Cuda) throw UnsupportedError("--gpu cuda: this strata was built without CUDA");
+    if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given, but this strata was built without CUDA (use --gpu fake to test)");
+#endif
+}
+
+Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) : options_(options) {
+    model_ = std::make_unique<Model>(model_path);
+    cpu_ = std::make_unique<cpu::CpuBackend>(options.n_threads);
+    make_gpu(options);
+
+    const ModelConfig& config = model_->config();
+    const int64_t n_ctx = options.session.n_ctx <= 0 ? config.n_ctx_train
+                                                      : std::min(options.session.n_ctx, config.n_ctx_train);
+    const TensorTable table = tensor_table(*model_);
+    DiskStreamOptions disk;
+    disk.mode = options.disk_io;
+    disk.staging_bytes = staging_estimate(table);
+
+    // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
+    uint64_t gpu_free = 0;
+    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu_.get())) {
+        gpu_free = fake->budget_bytes() - fake->stats().used_bytes;
+    }
+#if STRATA_HAVE_CUDA
+    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(gpu_.get())) {
+        gpu_free = cuda_backend->arena().capacity() - cuda_backend->arena().used();
+    }
+#endif
+    const bool fake_gpu = dynamic_cast<FakeDeviceBackend*>(gpu_.get()) != nullptr;
+    const uint64_t gpu_reserved =
+        gpu_ ? gpu_scratch_estimate(config, options.session.n_batch, model_->weights().output.ne[1], !fake_gpu) : 0;
+    const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
+                                             : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
+
+    if (!options.plan_path.empty()) {
+        placement_ = read_placement(options.plan_path);
+        check_placement_for(placement_, *model_);
+        const TierBytes bytes = placement_bytes(placement_, table);
+        uint64_t kv_gpu = 0, kv_ram = 0;
+        for (int il = 0; il < config.n_layer; ++il) {
+            const uint64_t b = kv_bytes_per_layer(table, il, n_ctx, options.session.kv_type);
+            (placement_.kv[static_cast<size_t>(il)] == Tier::Gpu ? kv_gpu : kv_ram) += b;
+        }
+        if ((bytes.gpu > 0 || kv_gpu > 0) && !gpu_) {
+            throw BudgetError(cat("the plan '", options.plan_path, "' puts ", format_bytes(bytes.gpu + kv_gpu),
+                                  " on the GPU, but this run has no GPU"));
+        }
+        if (gpu_ && bytes.gpu + kv_gpu > 0 && bytes.gpu + kv_gpu + gpu_reserved > gpu_free) {
+            throw BudgetError(cat("the plan '", options.plan_path, "' needs ", format_bytes(bytes.gpu + kv_gpu),
+                                  " of weights and KV on the GPU plus ~", format_bytes(gpu_reserved),
+                                  " of activations; this GPU budget leaves ", format_bytes(gpu_free),
+                                  " (raise --gpu-mem or make a plan for this budget)"));
+        }
+        const uint64_t staging = bytes.disk > 0 ? disk.staging_bytes : 0;
+        if (bytes.ram + kv_ram + staging > ram) {
+            throw BudgetError(cat("the plan '", options.plan_path, "' keeps ", format_bytes(bytes.ram + kv_ram + staging),
+                                  " in RAM (weights, KV, disk staging); the RAM budget is ", format_bytes(ram),
+                                  " (raise --ram-mem or make a plan for this budget)"));
+        }
+    } else {
+        BuiltinPlacementParams params;
+        params.budgets.gpu_bytes = gpu_ ? gpu_free : 0;
+        params.budgets.ram_bytes = ram;
+        params.n_ctx = n_ctx;
+        params.kv_type = options.session.kv_type;
+        params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
+        params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
+        placement_ = builtin_placement(table, params);
+        placement_.model = model_fingerprint(*model_);
+    }
+    placement_.n_ctx = n_ctx;
+    placement_.kv_type = options.session.kv_type;
+    if (!options.load_weights) return;
+    placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+}
+
+std::unique_ptr<Session> Runtime::new_session() const {
+    return std::make_unique<Session>(*placed_, options_.session);
+}
+
+std::string Runtime::accounting(const Session* session) const {
+    std::ostringstream out;
+    const ResidencyStats& r = placed_->stats();
+    out << "placement: " << (options_.plan_path.empty() ? "built-in" : "plan " + options_.plan_path) << "\n";
+    out << "weights: gpu " << format_bytes(r.gpu_weight_bytes) << " | ram " << format_bytes(r.ram_weight_bytes)
+        << " | disk " << format_bytes(r.disk_weight_bytes);
+    if (const DiskStream* s = placed_->disk_stream()) {
+        out << " (streamed " << disk_io_name(s->mode()) << ", staging " << format_bytes(s->staging_bytes())
+            << ", read " << format_bytes(s->stats().bytes_read) << ", waited " << s->stats().wait_seconds << " s)";
+    }
+    out << "\n";
+    if (session != nullptr) {
+        const KvCache& kv = session->kv_cache();
+        out << "kv cache: gpu " << format_bytes(gpu_ ? kv.bytes_on(gpu_.get()) : 0) << " | ram "
+            << format_bytes(kv.bytes_on(cpu_.get())) << "\n";
+        out << "activations: gpu " << format_bytes(gpu_ ? session->program().activation_bytes(gpu_.get()) : 0)
+            << " | cpu " << format_bytes(session->program().activation_bytes(cpu_.get())) << "\n";
+    }
+    out << "norm copies: " << format_bytes(r.small_copy_bytes) << "\n";
+    if (auto* fake = dynamic_cast<const FakeDeviceBackend*>(gpu_.get())) {
+        const FakeDeviceStats s = fake->stats();
+        out << "vram (fake device): budget " << format_bytes(fake->budget_bytes()) << " | in use "
+            << format_bytes(s.used_bytes) << " | peak " << format_bytes(s.peak_bytes) << " | copied in "
+            << format_bytes(s.bytes_in) << ", out " << format_bytes(s.bytes_out) << "\n";
+    }
+#if STRATA_HAVE_CUDA
+    if (auto* c = dynamic_cast<const cuda::CudaBackend*>(gpu_.get())) {
+        const cuda::DeviceMemory mem = cuda::device_memory(c->options().device);
+        const uint64_t held_max = gpu_context_bytes_ + c->outside_arena_bytes() + c->arena().capacity();
+        out << "vram: budget " << format_bytes(gpu_budget_) << " | context and others " << format_bytes(gpu_context_bytes_)
+            << " | cuBLAS " << format_bytes(c->outside_arena_bytes()) << " | arena " << format_bytes(c->arena().capacity())
+            << " (peak used " << format_bytes(c->arena().peak()) << ") | process bound " << format_bytes(held_max)
+            << " | device in use now " << format_bytes(mem.total_bytes - mem.free_bytes) << "\n";
+    }
+#endif
+    uint64_t ram_held = r.ram_weight_bytes;
+    if (const DiskStream* s = placed_->disk_stream()) ram_held += s->staging_bytes();
+    if (session != nullptr) ram_held += session->kv_cache().bytes_on(cpu_.get());
+    out << "ram: weights + staging + kv " << format_bytes(ram_held) << " (budget "
+        << format_bytes(placement_.budgets.ram_bytes > 0 ? placement_.budgets.ram_bytes : options_.ram_mem)
+        << ") | peak RSS " << format_bytes(peak_rss_bytes()) << "\n";
+    return out.str();
+}
+
+}  // namespace strata

@@ -1,0 +1,231 @@
+// The executor over placements: logits with weights spread over a (fake) GPU, RAM and DISK must
+// match the all-CPU logits — exactly when no FFN is split (the same kernels run on the same
+// inputs; only the memory differs), within float rounding when a split FFN adds partial sums.
+// Split cases run the f32 matmul path: with 8-bit activations a one-ulp change of the residual
+// can flip an activation's rounding, a jump that random synthetic weights amplify to ~1% of
+// the logits (measured), which would hide real errors behind a loose bound.
+// The fake device refuses host tensors, so an op that reaches the wrong backend fails here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/model_placement.h"
+#include "engine/runtime/placed_model.h"
+#include "engine/runtime/session.h"
+#include "engine/synth/synth_model.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "offload/disk_stream.h"
+#include "offload/fake_device.h"
+#include "tests/engine/synth/scratch_file.h"
+
+namespace strata {
+namespace {
+
+const std::vector<int32_t> kPrompt = {1, 17, 300, 42, 7, 250, 99, 3, 480};
+constexpr int kDecodeSteps = 4;
+
+// Logits of the prompt's last token and of kDecodeSteps greedy steps after it.
+std::vector<std::vector<float>> run(const PlacedModel& placed) {
+    SessionParams params;
+    params.n_ctx = 64;
+    params.n_batch = 4;  // several prefill batches: the disk schedule wraps between them
+    Session session(placed, params);
+    std::vector<std::vector<float>> out;
+    auto logits = session.feed(kPrompt);
+    out.emplace_back(logits.begin(), logits.end());
+    for (int s = 0; s < kDecodeSteps; ++s) {
+        const int32_t next = static_cast<int32_t>(std::max_element(out.back().begin(), out.back().end()) -
+                                                  out.back().begin());
+        logits = session.feed(std::vector<int32_t>{next});
+        out.emplace_back(logits.begin(), logits.end());
+    }
+    return out;
+}
+
+// A placement with every tensor on `tier` and every KV cache on `kv`.
+Placement uniform(const Model& model, Tier tier, Tier kv) {
+    Placement p;
+    p.model = model_fingerprint(model);
+    p.n_ctx = 64;
+    for (const TensorEntry& t : tensor_table(model).tensors) p.tensors.push_back({t.name, tier});
+    p.kv.assign(static_cast<size_t>(model.config().n_layer), kv);
+    return p;
+}
+
+void set_tier(Placement& p, const std::string& name, Tier tier) {
+    for (TensorPlacement& t : p.tensors)
+        if (t.name == name) {
+            t.tier = tier;
+            return;
+        }
+    FAIL() << "no tensor " << name;
+}
+
+void split_ffn(Placement& p, int layer, int64_t gpu_end, int64_t ram_end) {
+    const std::string prefix = "blk." + std::to_string(layer) + ".ffn_";
+    std::erase_if(p.tensors, [&](const TensorPlacement& t) {
+        return t.name.rfind(prefix, 0) == 0 && t.name.find("norm") == std::string::npos;
+    });
+    p.ffn_splits.push_back({layer, gpu_end, ram_end});
+}
+
+class PlacedModelTest : public ::testing::TestWithParam<const char*> {
+  protected:
+    void SetUp() override {
+        SynthOptions options;
+        options.preset = GetParam();
+        write_synth_model(options, file_.path());
+        model_ = std::make_unique<Model>(file_.path());
+        reference_ = run(PlacedModel(*model_, cpu_));
+        reference_f32_ = run(PlacedModel(*model_, cpu_f32_));
+    }
+
+    // Runs `placement` on the fake GPU + CPU and compares with the all-CPU logits; f32: both
+    // on the f32 matmul path.
+    void expect_matches(const Placement& placement, double tolerance, const DiskStreamOptions& disk = {},
+                        bool f32 = false) {
+        check_placement_for(placement, *model_);
+        FakeDeviceBackend gpu({.budget_bytes = 256ull << 20, .n_threads = 1, .quantize_activations = !f32});
+        const PlacedModel placed(*model_, placement, {f32 ? &cpu_f32_ : &cpu_, &gpu}, disk);
+        const auto got = run(placed);
+        const auto& reference_ = f32 ? reference_f32_ : this->reference_;
+        ASSERT_EQ(got.size(), reference_.size());
+        for (size_t s = 0; s < got.size(); ++s) {
+            ASSERT_EQ(got[s].size(), reference_[s].size());
+            double max_diff = 0, max_ref = 0;
+            for (size_t i = 0; i < got[s].size(); ++i) {
+                max_diff = std::max(max_diff, std::abs(static_cast<double>(got[s][i]) - reference_[s][i]));
+                max_ref = std::max(max_ref, std::abs(static_cast<double>(reference_[s][i])));
+            }
+            EXPECT_LE(max_diff, tolerance * max_ref) << "step " << s;
+        }
+        stats_ = gpu.stats();
+        residency_ = placed.stats();
+        if (placed.disk_stream()) disk_reads_ = placed.disk_stream()->stats().reads;
+        EXPECT_LE(stats_.peak_bytes, gpu.budget_bytes());
+    }
+
+    const ModelConfig& config() const { return model_->config(); }
+
+    testing::ScratchFile file_{std::string(GetParam()) + "_placed.gguf"};
+    std::unique_ptr<Model> model_;
+    cpu::CpuBackend cpu_{2};
+    cpu::CpuBackend cpu_f32_{cpu::CpuBackendOptions{2, false}};
+    std::vector<std::vector<float>> reference_, reference_f32_;
+    FakeDeviceStats stats_;
+    ResidencyStats residency_;
+    uint64_t disk_reads_ = 0;
+};
+
+TEST_P(PlacedModelTest, AllOnTheGpuIsExact) {
+    expect_matches(uniform(*model_, Tier::Gpu, Tier::Gpu), 0.0);
+    EXPECT_GT(residency_.gpu_weight_bytes, 0u);
+    EXPECT_EQ(residency_.ram_weight_bytes, 0u);
+    // Only token ids go in (as op arguments) and hidden states come out.
+    EXPECT_GT(stats_.copies_out, 0u);
+}
+
+TEST_P(PlacedModelTest, LayersAlternatingBetweenGpuAndRamAreExact) {
+    Placement p = uniform(*model_, Tier::Ram, Tier::Ram);
+    for (int il = 0; il < config().n_layer; il += 2) {
+        p.kv[static_cast<size_t>(il)] = Tier::Gpu;
+        for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"})
+            set_tier(p, "blk." + std::to_string(il) + "." + t + ".weight", Tier::Gpu);
+    }
+    // FFN of layer 1 on the GPU while its attention is in RAM.
+    for (const char* t : {"ffn_gate", "ffn_up", "ffn_down"}) set_tier(p, std::string("blk.1.") + t + ".weight", Tier::Gpu);
+    if (!config().tied_output) set_tier(p, "output.weight", Tier::Gpu);
+    expect_matches(p, 0.0);
+    EXPECT_GT(stats_.copies_in, 0u);
+    EXPECT_GT(stats_.copies_out, 0u);
+}
+
+TEST_P(PlacedModelTest, WeightsAwayFromTheirKvAreExact) {
+    // KV (so norms, RoPE, attention) on the GPU, every projection in RAM, and the reverse.
+    expect_matches(uniform(*model_, Tier::Ram, Tier::Gpu), 0.0);
+    expect_matches(uniform(*model_, Tier::Gpu, Tier::Ram), 0.0);
+}
+
+TEST_P(PlacedModelTest, SplitFfnsMatchWithinRounding) {
+    Placement p = uniform(*model_, Tier::Gpu, Tier::Gpu);
+    const int64_t n_ff = config().n_ff[0];
+    const int64_t granule = find_ffn_tensors(tensor_table(*model_), 0)->granule;
+    ASSERT_GT(n_ff, granule);
+    split_ffn(p, 0, granule, n_ff);             // a sliver on the GPU
+    split_ffn(p, 1, n_ff - granule, n_ff);      // most on the GPU
+    split_ffn(p, 2, 0, n_ff);                   // all in RAM, expressed as a split
+    check_placement_for(p, *model_);
+    expect_matches(p, 1e-4, {}, true);
+}
+
+TEST_P(PlacedModelTest, DiskWeightsStreamInProgramOrder) {
+    Placement p = uniform(*model_, Tier::Gpu, Tier::Gpu);
+    for (const char* t : {"ffn_gate", "ffn_up", "ffn_down"}) {
+        set_tier(p, std::string("blk.1.") + t + ".weight", Tier::Disk);
+        set_tier(p, std::string("blk.") + std::to_string(config().n_layer - 1) + "." + t + ".weight", Tier::Disk);
+    }
+    set_tier(p, "blk.0.attn_v.weight", Tier::Disk);  // streamed, computed on the CPU, KV on the GPU
+    set_tier(p, "blk.2.attn_q.weight", Tier::Ram);
+    DiskStreamOptions disk;
+    disk.mode = DiskIo::Mmap;  // /dev/shm takes no O_DIRECT; disk_stream_test covers direct reads
+    disk.staging_bytes = 1ull << 20;
+    expect_matches(p, 0.0, disk);
+    EXPECT_GT(residency_.disk_weight_bytes, 0u);
+    // 7 streamed tensors, read once per forward pass: 3 prefill batches + kDecodeSteps.
+    EXPECT_EQ(disk_reads_, 7u * (3 + kDecodeSteps));
+}
+
+TEST_P(PlacedModelTest, UnsupportedPlacementsAreRefused) {
+    cpu::CpuBackend& cpu = cpu_;
+    FakeDeviceBackend gpu({.budget_bytes = 256ull << 20});
+    // A GPU tier without a GPU backend.
+    EXPECT_THROW(PlacedModel(*model_, uniform(*model_, Tier::Gpu, Tier::Gpu), {&cpu, nullptr}), UnsupportedError);
+    // The embedding table on DISK.
+    Placement p = uniform(*model_, Tier::Ram, Tier::Ram);
+    set_tier(p, "token_embd.weight", Tier::Disk);
+    EXPECT_THROW(PlacedModel(*model_, p, {&cpu, &gpu}), UnsupportedError);
+    // A neuron range of a split FFN on DISK.
+    Placement q = uniform(*model_, Tier::Ram, Tier::Ram);
+    split_ffn(q, 0, 0, config().n_ff[0] / 2 / 256 * 256);
+    EXPECT_THROW(PlacedModel(*model_, q, {&cpu, &gpu}), UnsupportedError);
+}
+
+TEST_P(PlacedModelTest, GpuBudgetIsEnforced) {
+    cpu::CpuBackend& cpu = cpu_;
+    FakeDeviceBackend small({.budget_bytes = 64 << 10});
+    EXPECT_THROW(PlacedModel(*model_, uniform(*model_, Tier::Gpu, Tier::Gpu), {&cpu, &small}), BudgetError);
+    EXPECT_EQ(small.stats().used_bytes, 0u) << "a failed load must give its memory back";
+}
+
+TEST_P(PlacedModelTest, BuiltinPlacementsMatch) {
+    const TensorTable table = tensor_table(*model_);
+    uint64_t total = 0;
+    for (const TensorEntry& t : table.tensors) total += t.bytes;
+    // GPU budgets from nothing to everything; RAM just large enough for what is left.
+    for (double share : {0.0, 0.2, 0.5, 1.5}) {
+        BuiltinPlacementParams params;
+        params.n_ctx = 64;
+        params.budgets.gpu_bytes = static_cast<uint64_t>(share * static_cast<double>(total));
+        params.budgets.ram_bytes = total;
+        Placement p = builtin_placement(table, params);
+        p.model = model_fingerprint(*model_);
+        SCOPED_TRACE(share);
+        expect_matches(p, 1e-4, {}, true);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, PlacedModelTest,
+                         ::testing::Values("tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             std::erase(s, '-');
+                             return s;
+                         });
+
+}  // namespace
+}  // namespace strata
