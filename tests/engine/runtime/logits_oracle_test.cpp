@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "tests/engine/synth/scratch_file.h"
+#if STRATA_HAVE_CUDA
+#include "kernels_cuda/cuda_backend.h"
+#endif
 
 namespace strata {
 namespace {
@@ -76,10 +80,23 @@ TEST_P(LogitsOracle, MatchesTransformers) {
     }
     const Model model(model_path);
     const ModelConfig& config = model.config();
-    cpu::CpuBackendOptions backend_options;
-    backend_options.quantize_activations = oc.quantized_activations;
-    cpu::CpuBackend backend(backend_options);
-    const PlacedModel placed(model, backend);
+    // STRATA_ORACLE_BACKEND=cuda runs the same cases with every weight on the GPU.
+    std::unique_ptr<Backend> backend;
+    const char* which = std::getenv("STRATA_ORACLE_BACKEND");
+    if (which != nullptr && std::string(which) == "cuda") {
+#if STRATA_HAVE_CUDA
+        cuda::CudaBackendOptions o;
+        o.quantize_activations = oc.quantized_activations;
+        backend = std::make_unique<cuda::CudaBackend>(o);
+#else
+        GTEST_SKIP() << "built without CUDA";
+#endif
+    } else {
+        cpu::CpuBackendOptions backend_options;
+        backend_options.quantize_activations = oc.quantized_activations;
+        backend = std::make_unique<cpu::CpuBackend>(backend_options);
+    }
+    const PlacedModel placed(model, *backend);
     LayerProgram program(placed);
     const int64_t n_vocab = program.n_vocab();
 
@@ -89,7 +106,7 @@ TEST_P(LogitsOracle, MatchesTransformers) {
         const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
         const std::vector<int32_t> greedy = p["greedy"].get<std::vector<int32_t>>();
         const int64_t n = static_cast<int64_t>(ids.size());
-        KvCache kv(config, n + static_cast<int64_t>(greedy.size()) + 1, oc.kv_type);
+        KvCache kv(config, n + static_cast<int64_t>(greedy.size()) + 1, oc.kv_type, placed.kv_backends());
         std::vector<int32_t> rows(static_cast<size_t>(n));
         std::iota(rows.begin(), rows.end(), 0);
         std::vector<float> hidden, logits(static_cast<size_t>(n_vocab * n));

@@ -1,0 +1,133 @@
+// strata bench: llama-bench-style speed table — prompt processing (pp N: N random tokens in
+// one prefill from an empty cache) and text generation (tg N: N single-token decode steps) —
+// repeated, mean ± stdev of tokens/s, with the plan's prediction beside the measurement.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/runtime/runtime.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "offload/tier.h"
+#include "tools/commands.h"
+#include "tools/sampling_options.h"
+
+namespace strata::cli {
+namespace {
+
+struct BenchArgs {
+    EngineOptions engine;
+    std::vector<int64_t> n_prompt{512};
+    std::vector<int64_t> n_gen{128};
+    int repetitions = 5;
+    bool json = false;
+};
+
+struct Stat {
+    double mean = 0, stdev = 0;
+};
+
+Stat stats(const std::vector<double>& v) {
+    Stat s;
+    for (double x : v) s.mean += x;
+    s.mean /= static_cast<double>(v.size());
+    for (double x : v) s.stdev += (x - s.mean) * (x - s.mean);
+    s.stdev = v.size() > 1 ? std::sqrt(s.stdev / static_cast<double>(v.size() - 1)) : 0.0;
+    return s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Tokens/s of one test: pp (n prompt tokens, one feed) or tg (n decode steps after one token).
+double run_once(Session& session, bool prompt, int64_t n, std::mt19937& rng, int64_t n_vocab) {
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(n_vocab - 1));
+    session.clear();
+    if (prompt) {
+        std::vector<TokenId> ids(static_cast<size_t>(n));
+        for (auto& t : ids) t = token(rng);
+        const auto t0 = std::chrono::steady_clock::now();
+        session.feed(ids);
+        return static_cast<double>(n) / seconds_since(t0);
+    }
+    session.feed(std::vector<TokenId>{token(rng)});
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) session.feed(std::vector<TokenId>{token(rng)});
+    return static_cast<double>(n) / seconds_since(t0);
+}
+
+void bench(const BenchArgs& args) {
+    if (args.repetitions < 1) throw ArgumentError(cat("-r must be at least 1, got ", args.repetitions));
+    EngineOptions engine = args.engine;
+    int64_t longest = 1;
+    for (int64_t n : args.n_prompt) longest = std::max(longest, n);
+    for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
+    if (engine.n_ctx > 0 && engine.n_ctx < longest) engine.n_ctx = longest;
+    RuntimeOptions ro = engine.runtime_options();
+    // One forward pass per prompt, as llama-bench's default batch does for pp512.
+    for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
+    const Runtime runtime(engine.model, ro);
+    std::unique_ptr<Session> session = runtime.new_session();
+    const int64_t n_vocab = session->program().n_vocab();
+    std::mt19937 rng(1234);
+    const Placement& plan = runtime.placement();
+    const ResidencyStats& rs = runtime.placed().stats();
+
+    nlohmann::json results = nlohmann::json::array();
+    if (!args.json) {
+        std::printf("| model | gpu | ram | disk | threads | test | t/s | predicted t/s |\n");
+        std::printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n");
+    }
+    auto one = [&](bool prompt, int64_t n) {
+        if (n <= 0) return;
+        run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
+        std::vector<double> rates;
+        for (int r = 0; r < args.repetitions; ++r) rates.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        const Stat s = stats(rates);
+        const double predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
+        const std::string test = cat(prompt ? "pp" : "tg", n);
+        if (args.json) {
+            results.push_back({{"test", test}, {"tokens_per_second", s.mean}, {"stdev", s.stdev},
+                               {"samples", rates}, {"predicted", predicted}});
+            return;
+        }
+        std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f | %s |\n",
+                    runtime.model().config().architecture.c_str(), format_bytes(rs.gpu_weight_bytes).c_str(),
+                    format_bytes(rs.ram_weight_bytes).c_str(), format_bytes(rs.disk_weight_bytes).c_str(),
+                    static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads(), test.c_str(), s.mean, s.stdev,
+                    predicted > 0 ? cat(predicted).c_str() : "-");
+        std::fflush(stdout);
+    };
+    for (int64_t n : args.n_prompt) one(true, n);
+    for (int64_t n : args.n_gen) one(false, n);
+    if (args.json) {
+        nlohmann::json out = {{"model", engine.model},
+                              {"weights", {{"gpu", rs.gpu_weight_bytes}, {"ram", rs.ram_weight_bytes},
+                                           {"disk", rs.disk_weight_bytes}}},
+                              {"results", results}};
+        std::printf("%s\n", out.dump(2).c_str());
+    }
+    if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+    auto args = std::make_shared<BenchArgs>();
+    CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation speed (llama-bench style)");
+    add_engine_options(*cmd, args->engine);
+    cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt lengths to test (pp)")->capture_default_str();
+    cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg)")->capture_default_str();
+    cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str();
+    cmd->add_flag("--json", args->json, "print JSON instead of a table");
+    cmd->callback([args] { bench(*args); });
+}
+
+}  // namespace strata::cli
