@@ -83,7 +83,8 @@ TEST_P(LogitsOracle, MatchesTransformers) {
     // STRATA_ORACLE_BACKEND=cuda runs the same cases with every weight on the GPU.
     std::unique_ptr<Backend> backend;
     const char* which = std::getenv("STRATA_ORACLE_BACKEND");
-    if (which != nullptr && std::string(which) == "cuda") {
+    const bool on_gpu = which != nullptr && std::string(which) == "cuda";
+    if (on_gpu) {
 #if STRATA_HAVE_CUDA
         cuda::CudaBackendOptions o;
         o.quantize_activations = oc.quantized_activations;
@@ -157,7 +158,9 @@ TEST_P(LogitsOracle, MatchesTransformers) {
                 static_cast<long long>(greedy_total), static_cast<long long>(greedy_ties),
                 static_cast<double>(kTieGap));
     EXPECT_GE(top1, oc.min_top1);
-    EXPECT_LE(max_err, oc.max_logit_error);
+    // On the GPU, batches of more than 8 tokens (every prompt here) go through cuBLAS on f16
+    // tiles of the weights and activations: 11-bit significands move logits by up to ~1e-2.
+    EXPECT_LE(max_err, on_gpu ? std::max(oc.max_logit_error, 2e-2) : oc.max_logit_error);
     if (oc.greedy_must_match) {
         EXPECT_EQ(greedy_same, greedy_total);
     }

@@ -1,0 +1,495 @@
+// The cost model (cost_model.h states the equations) and its least-squares fit.
+#include "offload/cost_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <unordered_map>
+
+#include "engine/core/error.h"
+
+namespace strata {
+
+namespace {
+
+constexpr double kGiga = 1e9;
+constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types not measured
+
+// Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
+double part_bytes(const TensorEntry& t, bool is_down, int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    if (n <= 0) return 0;
+    const uint64_t b = is_down ? row_bytes(t.type, n) * static_cast<uint64_t>(t.ne[1])
+                               : static_cast<uint64_t>(n) * row_bytes(t.type, t.ne[0]);
+    return static_cast<double>(b);
+}
+
+double rate_of(const std::map<std::string, double>& gemv, GgmlType type, double read_gbs) {
+    const auto it = gemv.find(std::string(type_traits(type).name));
+    const double gbs = it != gemv.end() && it->second > 0 ? it->second : read_gbs * kUnknownTypeShare;
+    return gbs * kGiga;
+}
+
+bool is_small(const TensorEntry& t) {
+    return t.ne[1] == 1 && t.ne[2] == 1 && t.ne[3] == 1;
+}
+
+}  // namespace
+
+CostTerms& CostTerms::operator+=(const CostTerms& o) {
+    gpu_s += o.gpu_s;
+    cpu_s += o.cpu_s;
+    disk_s += o.disk_s;
+    transfer_s += o.transfer_s;
+    transfers += o.transfers;
+    pf_gpu_s += o.pf_gpu_s;
+    pf_cpu_s += o.pf_cpu_s;
+    pf_disk_s += o.pf_disk_s;
+    pf_transfer_s += o.pf_transfer_s;
+    return *this;
+}
+
+CostTerms& CostTerms::operator-=(const CostTerms& o) {
+    gpu_s -= o.gpu_s;
+    cpu_s -= o.cpu_s;
+    disk_s -= o.disk_s;
+    transfer_s -= o.transfer_s;
+    transfers -= o.transfers;
+    pf_gpu_s -= o.pf_gpu_s;
+    pf_cpu_s -= o.pf_cpu_s;
+    pf_disk_s -= o.pf_disk_s;
+    pf_transfer_s -= o.pf_transfer_s;
+    return *this;
+}
+
+// One segment's terms as the layer program walks through it.
+struct CostModel::Walk {
+    const CostModel& m;
+    CostTerms t;
+
+    // One copy of `bytes` per token; `per_batch`: once per prefill batch, not per token.
+    void copy(double bytes, int from, int to, bool per_batch = false) {
+        if (from == to) return;
+        const HardwareProfile& p = m.profile_;
+        const double gbs = to == kGpu ? p.h2d_gbs : p.d2h_gbs;
+        const double lat = p.transfer_latency_us * 1e-6;
+        const double move = gbs > 0 ? bytes / (gbs * kGiga) : 0.0;
+        t.transfer_s += lat + move;
+        t.transfers += 1;
+        const double n = static_cast<double>(m.params_.n_prompt);
+        t.pf_transfer_s += per_batch ? (lat + move) / n : lat / n + move;
+    }
+    void run(int proc, double decode_s, double prefill_s) {
+        (proc == kGpu ? t.gpu_s : t.cpu_s) += decode_s;
+        (proc == kGpu ? t.pf_gpu_s : t.pf_cpu_s) += prefill_s;
+    }
+};
+
+CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
+                     const CostParams& params, GgmlType kv_type)
+    : table_(table), profile_(profile), params_(params) {
+    if (!(profile.host_read_gbs > 0)) {
+        throw ArgumentError("the hardware profile has no host_read_gbs: measure the machine first");
+    }
+    if (params.n_prompt <= 0 || params.n_ctx_used < 0) {
+        throw ArgumentError(cat("cost model: n_prompt must be positive and n_ctx_used >= 0, got ",
+                                params.n_prompt, " and ", params.n_ctx_used));
+    }
+    prefill_known_ = profile.cpu_prefill_gflops > 0 &&
+                     (!profile.has_gpu() || profile.gpu_prefill_gflops > 0);
+    const int n_layer = std::max(table.n_layer, 0);
+    layers_.resize(static_cast<size_t>(n_layer));
+    bool has_output = false;
+    for (const TensorEntry& t : table.tensors) has_output |= t.name == "output.weight";
+
+    std::unordered_map<std::string, int> index;
+    for (size_t i = 0; i < table.tensors.size(); ++i) index.emplace(table.tensors[i].name, static_cast<int>(i));
+    for (int l = 0; l < n_layer; ++l) {
+        LayerInfo& L = layers_[static_cast<size_t>(l)];
+        L.ffn = find_ffn_tensors(table, l);
+        if (L.ffn) {
+            const TensorEntry* parts[3] = {L.ffn->gate, L.ffn->up, L.ffn->down};
+            for (int k = 0; k < 3; ++k) L.ffn_index[k] = static_cast<int>(parts[k] - table.tensors.data());
+        }
+        const auto k = index.find(cat("blk.", l, ".attn_k.weight"));
+        const auto v = index.find(cat("blk.", l, ".attn_v.weight"));
+        const auto q = index.find(cat("blk.", l, ".attn_q.weight"));
+        if (k != index.end() && v != index.end()) {
+            L.kv_cell_bytes = static_cast<double>(kv_bytes_per_layer(table, l, 1, kv_type));
+        }
+        if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
+    }
+
+    info_.resize(table.tensors.size());
+    for (size_t i = 0; i < table.tensors.size(); ++i) {
+        const TensorEntry& t = table.tensors[i];
+        TensorInfo& ti = info_[i];
+        const int layer = tensor_layer(t.name);
+        ti.layer = layer >= 0 && layer < n_layer ? layer : -1;
+        ti.flops = 2.0 * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]) *
+                   static_cast<double>(t.ne[2]) * static_cast<double>(t.ne[3]);
+        ti.cpu_rate = rate_of(profile.cpu_gemv_gbs, t.type, profile.host_read_gbs);
+        ti.gpu_rate = profile.has_gpu() ? rate_of(profile.gpu_gemv_gbs, t.type, profile.gpu_read_gbs) : 0;
+        if (is_small(t)) {
+            ti.role = TensorRole::Small;
+        } else if (t.name == "output.weight" || (t.name == "token_embd.weight" && !has_output)) {
+            ti.role = TensorRole::Output;
+            output_ = static_cast<int>(i);
+            n_vocab_ = static_cast<double>(t.ne[1]);
+            if (!has_output) embd_ = static_cast<int>(i);
+        } else if (t.name == "token_embd.weight") {
+            ti.role = TensorRole::TokenEmbd;
+            embd_ = static_cast<int>(i);
+        } else if (ti.layer < 0) {
+            ti.role = TensorRole::GlobalOther;
+        } else {
+            LayerInfo& L = layers_[static_cast<size_t>(ti.layer)];
+            const std::string rest = t.name.substr(t.name.find('.', 4) + 1);
+            if (std::find(std::begin(L.ffn_index), std::end(L.ffn_index), static_cast<int>(i)) !=
+                std::end(L.ffn_index)) {
+                ti.role = TensorRole::Ffn;
+            } else if (rest.compare(0, 5, "attn_") == 0) {
+                ti.role = TensorRole::Attn;
+                L.attn.push_back(static_cast<int>(i));
+            } else {
+                ti.role = TensorRole::LayerOther;
+                L.other.push_back(static_cast<int>(i));
+            }
+        }
+        if (embd_ == static_cast<int>(i)) n_embd_ = static_cast<double>(t.ne[0]);
+    }
+}
+
+double CostModel::disk_bytes_per_s() const {
+    // An unmeasured disk counts as a very slow one: DISK only where nothing else fits.
+    return std::max(profile_.disk_read_gbs, 1e-3) * kGiga;
+}
+
+int CostModel::segment_of(int tensor) const {
+    const int layer = info_[static_cast<size_t>(tensor)].layer;
+    return layer >= 0 ? layer : table_.n_layer;
+}
+
+int CostModel::ffn_home(const Layout& layout, int layer) const {
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    const auto proc = [](Tier t) { return t == Tier::Gpu ? kGpu : kCpu; };
+    if (const auto& s = layout.split[static_cast<size_t>(layer)]) return s->gpu_end > 0 ? kGpu : kCpu;
+    if (L.ffn) return proc(layout.tier[static_cast<size_t>(L.ffn_index[0])]);
+    if (!L.other.empty()) return proc(layout.tier[static_cast<size_t>(L.other.front())]);
+    return -1;
+}
+
+int CostModel::home_out(const Layout& layout, int layer) const {
+    if (layer < 0) {
+        return embd_ >= 0 && layout.tier[static_cast<size_t>(embd_)] == Tier::Gpu ? kGpu : kCpu;
+    }
+    const int fh = ffn_home(layout, layer);
+    if (fh >= 0) return fh;
+    return layout.kv[static_cast<size_t>(layer)] == Tier::Gpu ? kGpu : kCpu;
+}
+
+void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,
+                           double pf_share) const {
+    if (bytes <= 0) return;
+    const TensorInfo& ti = info_[static_cast<size_t>(tensor)];
+    const TensorEntry& t = table_.tensors[static_cast<size_t>(tensor)];
+    const int proc = tier == Tier::Gpu ? kGpu : kCpu;
+    if (proc == kGpu && ti.gpu_rate <= 0) {
+        throw ArgumentError(cat("the placement puts ", t.name,
+                                " on the GPU, but the hardware profile has no GPU rates"));
+    }
+    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate);
+    const double n = static_cast<double>(params_.n_prompt);
+    const double flops = ti.flops * bytes / static_cast<double>(t.bytes) * pf_share;
+    double pf = 0;
+    int pf_proc = proc;
+    if (prefill_known_) {
+        const double gpu_flops = profile_.gpu_prefill_gflops * kGiga;
+        pf = flops / ((proc == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga);
+        if (proc == kCpu && profile_.has_gpu() && gpu_flops > 0 && profile_.h2d_gbs > 0) {
+            const double via_gpu = bytes / (profile_.h2d_gbs * kGiga * n) + flops / gpu_flops;
+            if (via_gpu < pf) {
+                pf = via_gpu;
+                pf_proc = kGpu;
+            }
+        }
+    }
+    w.t.gpu_s += proc == kGpu ? decode : 0;
+    w.t.cpu_s += proc == kCpu ? decode : 0;
+    (pf_proc == kGpu ? w.t.pf_gpu_s : w.t.pf_cpu_s) += pf;
+    if (tier == Tier::Disk) {
+        const double disk = bytes / disk_bytes_per_s();
+        w.t.disk_s += disk;
+        w.t.pf_disk_s += disk / n;
+    }
+    if (proc != home) {
+        const double in = 4.0 * static_cast<double>(t.ne[0]);
+        const double out = 4.0 * static_cast<double>(t.ne[1]);
+        w.copy(in, home, proc);
+        w.copy(out, proc, home);
+    }
+}
+
+void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    const int64_t n_ff = L.ffn->n_ff;
+    Walk gpu{*this, {}}, cpu{*this, {}};
+    for (int k = 0; k < 3; ++k) {
+        const int i = L.ffn_index[k];
+        const TensorEntry& t = table_.tensors[static_cast<size_t>(i)];
+        const bool down = k == 2;
+        add_weight(gpu, i, part_bytes(t, down, 0, s.gpu_end), Tier::Gpu, kGpu);
+        add_weight(cpu, i, part_bytes(t, down, s.gpu_end, s.ram_end), Tier::Ram, kCpu);
+        add_weight(cpu, i, part_bytes(t, down, s.ram_end, n_ff), Tier::Disk, kCpu);
+    }
+    // The parts run concurrently: only the longer one is on the critical path.
+    const double g = gpu.t.gpu_s, c = cpu.t.cpu_s;
+    (g >= c ? w.t.gpu_s : w.t.cpu_s) += std::max(g, c);
+    const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
+    (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
+    w.t.disk_s += cpu.t.disk_s;
+    w.t.pf_disk_s += cpu.t.pf_disk_s;
+    if (s.gpu_end > 0 && s.gpu_end < n_ff) {
+        w.copy(4.0 * L.ffn->gate->ne[0], kGpu, kCpu);  // the normed input
+        w.copy(4.0 * L.ffn->gate->ne[0], kCpu, kGpu);  // the CPU's partial sum
+    }
+}
+
+CostTerms CostModel::segment(const Layout& layout, int s) const {
+    Walk w{*this, {}};
+    const double n = static_cast<double>(params_.n_prompt);
+    if (s == table_.n_layer) {
+        const int last = home_out(layout, table_.n_layer - 1);
+        w.copy(4.0 * n_embd_, last, kCpu, true);  // the final hidden state to the host
+        if (output_ >= 0) {
+            const Tier tier = layout.tier[static_cast<size_t>(output_)];
+            add_weight(w, output_, static_cast<double>(table_.tensors[static_cast<size_t>(output_)].bytes),
+                       tier, tier == Tier::Gpu ? kGpu : kCpu, 1.0 / n);
+            if (tier == Tier::Gpu) {
+                w.copy(4.0 * n_embd_, kCpu, kGpu, true);
+                w.copy(4.0 * n_vocab_, kGpu, kCpu, true);
+            }
+        }
+        return w.t;
+    }
+    const LayerInfo& L = layers_[static_cast<size_t>(s)];
+    const auto tier = [&](int i) { return layout.tier[static_cast<size_t>(i)]; };
+    const auto bytes = [&](int i) { return static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes); };
+    const int ah = layout.kv[static_cast<size_t>(s)] == Tier::Gpu ? kGpu : kCpu;
+    if (ah == kGpu && !profile_.has_gpu()) {
+        throw ArgumentError(cat("the placement puts the KV cache of layer ", s,
+                                " on the GPU, but the hardware profile has no GPU rates"));
+    }
+    const double n_embd = n_embd_ > 0 ? n_embd_ : 0;
+    w.copy(4.0 * n_embd, home_out(layout, s - 1), ah);
+    const double kv_read = L.kv_cell_bytes * static_cast<double>(params_.n_ctx_used) /
+                           ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kGiga);
+    const double attn_flops = 4.0 * L.q_width * n / 2;
+    const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
+    w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
+    for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
+
+    const int fh = ffn_home(layout, s);
+    if (fh < 0) return w.t;
+    w.copy(4.0 * n_embd, ah, fh);
+    if (const auto& split = layout.split[static_cast<size_t>(s)]) {
+        add_ffn_split(w, s, *split);
+    } else if (L.ffn) {
+        for (int i : L.ffn_index) add_weight(w, i, bytes(i), tier(i), fh);
+    }
+    for (int i : L.other) add_weight(w, i, bytes(i), tier(i), fh);
+    return w.t;
+}
+
+CostTerms CostModel::terms(const Layout& layout) const {
+    CostTerms total;
+    for (int s = 0; s < n_segments(); ++s) total += segment(layout, s);
+    return total;
+}
+
+CostEstimate CostModel::combine(const CostTerms& t) const {
+    CostEstimate e;
+    e.gpu_s = params_.gpu_scale * t.gpu_s;
+    e.cpu_s = params_.cpu_scale * t.cpu_s;
+    e.disk_s = t.disk_s;
+    e.disk_exposed_s = params_.disk_scale * std::max(0.0, t.disk_s - t.gpu_s - t.cpu_s);
+    e.transfer_s = t.transfer_s;
+    e.transfers = t.transfers;
+    e.overhead_s = params_.overhead_s;
+    e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.disk_exposed_s;
+    if (prefill_known_) {
+        e.prefill_s_per_token = params_.overhead_s / static_cast<double>(params_.n_prompt) +
+                                t.pf_transfer_s + std::max(t.pf_gpu_s + t.pf_cpu_s, t.pf_disk_s);
+    }
+    return e;
+}
+
+Layout CostModel::layout_of(const Placement& placement) const {
+    std::unordered_map<std::string, size_t> index;
+    for (size_t i = 0; i < table_.tensors.size(); ++i) index.emplace(table_.tensors[i].name, i);
+    Layout layout;
+    layout.tier.assign(table_.tensors.size(), Tier::Ram);
+    layout.split.assign(layers_.size(), std::nullopt);
+    for (const TensorPlacement& t : placement.tensors) {
+        const auto it = index.find(t.name);
+        if (it == index.end()) throw FormatError(cat("placement names unknown tensor '", t.name, "'"));
+        layout.tier[it->second] = t.tier;
+    }
+    for (const FfnSplit& s : placement.ffn_splits) {
+        if (s.layer < 0 || s.layer >= table_.n_layer || !layers_[static_cast<size_t>(s.layer)].ffn) {
+            throw FormatError(cat("placement splits layer ", s.layer, ", which has no splittable FFN"));
+        }
+        layout.split[static_cast<size_t>(s.layer)] = s;
+    }
+    if (placement.kv.size() != layers_.size()) {
+        throw FormatError(cat("placement has ", placement.kv.size(), " kv entries; the model has ",
+                              layers_.size(), " layers"));
+    }
+    layout.kv = placement.kv;
+    return layout;
+}
+
+Placement CostModel::to_placement(const Layout& layout, const Placement& base) const {
+    Placement p = base;
+    p.tensors.clear();
+    p.ffn_splits.clear();
+    p.kv = layout.kv;
+    // A "split" whose neurons all share one tier is written as whole tensors.
+    std::vector<std::optional<Tier>> whole(layers_.size());
+    for (size_t l = 0; l < layers_.size(); ++l) {
+        const auto& s = layout.split[l];
+        if (!s) continue;
+        const int64_t n_ff = layers_[l].ffn->n_ff;
+        if (s->gpu_end == n_ff) {
+            whole[l] = Tier::Gpu;
+        } else if (s->gpu_end == 0 && s->ram_end == n_ff) {
+            whole[l] = Tier::Ram;
+        } else if (s->ram_end == 0) {
+            whole[l] = Tier::Disk;
+        } else {
+            p.ffn_splits.push_back({static_cast<int>(l), s->gpu_end, s->ram_end});
+        }
+    }
+    for (size_t i = 0; i < table_.tensors.size(); ++i) {
+        Tier tier = layout.tier[i];
+        if (info_[i].role == TensorRole::Ffn) {
+            const auto l = static_cast<size_t>(info_[i].layer);
+            if (layout.split[l]) {
+                if (!whole[l]) continue;
+                tier = *whole[l];
+            }
+        }
+        p.tensors.push_back({table_.tensors[i].name, tier});
+    }
+    return p;
+}
+
+CostEstimate estimate(const Placement& placement, const TensorTable& table,
+                      const HardwareProfile& profile, const CostParams& params) {
+    const CostModel model(table, profile, params, placement.kv_type);
+    return model.estimate(model.layout_of(placement));
+}
+
+Observation observe(const Placement& placement, const TensorTable& table,
+                    const HardwareProfile& profile, const CostParams& params,
+                    double measured_s_per_token) {
+    const CostModel model(table, profile, params, placement.kv_type);
+    const CostTerms t = model.terms(model.layout_of(placement));
+    return {t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
+}
+
+namespace {
+
+constexpr int kCoef = 4;  // gpu_scale, cpu_scale, disk_scale, overhead_s
+using Vec = std::array<double, kCoef>;
+using Mat = std::array<Vec, kCoef>;
+
+// Solves A x = b for the variables in `mask` (others 0) by Gaussian elimination with partial
+// pivoting; false when singular.
+bool solve_subset(const Mat& a, const Vec& b, unsigned mask, Vec& x) {
+    std::array<int, kCoef> vars{};
+    int n = 0;
+    for (int j = 0; j < kCoef; ++j) {
+        if (mask & (1u << j)) vars[static_cast<size_t>(n++)] = j;
+    }
+    std::array<std::array<double, kCoef + 1>, kCoef> m{};
+    for (int r = 0; r < n; ++r) {
+        for (int c = 0; c < n; ++c) m[r][c] = a[vars[r]][vars[c]];
+        m[r][n] = b[vars[r]];
+    }
+    for (int c = 0; c < n; ++c) {
+        int pivot = c;
+        for (int r = c + 1; r < n; ++r) {
+            if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
+        }
+        if (std::abs(m[pivot][c]) < 1e-300) return false;
+        std::swap(m[c], m[pivot]);
+        for (int r = 0; r < n; ++r) {
+            if (r == c) continue;
+            const double f = m[r][c] / m[c][c];
+            for (int k = c; k <= n; ++k) m[r][k] -= f * m[c][k];
+        }
+    }
+    x = {};
+    for (int r = 0; r < n; ++r) x[vars[r]] = m[r][n] / m[r][r];
+    return true;
+}
+
+}  // namespace
+
+void fit(CostParams& params, const std::vector<Observation>& observations) {
+    if (observations.empty()) throw ArgumentError("cost model fit: no observations");
+    // Weighted least squares on rows f_i / y_i against (y_i - T_i) / y_i (relative error).
+    Mat a{};
+    Vec b{};
+    std::vector<std::pair<Vec, double>> rows;
+    for (const Observation& o : observations) {
+        if (!(o.measured_s_per_token > 0)) {
+            throw ArgumentError(cat("cost model fit: measured time ", o.measured_s_per_token,
+                                    " s/token is not positive"));
+        }
+        const double w = 1.0 / o.measured_s_per_token;
+        const Vec f{o.gpu_s * w, o.cpu_s * w, std::max(0.0, o.disk_s - o.gpu_s - o.cpu_s) * w, w};
+        const double y = (o.measured_s_per_token - o.transfer_s) * w;
+        rows.emplace_back(f, y);
+        for (int r = 0; r < kCoef; ++r) {
+            for (int c = 0; c < kCoef; ++c) a[r][c] += f[r] * f[c];
+            b[r] += f[r] * y;
+        }
+    }
+    const Vec prior{params.gpu_scale, params.cpu_scale, params.disk_scale, params.overhead_s};
+    Vec ridge{};
+    for (int j = 0; j < kCoef; ++j) {
+        ridge[j] = 1e-6 * a[j][j] / static_cast<double>(rows.size()) + 1e-12;
+        a[j][j] += ridge[j];
+        b[j] += ridge[j] * prior[j];
+    }
+    const auto objective = [&](const Vec& x) {
+        double sum = 0;
+        for (const auto& [f, y] : rows) {
+            double r = -y;
+            for (int j = 0; j < kCoef; ++j) r += f[j] * x[j];
+            sum += r * r;
+        }
+        for (int j = 0; j < kCoef; ++j) sum += ridge[j] * (x[j] - prior[j]) * (x[j] - prior[j]);
+        return sum;
+    };
+    Vec best{};
+    double best_obj = objective(best);
+    for (unsigned mask = 1; mask < (1u << kCoef); ++mask) {
+        Vec x;
+        if (!solve_subset(a, b, mask, x)) continue;
+        if (std::any_of(x.begin(), x.end(), [](double v) { return v < 0; })) continue;
+        const double obj = objective(x);
+        if (obj < best_obj) {
+            best_obj = obj;
+            best = x;
+        }
+    }
+    params.gpu_scale = best[0];
+    params.cpu_scale = best[1];
+    params.disk_scale = best[2];
+    params.overhead_s = best[3];
+}
+
+}  // namespace strata

@@ -1,0 +1,190 @@
+// Cost model: the seconds per token a placement should take on a machine (HardwareProfile), as
+// the layer program runs it, and the fit of its constants to measured runs. The planner
+// (planner.h) searches placements with it.
+//
+// Decode, per token (one forward pass of one token), at unit scale:
+//   G, C  GPU and CPU seconds on the critical path. The layer program is sequential, so each
+//         weight adds bytes / gemv rate of its type on the processor of its tier (GPU tier:
+//         gpu_gemv_gbs; RAM and DISK: cpu_gemv_gbs, else host_read_gbs × 0.7; GPU unknown
+//         type: gpu_read_gbs × 0.7), each attention adds its KV bytes at n_ctx_used cells /
+//         the read bandwidth of the KV's tier; a split FFN adds only max(GPU part, CPU part),
+//         counted on the side that is longer (its parts run concurrently).
+//   D     DISK bytes / disk_read_gbs. The disk stream reads ahead while the CPU and GPU work,
+//         so only the part of D that compute does not hide costs time: max(0, D − G − C).
+//   T     transfers: every copy costs transfer_latency_us + bytes / h2d_gbs (or d2h_gbs):
+//         the residual stream when the next block's home differs (attention's home is its
+//         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
+//         input there, its output back), a split FFN's input and partial sum, and the hidden
+//         state and logits at the end when the output matrix or the last block is on the GPU.
+//   decode = overhead_s + T + gpu_scale·G + cpu_scale·C + disk_scale·max(0, D − G − C)
+// With unit scales this is overhead + T + max(G + C, D): the roofline of docs/measuring.md
+// made sequential, plus transfers.
+//
+// Prefill, per token of a batch of n_prompt (compute-bound): each weight costs 2·params FLOP
+// per token / prefill GFLOP/s of its processor; a RAM or DISK weight is instead copied to the
+// GPU once per batch (bytes / h2d / n_prompt + GPU FLOP time) when that is faster; attention
+// costs 4·n_embd_q·n_prompt/2 FLOP per token; DISK bytes are read once per batch and overlap:
+//   prefill = overhead_s / n_prompt + transfers + max(G_p + C_p, D / n_prompt)
+// The scales are fitted on decode and not applied to prefill. Prefill is 0 (not predicted)
+// when the profile lacks cpu_prefill_gflops, or gpu_prefill_gflops on a machine with a GPU.
+//
+// Not modelled: MoE expert sparsity (every byte of a 3-D tensor counts as read), the work of
+// norms, RoPE and activations, and the disk's queueing (DISK reads are taken at full rate).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "offload/hardware_profile.h"
+#include "offload/placement.h"
+
+namespace strata {
+
+struct CostParams {
+    int64_t n_ctx_used = 1024;  // KV cells a decode step attends to
+    int64_t n_prompt = 512;     // prefill batch
+    // Fitted by fit(); defaults: the profile's rates are reached, 1 ms of per-token overhead
+    // (op launches, synchronisation, sampling).
+    double overhead_s = 1e-3;
+    double gpu_scale = 1.0;  // seconds per predicted second (1 / efficiency)
+    double cpu_scale = 1.0;
+    double disk_scale = 1.0;
+};
+
+struct CostEstimate {
+    double decode_s_per_token = 0;
+    double prefill_s_per_token = 0;  // 0: not predicted
+    // The decode terms (decode_s_per_token is their sum):
+    double gpu_s = 0;           // gpu_scale · G
+    double cpu_s = 0;           // cpu_scale · C
+    double disk_exposed_s = 0;  // disk_scale · max(0, D − G − C)
+    double transfer_s = 0;      // T
+    double overhead_s = 0;
+    // For reading: D (all disk time, mostly hidden) and the copies per decode step.
+    double disk_s = 0;
+    int transfers = 0;
+};
+
+// The estimate of a placement that passes check_placement. ArgumentError when the placement
+// uses the GPU but the profile has no GPU rates, or the profile lacks host_read_gbs.
+CostEstimate estimate(const Placement& placement, const TensorTable& table,
+                      const HardwareProfile& profile, const CostParams& params);
+
+// One measured run, as unit-scale terms of the cost model and the time it took.
+struct Observation {
+    double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;  // G, C, D, T
+    double measured_s_per_token = 0;
+};
+Observation observe(const Placement& placement, const TensorTable& table,
+                    const HardwareProfile& profile, const CostParams& params,
+                    double measured_s_per_token);
+
+// Least-squares fit of overhead_s, gpu_scale, cpu_scale and disk_scale (all >= 0) to
+// measured = T + gpu_scale·G + cpu_scale·C + disk_scale·max(0, D − G − C) + overhead_s,
+// in relative error (each run weighted by 1/measured²). Closed form: the normal equations on
+// every subset of the four coefficients, keeping the best non-negative solution. A weak pull
+// (1e-6 of the data's weight) toward the current values keeps coefficients that no run
+// exercises (no disk in any run, say) where they are. ArgumentError on no observations or a
+// measured time <= 0.
+void fit(CostParams& params, const std::vector<Observation>& observations);
+
+// ---- For the planner: many layouts of one model, estimated fast ----
+
+enum class TensorRole {
+    Small,        // ne[1] == 1: norms, biases; never multiplied, never on DISK
+    TokenEmbd,    // untied token_embd: get_rows only; never on DISK
+    Output,       // output.weight, or token_embd when tied; never on DISK
+    Attn,         // a layer's attn_* matrices
+    Ffn,          // a layer's splittable ffn_gate / ffn_up / ffn_down
+    LayerOther,   // other matrices of a layer (FFN block: MoE, ...)
+    GlobalOther,  // other global tensors; kept in memory, not multiplied
+};
+
+// A placement by table index. split[layer] set: the layer's FFN tensors are cut there (their
+// entries in `tier` are ignored).
+struct Layout {
+    std::vector<Tier> tier;                   // per table tensor
+    std::vector<std::optional<FfnSplit>> split;  // per layer
+    std::vector<Tier> kv;                     // per layer
+};
+
+// Decode (unit scale) and prefill terms of a part of the model; they add up.
+struct CostTerms {
+    double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;
+    int transfers = 0;
+    double pf_gpu_s = 0, pf_cpu_s = 0, pf_disk_s = 0, pf_transfer_s = 0;  // per prompt token
+    CostTerms& operator+=(const CostTerms& o);
+    CostTerms& operator-=(const CostTerms& o);
+};
+
+// The model's tensors classified and rated once. Cheap to query from one thread; holds
+// references to the table (which must outlive it).
+class CostModel {
+  public:
+    // kv_type: the KV cache's type, for the bytes each decode step's attention reads.
+    CostModel(const TensorTable& table, const HardwareProfile& profile, const CostParams& params,
+              GgmlType kv_type = GgmlType::F16);
+
+    struct TensorInfo {
+        TensorRole role = TensorRole::Small;
+        int layer = -1;
+        double cpu_rate = 0, gpu_rate = 0;  // weight bytes/s at one token
+        double flops = 0;                   // per token, 2 per weight
+    };
+    const std::vector<TensorInfo>& info() const { return info_; }
+    const TensorTable& table() const { return table_; }
+    const std::optional<FfnTensors>& ffn(int layer) const { return layers_[static_cast<size_t>(layer)].ffn; }
+    int n_layer() const { return table_.n_layer; }
+    bool prefill_known() const { return prefill_known_; }
+    const CostParams& params() const { return params_; }
+    double disk_bytes_per_s() const;
+
+    // FormatError for tensors the table lacks (check_placement first for full checks).
+    Layout layout_of(const Placement& placement) const;
+    // tensors, ffn_splits and kv of `layout` (other fields default).
+    Placement to_placement(const Layout& layout, const Placement& base = {}) const;
+
+    // Segments: layers 0..n_layer-1, then the global one (n_layer: the start at the embedding
+    // table, the output matrix, the final copies). A change of a tensor of segment s changes
+    // the terms of s and of next_segment(s) only.
+    int n_segments() const { return table_.n_layer + 1; }
+    int next_segment(int s) const { return s == table_.n_layer ? 0 : s + 1; }
+    int segment_of(int tensor) const;
+    CostTerms segment(const Layout& layout, int s) const;
+    CostTerms terms(const Layout& layout) const;
+    CostEstimate combine(const CostTerms& total) const;
+    CostEstimate estimate(const Layout& layout) const { return combine(terms(layout)); }
+
+  private:
+    struct LayerInfo {
+        std::vector<int> attn;   // Attn tensors
+        std::vector<int> other;  // LayerOther tensors
+        std::optional<FfnTensors> ffn;
+        int ffn_index[3] = {-1, -1, -1};  // gate, up, down
+        double kv_cell_bytes = 0;
+        double q_width = 0;  // attn_q output width (prefill attention FLOP)
+        double n_embd = 0;
+    };
+    enum Proc { kCpu = 0, kGpu = 1 };
+    struct Walk;
+
+    int home_out(const Layout& layout, int layer) const;
+    int ffn_home(const Layout& layout, int layer) const;
+    void add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,
+                    double pf_share = 1.0) const;
+    void add_ffn_split(Walk& w, int layer, const FfnSplit& split) const;
+
+    const TensorTable& table_;
+    const HardwareProfile& profile_;
+    CostParams params_;
+    std::vector<TensorInfo> info_;
+    std::vector<LayerInfo> layers_;
+    int output_ = -1;      // Output tensor
+    int embd_ = -1;        // the tensor get_rows reads (token_embd)
+    double n_embd_ = 0;
+    double n_vocab_ = 0;
+    bool prefill_known_ = false;
+};
+
+}  // namespace strata

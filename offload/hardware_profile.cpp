@@ -1,0 +1,419 @@
+// Hardware profile file and the CPU, RAM and disk measurements (hardware_profile.h).
+#include "offload/hardware_profile.h"
+
+#include <fcntl.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/backend.h"
+#include "engine/core/error.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "kernels_cpu/cpu_features.h"
+#include "offload/disk_stream.h"
+
+namespace strata {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---- JSON ----
+
+class Reader {
+  public:
+    Reader(const Json& root, std::string_view source) : root_(root), source_(source) {}
+
+    const Json& field(const char* key, bool (Json::*is)() const, const char* what) const {
+        const auto it = root_.find(key);
+        if (it == root_.end()) fail(key, "missing");
+        if (!((*it).*is)()) fail(key, cat("must be ", what));
+        return *it;
+    }
+    std::string str(const char* key) const {
+        return field(key, &Json::is_string, "a string").get<std::string>();
+    }
+    uint64_t u64(const char* key) const {
+        return field(key, &Json::is_number_unsigned, "a non-negative integer").get<uint64_t>();
+    }
+    double rate(const char* key) const { return non_negative(key, field(key, &Json::is_number, "a number")); }
+    std::map<std::string, double> rates(const char* key) const {
+        std::map<std::string, double> out;
+        for (const auto& [type, value] : field(key, &Json::is_object, "an object").items()) {
+            const std::string path = cat(key, ".", type);
+            if (!value.is_number()) fail(path, "must be a number");
+            if (find_type_traits_by_name(type) == nullptr) fail(path, "is not a ggml type name");
+            out[type] = non_negative(path, value);
+        }
+        return out;
+    }
+    [[noreturn]] void fail(std::string_view key, const std::string& why) const {
+        throw FormatError(cat("hardware profile ", source_, " $.", key, ": ", why,
+                              "; delete the file to measure again"));
+    }
+
+  private:
+    double non_negative(std::string_view key, const Json& v) const {
+        const double x = v.get<double>();
+        if (!(x >= 0)) fail(key, cat("must be >= 0, got ", x));
+        return x;
+    }
+    const Json& root_;
+    std::string_view source_;
+};
+
+// ---- measurements ----
+
+// A type's matrix of valid blocks: a few rows quantized from random floats, repeated (the
+// bandwidth does not depend on the values, only on their being finite).
+void fill_matrix(GgmlType type, int64_t k, int64_t n, uint8_t* data) {
+    const TypeTraits& traits = type_traits(type);
+    const size_t row = row_bytes(type, k);
+    const int64_t n_distinct = std::min<int64_t>(n, 16);
+    std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> values(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n_distinct; ++r) {
+        uint8_t* dst = data + static_cast<size_t>(r) * row;
+        if (traits.quantize != nullptr) {
+            for (float& v : values) v = uniform(rng);
+            traits.quantize(values.data(), dst, k);
+        } else {
+            // No reference quantizer (IQ types): random bytes, speed only.
+            for (size_t i = 0; i < row; ++i) dst[i] = static_cast<uint8_t>(rng());
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t r = n_distinct; r < n; ++r) {
+        std::memcpy(data + static_cast<size_t>(r) * row,
+                    data + static_cast<size_t>(r % n_distinct) * row, row);
+    }
+}
+
+// Best seconds per call of `fn` (one warm-up, then at least three calls or until `budget`).
+template <typename Fn>
+double best_time(Fn&& fn, std::chrono::duration<double> budget) {
+    fn();
+    double best = 1e30;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 3 || seconds_since(t0) < budget.count(); ++i) {
+        const auto t = Clock::now();
+        fn();
+        best = std::min(best, seconds_since(t));
+    }
+    return best;
+}
+
+struct Matmul {
+    Buffer w, x, y;
+    Tensor tw, tx, ty;
+};
+
+Matmul make_matmul(Backend& cpu, GgmlType type, uint64_t weight_bytes, int n_tokens) {
+    constexpr int64_t k = 4096;
+    const size_t row = row_bytes(type, k);
+    const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(weight_bytes / row));
+    Matmul m;
+    m.w = cpu.allocate(row * static_cast<uint64_t>(n), "gemv weights");
+    fill_matrix(type, k, n, static_cast<uint8_t*>(m.w.data()));
+    m.tw = m.w.tensor(type, {k, n});
+    m.x = cpu.allocate(sizeof(float) * k * n_tokens, "gemv input");
+    m.tx = m.x.tensor(GgmlType::F32, {k, n_tokens});
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int64_t i = 0; i < k * n_tokens; ++i) m.tx.as<float>()[i] = uniform(rng);
+    m.y = cpu.allocate(sizeof(float) * n * n_tokens, "gemv output");
+    m.ty = m.y.tensor(GgmlType::F32, {n, n_tokens});
+    return m;
+}
+
+// A new file in `dir` of `bytes` of incompressible data; its path.
+std::string write_probe_file(const fs::path& dir, uint64_t bytes) {
+    const std::string path = (dir / cat(".strata-disk-probe-", ::getpid())).string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) {
+        throw SystemError(cat("cannot measure the disk: cannot create ", path, ": ",
+                              std::strerror(errno)));
+    }
+    std::vector<uint64_t> chunk((8u << 20) / 8);
+    std::mt19937_64 rng(99);
+    for (uint64_t& w : chunk) w = rng();
+    uint64_t done = 0;
+    while (done < bytes) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes - done, chunk.size() * 8));
+        const ssize_t put = ::write(fd, chunk.data(), n);
+        if (put <= 0) {
+            const int err = errno;
+            ::close(fd);
+            fs::remove(path);
+            throw SystemError(cat("cannot measure the disk: writing ", path, ": ", std::strerror(err)));
+        }
+        done += static_cast<uint64_t>(put);
+        chunk[0] += 1;  // no two chunks alike (deduplicating file systems)
+    }
+    ::fsync(fd);
+    ::close(fd);
+    return path;
+}
+
+void drop_from_page_cache(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+}
+
+}  // namespace
+
+// ---- file ----
+
+std::string profile_to_json(const HardwareProfile& p) {
+    Json j;
+    j["schema_version"] = p.schema_version;
+    j["cpu_name"] = p.cpu_name;
+    j["cpu_threads"] = p.cpu_threads;
+    j["ram_total_bytes"] = p.ram_total_bytes;
+    j["host_read_gbs"] = p.host_read_gbs;
+    j["cpu_gemv_gbs"] = p.cpu_gemv_gbs;
+    j["disk_read_gbs"] = p.disk_read_gbs;
+    j["disk_direct_io"] = p.disk_direct_io;
+    j["gpu_name"] = p.gpu_name;
+    j["gpu_total_bytes"] = p.gpu_total_bytes;
+    j["gpu_read_gbs"] = p.gpu_read_gbs;
+    j["gpu_gemv_gbs"] = p.gpu_gemv_gbs;
+    j["h2d_gbs"] = p.h2d_gbs;
+    j["d2h_gbs"] = p.d2h_gbs;
+    j["transfer_latency_us"] = p.transfer_latency_us;
+    j["cpu_prefill_gflops"] = p.cpu_prefill_gflops;
+    j["gpu_prefill_gflops"] = p.gpu_prefill_gflops;
+    return j.dump(2) + "\n";
+}
+
+HardwareProfile profile_from_json(std::string_view text, std::string_view source) {
+    Json root;
+    try {
+        root = Json::parse(text);
+    } catch (const Json::parse_error& e) {
+        throw FormatError(cat("hardware profile ", source, " is not valid JSON (", e.what(),
+                              "); delete the file to measure again"));
+    }
+    if (!root.is_object()) {
+        throw FormatError(cat("hardware profile ", source, " must be a JSON object"));
+    }
+    const Reader r(root, source);
+    HardwareProfile p;
+    const uint64_t version = r.u64("schema_version");
+    if (version != HardwareProfile::kSchemaVersion) {
+        r.fail("schema_version", cat("is ", version, "; this Strata reads ",
+                                     HardwareProfile::kSchemaVersion));
+    }
+    p.cpu_name = r.str("cpu_name");
+    const uint64_t threads = r.u64("cpu_threads");
+    if (threads > 1u << 20) r.fail("cpu_threads", cat("is implausible: ", threads));
+    p.cpu_threads = static_cast<int>(threads);
+    p.ram_total_bytes = r.u64("ram_total_bytes");
+    p.host_read_gbs = r.rate("host_read_gbs");
+    p.cpu_gemv_gbs = r.rates("cpu_gemv_gbs");
+    p.disk_read_gbs = r.rate("disk_read_gbs");
+    p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
+    p.gpu_name = r.str("gpu_name");
+    p.gpu_total_bytes = r.u64("gpu_total_bytes");
+    p.gpu_read_gbs = r.rate("gpu_read_gbs");
+    p.gpu_gemv_gbs = r.rates("gpu_gemv_gbs");
+    p.h2d_gbs = r.rate("h2d_gbs");
+    p.d2h_gbs = r.rate("d2h_gbs");
+    p.transfer_latency_us = r.rate("transfer_latency_us");
+    p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
+    p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
+    return p;
+}
+
+void save_profile(const HardwareProfile& profile, const std::string& path) {
+    const fs::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    if (ec) throw SystemError(cat("cannot create ", target.parent_path().string(), ": ", ec.message()));
+    const std::string tmp = cat(path, ".tmp", ::getpid());
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << profile_to_json(profile);
+        if (!out.good()) throw SystemError(cat("cannot write ", tmp, ": ", std::strerror(errno)));
+    }
+    fs::rename(tmp, target, ec);
+    if (ec) {
+        fs::remove(tmp);
+        throw SystemError(cat("cannot rename ", tmp, " to ", path, ": ", ec.message()));
+    }
+}
+
+HardwareProfile load_profile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw SystemError(cat("cannot open hardware profile ", path, ": ", std::strerror(errno)));
+    std::stringstream text;
+    text << in.rdbuf();
+    return profile_from_json(text.str(), path);
+}
+
+std::string default_profile_path() {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (xdg != nullptr && xdg[0] == '/') return cat(xdg, "/strata/hardware.json");
+    const char* home = std::getenv("HOME");
+    if (home == nullptr || home[0] == '\0') {
+        throw ArgumentError("cannot place the hardware profile: set HOME or XDG_CACHE_HOME");
+    }
+    return cat(home, "/.cache/strata/hardware.json");
+}
+
+bool profile_matches(const HardwareProfile& profile, std::string_view gpu_name,
+                     std::string_view cpu_name) {
+    return profile.schema_version == HardwareProfile::kSchemaVersion &&
+           profile.gpu_name == gpu_name && profile.cpu_name == cpu_name;
+}
+
+// ---- this machine ----
+
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) != 0) continue;
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) break;
+        const size_t begin = line.find_first_not_of(" \t", colon + 1);
+        return begin == std::string::npos ? "unknown cpu" : line.substr(begin);
+    }
+    return "unknown cpu";
+}
+
+uint64_t ram_total_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+// ---- measurements ----
+
+double measure_host_read_gbs(int threads, std::chrono::duration<double> budget) {
+    threads = std::max(threads, 1);
+    const uint64_t ram = ram_total_bytes();
+    const uint64_t bytes = std::clamp<uint64_t>(ram / 16, 64ull << 20, 512ull << 20);
+    const int64_t n = static_cast<int64_t>(bytes / sizeof(uint64_t));
+    const std::unique_ptr<uint64_t[]> data(new uint64_t[static_cast<size_t>(n)]);
+    // First touch by the reading threads, so pages sit on their NUMA nodes.
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) data[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+    uint64_t sink = 0;
+    const double s = best_time(
+        [&] {
+            uint64_t sum = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
+            for (int64_t i = 0; i < n; ++i) sum += data[static_cast<size_t>(i)];
+            sink += sum;
+        },
+        budget);
+    if (sink == 1) return 0;  // keeps the reads; never true
+    return static_cast<double>(bytes) / s / 1e9;
+}
+
+double measure_cpu_gemv_gbs(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options) {
+    Matmul m = make_matmul(cpu, type, options.weight_bytes, 1);
+    const double s = best_time([&] { cpu.matmul(m.tw, m.tx, m.ty); }, options.budget);
+    return static_cast<double>(m.tw.n_bytes()) / s / 1e9;
+}
+
+double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options) {
+    const int n_tokens = options.n_tokens > 1 ? options.n_tokens : 64;
+    Matmul m = make_matmul(cpu, type, options.weight_bytes, n_tokens);
+    const double s = best_time([&] { cpu.matmul(m.tw, m.tx, m.ty); }, options.budget);
+    const double flops = 2.0 * static_cast<double>(m.tw.ne[0] * m.tw.ne[1]) * n_tokens;
+    return flops / s / 1e9;
+}
+
+DiskReadMeasurement measure_disk_read_gbs(const std::string& path_on_fs, uint64_t bytes) {
+    constexpr uint64_t kRead = 8ull << 20;
+    bytes = std::max<uint64_t>(kRead, bytes / kRead * kRead);
+    std::error_code ec;
+    std::string file;
+    bool temporary = false;
+    if (fs::is_regular_file(path_on_fs, ec) && fs::file_size(path_on_fs, ec) >= bytes) {
+        file = path_on_fs;
+    } else {
+        fs::path dir(path_on_fs);
+        if (!fs::is_directory(dir, ec)) dir = dir.has_parent_path() ? dir.parent_path() : ".";
+        file = write_probe_file(dir, bytes);
+        temporary = true;
+    }
+    DiskReadMeasurement out;
+    try {
+        drop_from_page_cache(file);
+        out.direct_io = supports_direct_io(file);
+        DiskStreamOptions opts;
+        opts.mode = out.direct_io ? DiskIo::Direct : DiskIo::Mmap;
+        opts.staging_bytes = 4 * kRead;
+        drop_from_page_cache(file);  // the probe above read one block
+        const auto t0 = Clock::now();
+        DiskStream stream({file}, opts);
+        const int n_reads = static_cast<int>(bytes / kRead);
+        for (int i = 0; i < n_reads; ++i) stream.add_read(0, static_cast<uint64_t>(i) * kRead, kRead);
+        for (int i = 0; i < n_reads; ++i) {
+            stream.acquire(i);
+            stream.release(i);
+        }
+        out.gbs = static_cast<double>(bytes) / seconds_since(t0) / 1e9;
+    } catch (...) {
+        if (temporary) fs::remove(file, ec);
+        throw;
+    }
+    if (temporary) fs::remove(file, ec);
+    return out;
+}
+
+HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
+    const auto step = [&](std::string_view what) {
+        if (options.progress) options.progress(what);
+    };
+    cpu::CpuBackend cpu(options.threads);
+    HardwareProfile p;
+    p.cpu_name = cpu_model_name();
+    p.cpu_threads = cpu.n_threads();
+    p.ram_total_bytes = ram_total_bytes();
+    step("host read");
+    p.host_read_gbs = measure_host_read_gbs(p.cpu_threads, std::chrono::duration<double>(0.5));
+    for (GgmlType type : options.types) {
+        const std::string name(type_traits(type).name);
+        step(cat("cpu gemv ", name));
+        try {
+            p.cpu_gemv_gbs[name] = measure_cpu_gemv_gbs(cpu, type);
+        } catch (const UnsupportedError&) {
+            // Left out: the cost model falls back to the host read rate for it.
+        }
+    }
+    step("cpu prefill");
+    p.cpu_prefill_gflops = measure_cpu_prefill_gflops(cpu, GgmlType::Q4_K);
+    if (!options.disk_path.empty()) {
+        step("disk read");
+        const DiskReadMeasurement disk = measure_disk_read_gbs(options.disk_path);
+        p.disk_read_gbs = disk.gbs;
+        p.disk_direct_io = disk.direct_io;
+    }
+    return p;
+}
+
+}  // namespace strata

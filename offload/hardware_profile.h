@@ -1,0 +1,113 @@
+// HardwareProfile: the measured speeds of one machine that the cost model turns into seconds
+// per token, its JSON file (cached per user, refreshed when the CPU or GPU changes) and the
+// CPU-side measurements. GPU numbers are filled in by the caller (kernels_cuda measures them);
+// offload/ never touches CUDA. Every rate is in GB/s or GFLOP/s with G = 1e9.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quant/ggml_type.h"
+
+namespace strata {
+
+class Backend;
+
+struct HardwareProfile {
+    static constexpr int kSchemaVersion = 1;
+    int schema_version = kSchemaVersion;
+
+    std::string cpu_name;
+    int cpu_threads = 0;  // the threads the CPU rates were measured with
+    uint64_t ram_total_bytes = 0;
+    double host_read_gbs = 0;                   // streaming read, all cpu_threads
+    std::map<std::string, double> cpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
+    double disk_read_gbs = 0;                   // sequential, on the model's file system
+    bool disk_direct_io = false;                // whether disk_read_gbs was read with O_DIRECT
+
+    std::string gpu_name;  // empty: no GPU
+    uint64_t gpu_total_bytes = 0;
+    double gpu_read_gbs = 0;                     // device memory read bandwidth
+    std::map<std::string, double> gpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
+    double h2d_gbs = 0, d2h_gbs = 0;             // PCIe, pinned
+    double transfer_latency_us = 0;              // one small copy incl. its synchronisation
+
+    double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
+    double gpu_prefill_gflops = 0;
+
+    bool has_gpu() const { return !gpu_name.empty() && gpu_read_gbs > 0; }
+    bool operator==(const HardwareProfile&) const = default;
+};
+
+// --- The file (JSON, one object with the fields above) ---
+
+std::string profile_to_json(const HardwareProfile& profile);
+// FormatError naming `source` and the field for malformed JSON, missing or wrong-typed fields,
+// negative rates, or another schema_version.
+HardwareProfile profile_from_json(std::string_view text, std::string_view source = "profile");
+// Writes atomically (temporary file + rename), creating the folder. SystemError on failure.
+void save_profile(const HardwareProfile& profile, const std::string& path);
+// SystemError when the file cannot be read; FormatError as profile_from_json.
+HardwareProfile load_profile(const std::string& path);
+// $XDG_CACHE_HOME/strata/hardware.json, else ~/.cache/strata/hardware.json. ArgumentError when
+// neither XDG_CACHE_HOME nor HOME is set.
+std::string default_profile_path();
+// Whether `profile` was measured on this CPU and GPU (names compared exactly; an empty gpu_name
+// means no GPU). A profile that does not match is to be measured again.
+bool profile_matches(const HardwareProfile& profile, std::string_view gpu_name,
+                     std::string_view cpu_name);
+
+// --- This machine ---
+
+std::string cpu_model_name();  // /proc/cpuinfo "model name", or "unknown cpu"
+uint64_t ram_total_bytes();    // physical memory
+
+// --- CPU-side measurements (seconds each; every call allocates and frees its own memory) ---
+
+// Multi-threaded streaming read of a buffer far larger than L3 (512 MiB, less on small
+// machines); the best pass within `budget` (at least two passes), in GB/s.
+double measure_host_read_gbs(int threads, std::chrono::duration<double> budget);
+
+struct MatmulMeasureOptions {
+    uint64_t weight_bytes = 128ull << 20;  // the matrix, far larger than the caches
+    int n_tokens = 1;                      // 1: decode GEMV; more: a prefill batch
+    std::chrono::duration<double> budget{0.5};
+};
+// Weight bytes/s (GB/s) of `cpu`.matmul on a `type` matrix [4096, n] of valid blocks (rows
+// quantized from random floats, repeated), one token: the decode rate. UnsupportedError when
+// the backend cannot multiply the type.
+double measure_cpu_gemv_gbs(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options = {});
+// GFLOP/s (2 per weight and token) of a batch of options.n_tokens (64 when left at 1).
+double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type,
+                                  const MatmulMeasureOptions& options = {16ull << 20, 64, {}});
+
+struct DiskReadMeasurement {
+    double gbs = 0;
+    bool direct_io = false;  // O_DIRECT (else through mmap, page cache dropped first)
+};
+// Sequential read bandwidth of the file system holding `path_on_fs`. A regular file of at
+// least `bytes` is read in place (the model file itself: nothing is written); otherwise a
+// temporary file of `bytes` is written in that folder (or the file's folder), dropped from the
+// page cache (posix_fadvise DONTNEED), read through DiskStream and deleted. SystemError when
+// the folder is not writable.
+DiskReadMeasurement measure_disk_read_gbs(const std::string& path_on_fs,
+                                          uint64_t bytes = 256ull << 20);
+
+struct CpuProfileOptions {
+    int threads = 0;           // 0: one per physical core
+    std::string disk_path;     // the model file or its folder; empty: no disk measurement
+    std::vector<GgmlType> types{GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0,
+                                GgmlType::Q5_K, GgmlType::F16};
+    // Called before each step ("host read", "cpu gemv q4_K", "disk read" ...), from this thread.
+    std::function<void(std::string_view step)> progress;
+};
+// The CPU, RAM and disk half of a profile (about 3-5 s): GPU fields are left empty for the
+// caller. Types the CPU backend cannot multiply are left out of cpu_gemv_gbs.
+HardwareProfile measure_cpu_profile(const CpuProfileOptions& options);
+
+}  // namespace strata

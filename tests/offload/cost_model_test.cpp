@@ -1,0 +1,275 @@
+// Cost model: properties any placement model must have (more on the faster processor is never
+// slower, disk-bound decode is disk bytes / disk bandwidth, a split FFN overlaps its parts),
+// the transfers the executor makes, and that fit() recovers known coefficients.
+#include "offload/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/core/error.h"
+#include "tests/offload/placement_test_util.h"
+
+namespace strata {
+namespace {
+
+using test::LlamaShape;
+using test::make_llama_table;
+
+HardwareProfile laptop() {
+    HardwareProfile p;
+    p.cpu_name = "test cpu";
+    p.cpu_threads = 8;
+    p.host_read_gbs = 60;
+    p.cpu_gemv_gbs = {{"q4_K", 45}, {"q6_K", 40}};
+    p.disk_read_gbs = 3;
+    p.gpu_name = "test gpu";
+    p.gpu_read_gbs = 250;
+    p.gpu_gemv_gbs = {{"q4_K", 200}, {"q6_K", 190}};
+    p.h2d_gbs = 12;
+    p.d2h_gbs = 12;
+    p.transfer_latency_us = 20;
+    p.cpu_prefill_gflops = 300;
+    p.gpu_prefill_gflops = 15000;
+    return p;
+}
+
+LlamaShape mid_shape() {
+    LlamaShape s;
+    s.n_layer = 6;
+    s.n_embd = 2048;
+    s.n_ff = 5632;
+    s.n_head = 16;
+    s.n_head_kv = 4;
+    s.n_vocab = 32000;
+    return s;
+}
+
+bool must_stay(const std::string& name, const TensorTable& t) {
+    for (const TensorEntry& e : t.tensors) {
+        if (e.name == name) return e.ne[1] == 1 || name == "token_embd.weight" || name == "output.weight";
+    }
+    return false;
+}
+
+// Layers [0, k) whole on the GPU with their KV; the rest on `rest` (must-stay tensors in RAM).
+Placement first_layers(const TensorTable& t, int k, Tier rest) {
+    Placement p = test::whole_placement(t, rest);
+    for (TensorPlacement& tp : p.tensors) {
+        const int layer = tensor_layer(tp.name);
+        if (layer >= 0 && layer < k) {
+            tp.tier = Tier::Gpu;
+        } else if (must_stay(tp.name, t)) {
+            tp.tier = Tier::Ram;
+        }
+    }
+    for (int l = 0; l < k; ++l) p.kv[static_cast<size_t>(l)] = Tier::Gpu;
+    return p;
+}
+
+void set_tier(Placement& p, const std::string& name, Tier tier) {
+    for (TensorPlacement& tp : p.tensors) {
+        if (tp.name == name) tp.tier = tier;
+    }
+}
+
+TEST(CostModel, MoreLayersOnTheGpuNeverSlower) {
+    const TensorTable t = make_llama_table(mid_shape());
+    const CostParams params;
+    double last = 1e30, last_prefill = 1e30;
+    for (int k = 0; k <= t.n_layer; ++k) {
+        const CostEstimate e = estimate(first_layers(t, k, Tier::Ram), t, laptop(), params);
+        EXPECT_LE(e.decode_s_per_token, last) << "k = " << k;
+        EXPECT_LE(e.prefill_s_per_token, last_prefill) << "k = " << k;
+        EXPECT_GT(e.prefill_s_per_token, 0);
+        last = e.decode_s_per_token;
+        last_prefill = e.prefill_s_per_token;
+    }
+    Placement all = first_layers(t, t.n_layer, Tier::Ram);
+    set_tier(all, "output.weight", Tier::Gpu);
+    EXPECT_LT(estimate(all, t, laptop(), params).decode_s_per_token, last);
+}
+
+TEST(CostModel, EachFfnOrAttentionToGpuNeverSlower) {
+    const TensorTable t = make_llama_table(mid_shape());
+    const CostParams params;
+    Placement p = first_layers(t, 0, Tier::Ram);
+    double last = estimate(p, t, laptop(), params).decode_s_per_token;
+    for (int l = 0; l < t.n_layer; ++l) {
+        const std::string b = cat("blk.", l, ".");
+        // Attention with its KV first, then the FFN: each step moves a whole block's home.
+        for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output"}) set_tier(p, b + w + ".weight", Tier::Gpu);
+        p.kv[static_cast<size_t>(l)] = Tier::Gpu;
+        const double attn = estimate(p, t, laptop(), params).decode_s_per_token;
+        EXPECT_LT(attn, last) << "layer " << l;
+        for (const char* w : {"ffn_gate", "ffn_up", "ffn_down"}) set_tier(p, b + w + ".weight", Tier::Gpu);
+        const double ffn = estimate(p, t, laptop(), params).decode_s_per_token;
+        EXPECT_LT(ffn, attn) << "layer " << l;
+        last = ffn;
+    }
+}
+
+TEST(CostModel, RamNeverSlowerThanDisk) {
+    const TensorTable t = make_llama_table(mid_shape());
+    const CostParams params;
+    const CostEstimate ram = estimate(first_layers(t, 2, Tier::Ram), t, laptop(), params);
+    const CostEstimate disk = estimate(first_layers(t, 2, Tier::Disk), t, laptop(), params);
+    EXPECT_LT(ram.decode_s_per_token, disk.decode_s_per_token);
+    EXPECT_LE(ram.prefill_s_per_token, disk.prefill_s_per_token);  // disk hidden by compute
+    EXPECT_EQ(ram.disk_s, 0);
+    EXPECT_GT(disk.disk_s, 0);
+}
+
+TEST(CostModel, DiskBoundDecodeIsDiskBytesOverBandwidth) {
+    const TensorTable t = make_llama_table(mid_shape());
+    HardwareProfile slow = laptop();
+    slow.disk_read_gbs = 0.05;
+    const Placement p = first_layers(t, 0, Tier::Disk);
+    const double disk_bytes = static_cast<double>(placement_bytes(p, t).disk);
+    CostParams params;
+    params.overhead_s = 0;
+    const CostEstimate e = estimate(p, t, slow, params);
+    const double expected = disk_bytes / (slow.disk_read_gbs * 1e9);
+    EXPECT_NEAR(e.disk_s, expected, expected * 1e-9);
+    EXPECT_NEAR(e.decode_s_per_token, expected, expected * 0.01);
+    EXPECT_EQ(e.transfers, 0);
+    // Compute-bound when the disk is fast: the disk time is hidden.
+    HardwareProfile fast = laptop();
+    fast.disk_read_gbs = 500;
+    const CostEstimate f = estimate(p, t, fast, params);
+    EXPECT_EQ(f.disk_exposed_s, 0);
+    EXPECT_NEAR(f.decode_s_per_token, f.cpu_s + f.gpu_s + f.transfer_s, 1e-12);
+}
+
+TEST(CostModel, SplitFfnOverlapsItsParts) {
+    const TensorTable t = make_llama_table(mid_shape());
+    const CostParams params;
+    Placement whole = first_layers(t, 0, Tier::Ram);
+    const CostEstimate cpu_only = estimate(whole, t, laptop(), params);
+    // Layer 0's FFN split at a quarter: its CPU part shrinks to 3/4 and the GPU part runs beside.
+    Placement split = whole;
+    std::erase_if(split.tensors, [](const TensorPlacement& tp) {
+        return tp.name.rfind("blk.0.ffn_", 0) == 0 && tp.name != "blk.0.ffn_norm.weight";
+    });
+    const int64_t n_ff = mid_shape().n_ff;
+    split.ffn_splits.push_back({0, n_ff / 4 / 256 * 256, n_ff});
+    check_placement(split, t, {});
+    const CostEstimate e = estimate(split, t, laptop(), params);
+    EXPECT_LT(e.decode_s_per_token, cpu_only.decode_s_per_token);
+    EXPECT_EQ(e.transfers, cpu_only.transfers + 2 + 2);  // residual in/out, input/partial sum
+    const auto ffn = find_ffn_tensors(t, 0);
+    const double ffn_cpu_s = static_cast<double>(ffn_slice_bytes(*ffn, 0, n_ff)) / 42e9;
+    const double cut = static_cast<double>(split.ffn_splits[0].gpu_end) / static_cast<double>(n_ff);
+    // The saved CPU time is about the GPU share of the FFN (rates between q4_K and q6_K).
+    EXPECT_NEAR(cpu_only.cpu_s - e.cpu_s, ffn_cpu_s * cut, ffn_cpu_s * cut * 0.15);
+    EXPECT_EQ(e.gpu_s, 0);  // the GPU part is hidden behind the longer CPU part
+}
+
+TEST(CostModel, TransfersFollowTheExecutor) {
+    const TensorTable t = make_llama_table(mid_shape());
+    const CostParams params;
+    Placement p = first_layers(t, 0, Tier::Ram);
+    EXPECT_EQ(estimate(p, t, laptop(), params).transfers, 0);
+    // Attention (with KV) on the GPU, FFN on the CPU: the residual crosses twice per layer.
+    for (int l = 0; l < t.n_layer; ++l) {
+        for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+            set_tier(p, cat("blk.", l, ".", w, ".weight"), Tier::Gpu);
+        }
+        p.kv[static_cast<size_t>(l)] = Tier::Gpu;
+    }
+    EXPECT_EQ(estimate(p, t, laptop(), params).transfers, 2 * t.n_layer);
+    // One weight off its block's home: its input there and output back.
+    set_tier(p, "blk.2.attn_v.weight", Tier::Ram);
+    EXPECT_EQ(estimate(p, t, laptop(), params).transfers, 2 * t.n_layer + 2);
+    // The output matrix on the GPU after a CPU block: hidden in, logits out.
+    set_tier(p, "output.weight", Tier::Gpu);
+    EXPECT_EQ(estimate(p, t, laptop(), params).transfers, 2 * t.n_layer + 4);
+}
+
+TEST(CostModel, LongerContextReadsMoreKv) {
+    const TensorTable t = make_llama_table(mid_shape());
+    CostParams short_ctx, long_ctx;
+    short_ctx.n_ctx_used = 128;
+    long_ctx.n_ctx_used = 8192;
+    const Placement p = first_layers(t, 3, Tier::Ram);
+    EXPECT_LT(estimate(p, t, laptop(), short_ctx).decode_s_per_token,
+              estimate(p, t, laptop(), long_ctx).decode_s_per_token);
+}
+
+TEST(CostModel, RefusesWhatItCannotRate) {
+    const TensorTable t = make_llama_table(mid_shape());
+    HardwareProfile cpu_only = laptop();
+    cpu_only.gpu_name.clear();
+    EXPECT_THROW(estimate(first_layers(t, 1, Tier::Ram), t, cpu_only, {}), ArgumentError);
+    EXPECT_NO_THROW(estimate(first_layers(t, 0, Tier::Ram), t, cpu_only, {}));
+    HardwareProfile empty;
+    EXPECT_THROW(estimate(first_layers(t, 0, Tier::Ram), t, empty, {}), ArgumentError);
+    // No prefill rates: prefill not predicted.
+    HardwareProfile no_prefill = laptop();
+    no_prefill.cpu_prefill_gflops = 0;
+    EXPECT_EQ(estimate(first_layers(t, 0, Tier::Ram), t, no_prefill, {}).prefill_s_per_token, 0);
+}
+
+TEST(CostModel, FitRecoversKnownCoefficients) {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> u(0.001, 0.2);
+    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004;
+    std::vector<Observation> obs;
+    for (int i = 0; i < 40; ++i) {
+        Observation o{u(rng), u(rng), u(rng) * 3, u(rng) * 0.01, 0};
+        o.measured_s_per_token = o.transfer_s + a * o.gpu_s + b * o.cpu_s +
+                                 c * std::max(0.0, o.disk_s - o.gpu_s - o.cpu_s) + d;
+        obs.push_back(o);
+    }
+    CostParams p;
+    fit(p, obs);
+    EXPECT_NEAR(p.gpu_scale, a, 1e-4);
+    EXPECT_NEAR(p.cpu_scale, b, 1e-4);
+    EXPECT_NEAR(p.disk_scale, c, 1e-4);
+    EXPECT_NEAR(p.overhead_s, d, 1e-6);
+}
+
+TEST(CostModel, FitKeepsCoefficientsNonNegativeAndUnexercisedOnes) {
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<double> u(0.001, 0.2);
+    std::normal_distribution<double> noise(0, 0.02);
+    std::vector<Observation> obs;
+    for (int i = 0; i < 30; ++i) {
+        Observation o{u(rng), u(rng), 0, 0, 0};  // no disk in any run
+        // GPU time does not matter at all here: its true coefficient is 0.
+        o.measured_s_per_token = (1.2 * o.cpu_s + 0.002) * (1 + noise(rng));
+        obs.push_back(o);
+    }
+    CostParams p;
+    p.disk_scale = 1.7;
+    fit(p, obs);
+    EXPECT_GE(p.gpu_scale, 0);
+    EXPECT_LT(p.gpu_scale, 0.1);
+    EXPECT_NEAR(p.cpu_scale, 1.2, 0.05);
+    EXPECT_DOUBLE_EQ(p.disk_scale, 1.7);
+    EXPECT_GE(p.overhead_s, 0);
+
+    // Observations from the model itself: the fitted model predicts them back.
+    const TensorTable t = make_llama_table(mid_shape());
+    CostParams truth;
+    truth.cpu_scale = 1.25;
+    truth.gpu_scale = 1.6;
+    truth.overhead_s = 0.003;
+    std::vector<Observation> runs;
+    for (int k : {0, 2, 4, 6}) {
+        const Placement pl = first_layers(t, k, Tier::Ram);
+        runs.push_back(observe(pl, t, laptop(), {}, estimate(pl, t, laptop(), truth).decode_s_per_token));
+    }
+    CostParams fitted;
+    fit(fitted, runs);
+    for (int k : {1, 3, 5}) {
+        const Placement pl = first_layers(t, k, Tier::Ram);
+        const double want = estimate(pl, t, laptop(), truth).decode_s_per_token;
+        EXPECT_NEAR(estimate(pl, t, laptop(), fitted).decode_s_per_token, want, want * 1e-3);
+    }
+    EXPECT_THROW(fit(fitted, {}), ArgumentError);
+    EXPECT_THROW(fit(fitted, {Observation{0.1, 0, 0, 0, -1}}), ArgumentError);
+}
+
+}  // namespace
+}  // namespace strata

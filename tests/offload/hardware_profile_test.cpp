@@ -1,0 +1,173 @@
+// Hardware profile: its JSON file (round trip, refusals naming the field), the cache path,
+// matching, and that each CPU-side measurement returns a plausible number (never a speed
+// threshold: the machine is shared).
+#include "offload/hardware_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/core/error.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "tests/offload/placement_test_util.h"
+
+namespace strata {
+namespace {
+
+HardwareProfile sample_profile() {
+    HardwareProfile p;
+    p.cpu_name = "AMD Ryzen 7 7840HS w/ Radeon 780M Graphics";
+    p.cpu_threads = 8;
+    p.ram_total_bytes = 33554432000;
+    p.host_read_gbs = 61.25;
+    p.cpu_gemv_gbs = {{"q4_K", 48.5}, {"q6_K", 41.0}, {"f16", 30.125}};
+    p.disk_read_gbs = 3.2;
+    p.disk_direct_io = true;
+    p.gpu_name = "NVIDIA GeForce RTX 4060 Laptop GPU";
+    p.gpu_total_bytes = 8585216000;
+    p.gpu_read_gbs = 230.5;
+    p.gpu_gemv_gbs = {{"q4_K", 190.0}};
+    p.h2d_gbs = 12.5;
+    p.d2h_gbs = 13.25;
+    p.transfer_latency_us = 18.5;
+    p.cpu_prefill_gflops = 310.0;
+    p.gpu_prefill_gflops = 14000.0;
+    return p;
+}
+
+// The sample's JSON with `key` replaced by `value` (raw JSON text) or removed (empty value).
+std::string edited(const std::string& key, const std::string& value) {
+    std::string text = profile_to_json(sample_profile());
+    const size_t at = text.find("\"" + key + "\"");
+    EXPECT_NE(at, std::string::npos) << key;
+    const size_t colon = text.find(':', at);
+    size_t end = colon + 1;
+    int depth = 0;
+    for (; end < text.size(); ++end) {
+        const char c = text[end];
+        if (c == '{' || c == '[') ++depth;
+        if (c == '}' || c == ']') {
+            if (depth == 0) break;
+            --depth;
+        }
+        if (c == ',' && depth == 0) break;
+    }
+    if (value.empty()) {
+        const size_t line = text.rfind('\n', at);
+        return text.substr(0, line) + text.substr(end + (text[end] == ',' ? 1 : 0));
+    }
+    return text.substr(0, colon + 1) + " " + value + text.substr(end);
+}
+
+void expect_format_error(const std::string& text, const std::string& needle) {
+    try {
+        profile_from_json(text, "test.json");
+        FAIL() << "accepted: " << text;
+    } catch (const FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+TEST(HardwareProfile, JsonRoundTrip) {
+    const HardwareProfile p = sample_profile();
+    EXPECT_EQ(profile_from_json(profile_to_json(p)), p);
+    const HardwareProfile empty;
+    EXPECT_EQ(profile_from_json(profile_to_json(empty)), empty);
+}
+
+TEST(HardwareProfile, SaveLoadRoundTrip) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("sub/dir/hardware.json");
+    save_profile(sample_profile(), path);
+    EXPECT_EQ(load_profile(path), sample_profile());
+    EXPECT_THROW(load_profile(dir.file("missing.json")), SystemError);
+}
+
+TEST(HardwareProfile, RefusesCorruptFiles) {
+    const std::string good = profile_to_json(sample_profile());
+    expect_format_error(good.substr(0, good.size() / 2), "not valid JSON");
+    expect_format_error("[1, 2]", "JSON object");
+    expect_format_error(edited("host_read_gbs", ""), "$.host_read_gbs: missing");
+    expect_format_error(edited("host_read_gbs", "\"fast\""), "$.host_read_gbs: must be a number");
+    expect_format_error(edited("disk_read_gbs", "-1.5"), "$.disk_read_gbs: must be >= 0");
+    expect_format_error(edited("schema_version", "2"), "this Strata reads 1");
+    expect_format_error(edited("cpu_gemv_gbs", "{\"q4_Z\": 3}"), "$.cpu_gemv_gbs.q4_Z");
+    expect_format_error(edited("gpu_gemv_gbs", "{\"q4_K\": null}"), "$.gpu_gemv_gbs.q4_K");
+    expect_format_error(edited("disk_direct_io", "1"), "true or false");
+    expect_format_error(edited("gpu_total_bytes", "-5"), "non-negative integer");
+    test::ScratchDir dir;
+    const std::string path = dir.file("hardware.json");
+    std::ofstream(path) << "{\"schema_version\": 1,";
+    try {
+        load_profile(path);
+        FAIL();
+    } catch (const FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+}
+
+TEST(HardwareProfile, DefaultPathAndMatching) {
+    const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+    const std::string saved = old_xdg ? old_xdg : "";
+    setenv("XDG_CACHE_HOME", "/var/cache/u", 1);
+    EXPECT_EQ(default_profile_path(), "/var/cache/u/strata/hardware.json");
+    unsetenv("XDG_CACHE_HOME");
+    if (const char* home = std::getenv("HOME")) {
+        EXPECT_EQ(default_profile_path(), std::string(home) + "/.cache/strata/hardware.json");
+    }
+    if (old_xdg) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+
+    const HardwareProfile p = sample_profile();
+    EXPECT_TRUE(profile_matches(p, p.gpu_name, p.cpu_name));
+    EXPECT_FALSE(profile_matches(p, "NVIDIA H100", p.cpu_name));
+    EXPECT_FALSE(profile_matches(p, "", p.cpu_name));
+    EXPECT_FALSE(profile_matches(p, p.gpu_name, "Intel Xeon"));
+}
+
+TEST(HardwareProfile, ThisMachine) {
+    EXPECT_FALSE(cpu_model_name().empty());
+    EXPECT_GT(ram_total_bytes(), 64ull << 20);
+}
+
+TEST(HardwareProfile, HostReadIsPlausible) {
+    const double gbs = measure_host_read_gbs(2, std::chrono::duration<double>(0.05));
+    EXPECT_GT(gbs, 0.05);
+    EXPECT_LT(gbs, 10000.0);
+}
+
+TEST(HardwareProfile, CpuMatmulRatesArePlausible) {
+    cpu::CpuBackend cpu(1);
+    MatmulMeasureOptions o;
+    o.weight_bytes = 4ull << 20;
+    o.budget = std::chrono::duration<double>(0.01);
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16}) {
+        const double gbs = measure_cpu_gemv_gbs(cpu, type, o);
+        EXPECT_GT(gbs, 0.01) << type_traits(type).name;
+        EXPECT_LT(gbs, 10000.0) << type_traits(type).name;
+    }
+    o.n_tokens = 16;
+    const double gflops = measure_cpu_prefill_gflops(cpu, GgmlType::Q4_K, o);
+    EXPECT_GT(gflops, 0.01);
+    EXPECT_LT(gflops, 1e6);
+}
+
+TEST(HardwareProfile, DiskReadLeavesNothingBehind) {
+    test::ScratchDir dir;
+    const std::string folder = std::filesystem::path(dir.file("x")).parent_path().string();
+    const DiskReadMeasurement m = measure_disk_read_gbs(folder, 16ull << 20);
+    EXPECT_GT(m.gbs, 0.0);
+    EXPECT_TRUE(std::filesystem::is_empty(folder));
+    // A large enough file is read in place, not copied.
+    const std::string file = dir.file("model.gguf");
+    std::ofstream(file, std::ios::binary) << std::string(9u << 20, 'x');
+    EXPECT_GT(measure_disk_read_gbs(file, 8ull << 20).gbs, 0.0);
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folder),
+                            std::filesystem::directory_iterator()),
+              1);
+    EXPECT_THROW(measure_disk_read_gbs("/proc/strata-no-such-dir/x", 8ull << 20), SystemError);
+}
+
+}  // namespace
+}  // namespace strata
