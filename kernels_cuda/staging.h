@@ -57,6 +57,11 @@ class ArgRing {
     cudaEvent_t released_[2] = {nullptr, nullptr};
     int current_ = 0;
     size_t offset_ = 0;  // inside the current half
+    // The last array pushed (in the current half until the ring leaves it), reused when the
+    // next push carries the same bytes.
+    const void* last_dev_ = nullptr;
+    size_t last_at_ = 0;
+    size_t last_bytes_ = 0;
 };
 
 }  // namespace strata::cuda

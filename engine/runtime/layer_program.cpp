@@ -20,10 +20,21 @@ bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
 }  // namespace
 
-LayerProgram::LayerProgram(const PlacedModel& model) : model_(model), config_(model.model().config()) {
+LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens)
+    : model_(model), config_(model.model().config()), gpu_prefill_min_tokens_(gpu_prefill_min_tokens) {
     if (static_cast<int>(model.backends().size()) > kMaxBackends) {
         throw UnsupportedError(cat("the executor runs on at most ", kMaxBackends, " backends"));
     }
+    for (size_t i = 0; i < model.backends().size(); ++i)
+        if (!is_host(*model.backends()[i])) gpu_ = static_cast<int>(i);
+}
+
+int LayerProgram::compute_backend(const PlacedWeight& w, int64_t n) const {
+    if (gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ &&
+        is_host(*w.backend)) {
+        return gpu_;
+    }
+    return index_of(w.backend);
 }
 
 LayerProgram::~LayerProgram() = default;
@@ -83,36 +94,51 @@ Tensor LayerProgram::residual_on(int bi, int64_t n) {
     return x;
 }
 
-void LayerProgram::matmul_local(const PlacedWeight& w, const Tensor& in, Tensor& out) {
-    Backend& b = *w.backend;
-    if (w.stream_id < 0) {
+void LayerProgram::matmul_local(const PlacedWeight& w, int bi, const Tensor& in, Tensor& out) {
+    Backend& b = backend(bi);
+    const bool shipped = index_of(w.backend) != bi;
+    if (w.stream_id < 0 && !shipped) {
         b.matmul(w.tensor, in, out);
         return;
     }
-    DiskStream& stream = *model_.disk_stream();
+    DiskStream* stream = w.stream_id >= 0 ? model_.disk_stream() : nullptr;
     Tensor t = w.tensor;
-    t.data = const_cast<void*>(stream.acquire(w.stream_id));
-    t.memory = MemoryKind::Host;
+    if (stream != nullptr) {
+        t.data = const_cast<void*>(stream->acquire(w.stream_id));
+        t.memory = MemoryKind::Host;
+    }
     try {
+        if (shipped) {
+            // Into the GPU staging buffer; copy_in returns once the host bytes may be reused.
+            const Tensor host = t;
+            const uint64_t bytes = host.row_bytes() * static_cast<uint64_t>(host.n_rows());
+            STRATA_INVARIANT(ship_.size() >= bytes);
+            t = Tensor::contiguous(host.type, ship_.data(), {host.ne[0], host.ne[1], host.ne[2], host.ne[3]},
+                                   ship_.memory());
+            b.copy_in(host, t);
+        }
+        if (stream != nullptr) {
+            stream->release(w.stream_id);
+            stream = nullptr;
+        }
         b.matmul(t, in, out);
     } catch (...) {
-        stream.release(w.stream_id);
+        if (stream != nullptr) stream->release(w.stream_id);
         throw;
     }
-    stream.release(w.stream_id);
 }
 
 void LayerProgram::matmul(const PlacedWeight& w, int home, const Tensor& in, Tensor& out) {
-    const int wb = index_of(w.backend);
+    const int64_t n = in.ne[1];
+    const int wb = compute_backend(w, n);
     if (wb == home) {
-        matmul_local(w, in, out);
+        matmul_local(w, wb, in, out);
         return;
     }
-    const int64_t n = in.ne[1];
     Tensor in_w = act(wb, kMmIn, in.ne[0], n);
     transfer(home, in, wb, in_w);
     Tensor out_w = act(wb, kMmOut, out.ne[0], n);
-    matmul_local(w, in_w, out_w);
+    matmul_local(w, wb, in_w, out_w);
     transfer(wb, out_w, home, out);
 }
 
@@ -137,6 +163,32 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     positions_.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) positions_[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i);
 
+    // The GPU staging buffer for shipped prefill weights: sized once for the largest host
+    // weight; without room for it, prefill stays on the host backends.
+    if (gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ && !ship_) {
+        uint64_t largest = 0;
+        auto consider = [&](const PlacedWeight& w) {
+            if (w.present() && is_host(*w.backend)) largest = std::max(largest, w.tensor.row_bytes() * static_cast<uint64_t>(w.tensor.n_rows()));
+        };
+        for (int il = 0; il < model_.n_layer(); ++il) {
+            const PlacedLayer& l = model_.layer(il);
+            for (const PlacedWeight* w : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) consider(*w);
+            for (const FfnPart& p : l.ffn) {
+                consider(p.gate);
+                consider(p.up);
+                consider(p.down);
+            }
+        }
+        if (largest == 0) {
+            shipping_ok_ = false;
+        } else {
+            try {
+                ship_ = backend(gpu_).allocate(largest, "prefill weight staging");
+            } catch (const BudgetError&) {
+                shipping_ok_ = false;
+            }
+        }
+    }
     x_home_ = index_of(embd.backend);
     Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
     backend(x_home_).get_rows(embd.tensor, tokens.data(), n, x);
@@ -235,7 +287,7 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
 void LayerProgram::ffn_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const float eps = static_cast<float>(config_.rms_eps);
-    const int hb = index_of(w.ffn.front().gate.backend);
+    const int hb = compute_backend(w.ffn.front().gate, n);
     Backend& h = backend(hb);
 
     Tensor x = residual_on(hb, n);
@@ -246,7 +298,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     std::array<bool, kMaxBackends> has_input{}, has_sum{};
     has_input[static_cast<size_t>(hb)] = true;
     for (const FfnPart& p : w.ffn) {
-        const int pb = index_of(p.gate.backend);
+        const int pb = compute_backend(p.gate, n);
         if (has_input[static_cast<size_t>(pb)]) continue;
         Tensor cur_p = act(pb, kCur, config_.n_embd, n);
         transfer(hb, cur, pb, cur_p);
@@ -254,23 +306,23 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     }
     Tensor proj = act(hb, kProj, config_.n_embd, n);
     for (const FfnPart& p : w.ffn) {
-        const int pb = index_of(p.gate.backend);
+        const int pb = compute_backend(p.gate, n);
         Backend& b = backend(pb);
         const int64_t width = p.end - p.begin;
         Tensor in = pb == hb ? cur : act(pb, kCur, config_.n_embd, n);
         Tensor gate = act(pb, kGate, width, n);  // [width, n]
         Tensor up = act(pb, kUp, width, n);
-        matmul_local(p.gate, in, gate);
-        matmul_local(p.up, in, up);
+        matmul_local(p.gate, pb, in, gate);
+        matmul_local(p.up, pb, in, up);
         b.gated_activation(gate, up, config_.activation, gate);
         // Partial sums per backend: the home's in proj, others' in kPart.
         Tensor sum = pb == hb ? proj : act(pb, kPart, config_.n_embd, n);
         if (!has_sum[static_cast<size_t>(pb)]) {
-            matmul_local(p.down, gate, sum);
+            matmul_local(p.down, pb, gate, sum);
             has_sum[static_cast<size_t>(pb)] = true;
         } else {
             Tensor tmp = act(pb, kPartTmp, config_.n_embd, n);
-            matmul_local(p.down, gate, tmp);
+            matmul_local(p.down, pb, gate, tmp);
             b.add(sum, tmp, sum);
         }
     }
@@ -296,14 +348,14 @@ void LayerProgram::logits(const float* hidden, int64_t n, float* logits) {
                                            {config_.n_embd, rows});
         Tensor out_host = Tensor::contiguous(GgmlType::F32, logits + r0 * n_vocab(), {n_vocab(), rows});
         if (is_host(b)) {
-            matmul_local(out_w, h_host, out_host);
+            matmul_local(out_w, ob, h_host, out_host);
             if (config_.final_logit_softcap > 0) b.softcap(out_host, static_cast<float>(config_.final_logit_softcap));
             continue;
         }
         Tensor h_dev = act(ob, kMmIn, config_.n_embd, rows);
         b.copy_in(h_host, h_dev);
         Tensor out_dev = act(ob, kLogits, n_vocab(), rows);
-        matmul_local(out_w, h_dev, out_dev);
+        matmul_local(out_w, ob, h_dev, out_dev);
         if (config_.final_logit_softcap > 0) b.softcap(out_dev, static_cast<float>(config_.final_logit_softcap));
         b.copy_out(out_dev, out_host);
     }

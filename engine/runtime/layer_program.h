@@ -12,6 +12,10 @@
 // parts run on their own backends — device parts are queued first, so they overlap the host
 // parts — their partial sums added at the home. DISK weights come from the model's DiskStream
 // in program order. The residual stream moves only when the next block's home differs.
+// Prefill: in batches of at least gpu_prefill_min_tokens, a weight held by a host backend (RAM
+// or DISK) is copied into a GPU staging buffer and multiplied there, when the model has a GPU
+// backend (compute-bound batches gain more from the GPU than the copy costs; single stream,
+// so the next weight's host-side copy overlaps the current GPU product).
 // Not thread-safe: one program per sequence being evaluated.
 #pragma once
 
@@ -31,8 +35,9 @@ struct PlacedWeight;
 
 class LayerProgram {
   public:
-    // The placed model (and its backends) must outlive the program.
-    explicit LayerProgram(const PlacedModel& model);
+    // The placed model (and its backends) must outlive the program. gpu_prefill_min_tokens: 0
+    // never ships host weights to the GPU.
+    explicit LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens = 64);
     ~LayerProgram();
 
     // Evaluates `tokens` at positions kv.n_used() .. kv.n_used()+n-1, appending their keys and
@@ -69,8 +74,11 @@ class LayerProgram {
     Tensor residual_on(int bi, int64_t n);
     // out = w · in, with in and out on backend `home`; w runs on its own backend.
     void matmul(const PlacedWeight& w, int home, const Tensor& in, Tensor& out);
-    // w · in on w's backend, in and out there too; streams w in when it is on DISK.
-    void matmul_local(const PlacedWeight& w, const Tensor& in, Tensor& out);
+    // w · in on backend bi (w's own, or the GPU it is shipped to), in and out there too;
+    // streams w in when it is on DISK.
+    void matmul_local(const PlacedWeight& w, int bi, const Tensor& in, Tensor& out);
+    // The backend a weight's product runs on for a batch of n tokens.
+    int compute_backend(const PlacedWeight& w, int64_t n) const;
     Backend& backend(int bi) const;
     int index_of(const Backend* b) const;
 
@@ -78,6 +86,10 @@ class LayerProgram {
     const ModelConfig& config_;
     std::vector<int32_t> positions_;
     int x_home_ = 0;  // backend index holding the residual stream
+    int gpu_ = -1;    // index of the device backend, if any
+    int64_t gpu_prefill_min_tokens_;
+    bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer
+    Buffer ship_;              // GPU staging of a host weight during prefill
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
     std::vector<float> bounce_;  // host hop of device-to-device transfers
 };

@@ -1,6 +1,9 @@
 // Residency: loading weights into their tiers (placed_model.h).
 #include "engine/runtime/placed_model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "engine/core/error.h"
@@ -12,6 +15,18 @@ namespace {
 bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
 std::string layer_name(int il, const char* suffix) { return cat("blk.", il, ".", suffix); }
+
+// After a contiguous weight was copied to the GPU, its pages of the (private, read-only) file
+// mapping are dropped from the process, so resident memory counts only RAM-tier weights. Only
+// pages wholly inside the range: a neighbour's weights may share the edge pages.
+void drop_mapped_pages(const Tensor& view) {
+    if (!view.is_contiguous() || view.memory != MemoryKind::Host) return;
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(view.data);
+    const uintptr_t first = (begin + page - 1) / page * page;
+    const uintptr_t last = (begin + view.n_bytes()) / page * page;
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 // A disk read must cover the tensor's bytes in its shard.
 const TensorInfo& info_of(const Model& model, const std::string& name) { return model.file().tensor(name); }
@@ -48,6 +63,7 @@ PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tie
             w.tensor = Tensor::contiguous(view.type, buf.data(), {view.ne[0], view.ne[1], view.ne[2], view.ne[3]},
                                           buf.memory());
             tiers.gpu->copy_in(view, w.tensor);
+            drop_mapped_pages(view);
             stats_.gpu_weight_bytes += view.n_bytes();
             owned_.push_back(std::move(buf));
             break;

@@ -23,6 +23,9 @@ struct SessionParams {
     int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
     int64_t n_batch = 256;             // prompt tokens per forward pass
     GgmlType kv_type = GgmlType::F16;  // f16, f32, q8_0, q4_0
+    // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
+    // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
+    int64_t gpu_prefill_min_tokens = 64;
 };
 
 class Session {
