@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <vector>
 #include <string_view>
 
 #include "kernels_cuda/cuda_backend.h"
@@ -42,6 +43,12 @@ struct CudaBackend::Impl {
     ArenaBuffer x_f16;      // f16 activations of the cuBLAS path
     ArenaBuffer w_tile;     // f16 weight tile of the cuBLAS path
     ArenaBuffer attn_part;  // attention partials of split keys
+    // Decode graph (begin_graph / end_graph).
+    bool capturing = false;
+    std::vector<ArenaBuffer> retired;  // scratch outgrown while recording
+    cudaGraphExec_t graph_exec = nullptr;
+    uint64_t graph_launches = 0;
+    uint64_t graph_instantiations = 0;
 };
 
 // ---- argument checks (op_checks.cpp); ArgumentError / UnsupportedError with the shapes.

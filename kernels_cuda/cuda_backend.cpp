@@ -109,6 +109,12 @@ CudaBackend::Impl::Impl(const CudaBackendOptions& opts) : options(opts) {
 }
 
 CudaBackend::Impl::~Impl() {
+    if (capturing) {
+        cudaGraph_t g = nullptr;
+        cudaStreamEndCapture(stream, &g);
+        if (g != nullptr) cudaGraphDestroy(g);
+    }
+    if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
     if (stream != nullptr) cudaStreamSynchronize(stream);
     if (cublas != nullptr) cublasDestroy(cublas);
     args.reset();
@@ -118,6 +124,9 @@ CudaBackend::Impl::~Impl() {
 
 void* CudaBackend::Impl::scratch(ArenaBuffer& buf, uint64_t bytes, std::string_view what) {
     if (buf.size() < bytes) {
+        // While a graph is recorded, earlier nodes of it still name the old block: keep it
+        // until the graph is launched.
+        if (capturing) retired.push_back(std::move(buf));
         buf.reset();
         buf = ArenaBuffer(arena, bytes, what);
     }
@@ -215,6 +224,57 @@ void CudaBackend::copy_in(const Tensor& src, Tensor& dst) {
 void CudaBackend::copy_out(const Tensor& src, Tensor& dst) { download(src, dst); }
 
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
+
+void CudaBackend::begin_graph() {
+    Impl& s = *impl_;
+    if (s.capturing) throw ArgumentError("begin_graph: a graph is already being recorded");
+    s.args->reserve(64 * 1024, s.stream);  // a decode step's arguments, without a wait inside
+    CUDA_CHECK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+    s.capturing = true;
+}
+
+void CudaBackend::end_graph() {
+    Impl& s = *impl_;
+    if (!s.capturing) throw ArgumentError("end_graph: no graph is being recorded");
+    s.capturing = false;
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(s.stream, &graph));
+    // Same topology as the last step (only positions and lengths moved): update in place.
+    bool updated = false;
+    if (s.graph_exec != nullptr) {
+        cudaGraphExecUpdateResultInfo info{};
+        updated = cudaGraphExecUpdate(s.graph_exec, graph, &info) == cudaSuccess;
+        if (!updated) {
+            cudaGetLastError();  // clear the failed update
+            cudaGraphExecDestroy(s.graph_exec);
+            s.graph_exec = nullptr;
+        }
+    }
+    if (!updated) {
+        const cudaError_t e = cudaGraphInstantiate(&s.graph_exec, graph, 0);
+        if (e != cudaSuccess) cudaGraphDestroy(graph);
+        CUDA_CHECK(e);
+        ++s.graph_instantiations;
+    }
+    cudaGraphDestroy(graph);
+    CUDA_CHECK(cudaGraphLaunch(s.graph_exec, s.stream));
+    s.retired.clear();  // later users of these bytes are ordered after the launch
+    ++s.graph_launches;
+}
+
+void CudaBackend::abort_graph() {
+    Impl& s = *impl_;
+    if (!s.capturing) return;
+    s.capturing = false;
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(s.stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    s.retired.clear();
+}
+
+uint64_t CudaBackend::graph_launches() const { return impl_->graph_launches; }
+uint64_t CudaBackend::graph_instantiations() const { return impl_->graph_instantiations; }
 
 // ---- ops
 

@@ -87,6 +87,15 @@ class CudaBackend : public Backend {
                    const int32_t* positions, const AttentionParams& params, Tensor& out) override;
     void softcap(Tensor& x, float cap) override;
     void synchronize() override;
+    // Stream capture into a CUDA graph; end_graph() updates the previous executable graph in
+    // place when only parameters changed (the next decode step), else instantiates anew, and
+    // launches it.
+    void begin_graph() override;
+    void end_graph() override;
+    void abort_graph() override;
+    // Graph launches and re-instantiations so far (for tests and --verbose).
+    uint64_t graph_launches() const;
+    uint64_t graph_instantiations() const;
 
     struct Impl;
 

@@ -64,6 +64,15 @@ ArgRing::~ArgRing() {
     if (pinned_ != nullptr) cudaFreeHost(pinned_);
 }
 
+void ArgRing::reserve(size_t bytes, cudaStream_t stream) {
+    if (offset_ + bytes <= half_) return;
+    CUDA_CHECK(cudaEventRecord(released_[current_], stream));
+    current_ ^= 1;
+    CUDA_CHECK(cudaEventSynchronize(released_[current_]));
+    offset_ = 0;
+    last_dev_ = nullptr;
+}
+
 const void* ArgRing::push(const void* host, size_t bytes, cudaStream_t stream) {
     constexpr size_t kAlign = 256;
     const size_t size = (bytes + kAlign - 1) / kAlign * kAlign;

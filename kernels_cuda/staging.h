@@ -47,6 +47,9 @@ class ArgRing {
     // Device copy of host[0, bytes), enqueued on `stream`. Arrays larger than a half go through
     // a separate buffer after a stream synchronize (rare: huge batches).
     const void* push(const void* host, size_t bytes, cudaStream_t stream);
+    // Moves to the other half now (may wait) if less than `bytes` are left in this one, so the
+    // next pushes need no wait (a stream being captured into a graph must not wait).
+    void reserve(size_t bytes, cudaStream_t stream);
 
   private:
     size_t half_;

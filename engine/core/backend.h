@@ -100,6 +100,15 @@ public:
 
     // Waits until every queued op has finished (a no-op on synchronous backends).
     virtual void synchronize() {}
+
+    // ---- graphs: ops between begin_graph() and end_graph() may be recorded and launched as
+    // one unit (CUDA graphs: one launch instead of hundreds). Between them nothing may wait
+    // for the device or read results on the host (no copy_out), and buffers may not be freed.
+    // abort_graph() discards a recording after an exception. Backends without graphs run the
+    // ops as they come and ignore these calls.
+    virtual void begin_graph() {}
+    virtual void end_graph() {}
+    virtual void abort_graph() {}
 };
 
 }  // namespace strata

@@ -27,6 +27,17 @@ LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tok
     }
     for (size_t i = 0; i < model.backends().size(); ++i)
         if (!is_host(*model.backends()[i])) gpu_ = static_cast<int>(i);
+    if (gpu_ >= 0) {
+        const Backend* g = model.backends()[static_cast<size_t>(gpu_)];
+        auto on_gpu = [&](const PlacedWeight& w) { return !w.present() || (w.backend == g && w.stream_id < 0); };
+        all_on_gpu_ = on_gpu(model.token_embd()) && on_gpu(model.output());
+        for (int il = 0; il < model.n_layer() && all_on_gpu_; ++il) {
+            const PlacedLayer& l = model.layer(il);
+            all_on_gpu_ = l.attn_home == g && on_gpu(l.attn_q) && on_gpu(l.attn_k) && on_gpu(l.attn_v) &&
+                          on_gpu(l.attn_output);
+            for (const FfnPart& p : l.ffn) all_on_gpu_ = all_on_gpu_ && on_gpu(p.gate) && on_gpu(p.up) && on_gpu(p.down);
+        }
+    }
 }
 
 int LayerProgram::compute_backend(const PlacedWeight& w, int64_t n) const {
@@ -190,30 +201,43 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
         }
     }
     x_home_ = index_of(embd.backend);
-    Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
-    backend(x_home_).get_rows(embd.tensor, tokens.data(), n, x);
-    if (config_.embd_scale != 1.0) backend(x_home_).scale(x, static_cast<float>(config_.embd_scale));
+    const int64_t m = static_cast<int64_t>(output_rows.size());
+    // A decode step with everything on the GPU runs as one graph once scratch sizes settled.
+    Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 ? &backend(gpu_) : nullptr;
+    if (n == 1) ++forwards_;
+    if (graph != nullptr) graph->begin_graph();
+    Tensor out;
+    try {
+        Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
+        backend(x_home_).get_rows(embd.tensor, tokens.data(), n, x);
+        if (config_.embd_scale != 1.0) backend(x_home_).scale(x, static_cast<float>(config_.embd_scale));
 
-    for (int il = 0; il < config_.n_layer; ++il) {
-        attention_block(il, n, kv, pos0);
-        ffn_block(il, n);
+        for (int il = 0; il < config_.n_layer; ++il) {
+            attention_block(il, n, kv, pos0);
+            ffn_block(il, n);
+        }
+
+        // Final norm of the requested rows, where the residual stream ends.
+        if (m > 0) {
+            Backend& h = backend(x_home_);
+            x = act(x_home_, kX, config_.n_embd, n);
+            out = act(x_home_, kHidden, config_.n_embd, m);
+            const float eps = static_cast<float>(config_.rms_eps);
+            for (int64_t j = 0; j < m; ++j) {
+                Tensor dst = out.row(j);
+                h.rms_norm(x.row(output_rows[static_cast<size_t>(j)]), &model_.output_norm().on(x_home_), eps, dst);
+            }
+        }
+        if (graph != nullptr) graph->end_graph();
+    } catch (...) {
+        if (graph != nullptr) graph->abort_graph();
+        throw;
     }
     kv.set_used(pos0 + n);
-
-    // Final norm of the requested rows, where the residual stream ends.
-    const int64_t m = static_cast<int64_t>(output_rows.size());
     hidden.resize(static_cast<size_t>(config_.n_embd * m));
     if (m == 0) return;
-    Backend& h = backend(x_home_);
-    x = act(x_home_, kX, config_.n_embd, n);
-    Tensor out = act(x_home_, kHidden, config_.n_embd, m);
-    const float eps = static_cast<float>(config_.rms_eps);
-    for (int64_t j = 0; j < m; ++j) {
-        Tensor dst = out.row(j);
-        h.rms_norm(x.row(output_rows[static_cast<size_t>(j)]), &model_.output_norm().on(x_home_), eps, dst);
-    }
     Tensor host = Tensor::contiguous(GgmlType::F32, hidden.data(), {config_.n_embd, m});
-    h.copy_out(out, host);
+    backend(x_home_).copy_out(out, host);
 }
 
 void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0) {

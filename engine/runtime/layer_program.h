@@ -16,6 +16,8 @@
 // or DISK) is copied into a GPU staging buffer and multiplied there, when the model has a GPU
 // backend (compute-bound batches gain more from the GPU than the copy costs; single stream,
 // so the next weight's host-side copy overlaps the current GPU product).
+// Decode with every weight on the GPU is recorded and launched as one graph per step
+// (Backend::begin_graph), after one eager step.
 // Not thread-safe: one program per sequence being evaluated.
 #pragma once
 
@@ -87,6 +89,8 @@ class LayerProgram {
     std::vector<int32_t> positions_;
     int x_home_ = 0;  // backend index holding the residual stream
     int gpu_ = -1;    // index of the device backend, if any
+    bool all_on_gpu_ = false;   // every weight and KV on the device backend: decode as a graph
+    int64_t forwards_ = 0;      // single-token steps run; graphs start after an eager one
     int64_t gpu_prefill_min_tokens_;
     bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer
     Buffer ship_;              // GPU staging of a host weight during prefill
