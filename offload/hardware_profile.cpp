@@ -18,6 +18,7 @@
 
 #include "engine/core/backend.h"
 #include "engine/core/error.h"
+#include "engine/core/timing.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "kernels_cpu/cpu_features.h"
 #include "offload/disk_stream.h"
@@ -28,11 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // ---- JSON ----
 
@@ -106,19 +102,6 @@ void fill_matrix(GgmlType type, int64_t k, int64_t n, uint8_t* data) {
     }
 }
 
-// Best seconds per call of `fn` (one warm-up, then at least three calls or until `budget`).
-template <typename Fn>
-double best_time(Fn&& fn, std::chrono::duration<double> budget) {
-    fn();
-    double best = 1e30;
-    const auto t0 = Clock::now();
-    for (int i = 0; i < 3 || seconds_since(t0) < budget.count(); ++i) {
-        const auto t = Clock::now();
-        fn();
-        best = std::min(best, seconds_since(t));
-    }
-    return best;
-}
 
 struct Matmul {
     Buffer w, x, y;
@@ -395,21 +378,23 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
     p.cpu_threads = cpu.n_threads();
     p.ram_total_bytes = ram_total_bytes();
     step("host read");
-    p.host_read_gbs = measure_host_read_gbs(p.cpu_threads, std::chrono::duration<double>(0.5));
+    p.host_read_gbs = measure_host_read_gbs(p.cpu_threads, options.budget_per_step);
     for (GgmlType type : options.types) {
         const std::string name(type_traits(type).name);
         step(cat("cpu gemv ", name));
         try {
-            p.cpu_gemv_gbs[name] = measure_cpu_gemv_gbs(cpu, type);
+            p.cpu_gemv_gbs[name] =
+                measure_cpu_gemv_gbs(cpu, type, {options.gemv_bytes, 1, options.budget_per_step});
         } catch (const UnsupportedError&) {
             // Left out: the cost model falls back to the host read rate for it.
         }
     }
     step("cpu prefill");
-    p.cpu_prefill_gflops = measure_cpu_prefill_gflops(cpu, GgmlType::Q4_K);
+    p.cpu_prefill_gflops = measure_cpu_prefill_gflops(
+        cpu, GgmlType::Q4_K, {std::min<uint64_t>(options.gemv_bytes, 16ull << 20), 64, options.budget_per_step});
     if (!options.disk_path.empty()) {
         step("disk read");
-        const DiskReadMeasurement disk = measure_disk_read_gbs(options.disk_path);
+        const DiskReadMeasurement disk = measure_disk_read_gbs(options.disk_path, options.disk_bytes);
         p.disk_read_gbs = disk.gbs;
         p.disk_direct_io = disk.direct_io;
     }

@@ -105,6 +105,11 @@ struct CpuProfileOptions {
                                 GgmlType::Q5_K, GgmlType::F16};
     // Called before each step ("host read", "cpu gemv q4_K", "disk read" ...), from this thread.
     std::function<void(std::string_view step)> progress;
+    // Timing of each rate and the sizes measured; smaller values give a quick, rougher profile
+    // (tests: STRATA_QUICK_PROFILE, engine/runtime/hardware.h).
+    std::chrono::duration<double> budget_per_step{0.5};
+    uint64_t gemv_bytes = 128ull << 20;
+    uint64_t disk_bytes = 256ull << 20;
 };
 // The CPU, RAM and disk half of a profile (about 3-5 s): GPU fields are left empty for the
 // caller. Types the CPU backend cannot multiply are left out of cpu_gemv_gbs.

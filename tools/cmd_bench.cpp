@@ -1,12 +1,15 @@
 // strata bench: llama-bench-style speed table — prompt processing (pp N: N random tokens in
 // one prefill from an empty cache) and text generation (tg N: N single-token decode steps) —
-// repeated, mean ± stdev of tokens/s, with the plan's prediction beside the measurement.
+// repeated, mean ± stdev of tokens/s, with the plan's prediction beside the measurement; --fit
+// adds the cost model's decode terms beside the measured time per token.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +30,7 @@ struct BenchArgs {
     std::vector<int64_t> n_gen{128};
     int repetitions = 5;
     bool json = false;
+    bool fit = false;
 };
 
 struct Stat {
@@ -63,6 +67,27 @@ double run_once(Session& session, bool prompt, int64_t n, std::mt19937& rng, int
     return static_cast<double>(n) / seconds_since(t0);
 }
 
+// The cost model's decode terms for this placement beside each measured tg time per token.
+void print_fit(const Runtime& runtime, const std::optional<CostEstimate>& e,
+               const std::vector<std::pair<std::string, double>>& measured_tg) {
+    if (!e) {
+        std::printf("\ncost model: no estimate (%s)\n",
+                    runtime.hardware_profile() ? "the profile cannot rate this placement" : "no hardware profile");
+        return;
+    }
+    const CostParams& c = runtime.cost_params();
+    std::printf("\ncost model, decode per token at %lld KV cells (%s):\n", static_cast<long long>(c.n_ctx_used),
+                runtime.placement_source().c_str());
+    std::printf("| term | ms |\n| --- | ---: |\n");
+    std::printf("| gpu | %.3f |\n| cpu | %.3f |\n| disk exposed (of %.3f read) | %.3f |\n", e->gpu_s * 1e3,
+                e->cpu_s * 1e3, e->disk_s * 1e3, e->disk_exposed_s * 1e3);
+    std::printf("| transfers (%d) | %.3f |\n| overhead | %.3f |\n| **predicted** | %.3f |\n", e->transfers,
+                e->transfer_s * 1e3, e->overhead_s * 1e3, e->decode_s_per_token * 1e3);
+    for (const auto& [test, seconds] : measured_tg) {
+        std::printf("| measured %s | %.3f (x%.2f) |\n", test.c_str(), seconds * 1e3, seconds / e->decode_s_per_token);
+    }
+}
+
 void bench(const BenchArgs& args) {
     if (args.repetitions < 1) throw ArgumentError(cat("-r must be at least 1, got ", args.repetitions));
     EngineOptions engine = args.engine;
@@ -71,6 +96,7 @@ void bench(const BenchArgs& args) {
     for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
     if (engine.n_ctx > 0 && engine.n_ctx < longest) engine.n_ctx = longest;
     RuntimeOptions ro = engine.runtime_options();
+    ro.want_estimate = args.fit;
     // One forward pass per prompt, as llama-bench's default batch does for pp512.
     for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
     const Runtime runtime(engine.model, ro);
@@ -81,6 +107,7 @@ void bench(const BenchArgs& args) {
     const ResidencyStats& rs = runtime.placed().stats();
 
     nlohmann::json results = nlohmann::json::array();
+    std::vector<std::pair<std::string, double>> measured_tg;  // test, seconds per token
     if (!args.json) {
         std::printf("| model | gpu | ram | disk | threads | test | t/s | predicted t/s |\n");
         std::printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n");
@@ -93,6 +120,7 @@ void bench(const BenchArgs& args) {
         const Stat s = stats(rates);
         const double predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
         const std::string test = cat(prompt ? "pp" : "tg", n);
+        if (!prompt) measured_tg.emplace_back(test, 1.0 / s.mean);
         if (args.json) {
             results.push_back({{"test", test}, {"tokens_per_second", s.mean}, {"stdev", s.stdev},
                                {"samples", rates}, {"predicted", predicted}});
@@ -107,12 +135,21 @@ void bench(const BenchArgs& args) {
     };
     for (int64_t n : args.n_prompt) one(true, n);
     for (int64_t n : args.n_gen) one(false, n);
+    const std::optional<CostEstimate>& e = runtime.cost_estimate();
     if (args.json) {
         nlohmann::json out = {{"model", engine.model},
                               {"weights", {{"gpu", rs.gpu_weight_bytes}, {"ram", rs.ram_weight_bytes},
                                            {"disk", rs.disk_weight_bytes}}},
                               {"results", results}};
+        if (args.fit && e) {
+            out["cost_model"] = {{"decode_s", e->decode_s_per_token}, {"gpu_s", e->gpu_s}, {"cpu_s", e->cpu_s},
+                                 {"disk_s", e->disk_s}, {"disk_exposed_s", e->disk_exposed_s},
+                                 {"transfer_s", e->transfer_s}, {"transfers", e->transfers},
+                                 {"overhead_s", e->overhead_s}, {"prefill_s", e->prefill_s_per_token}};
+        }
         std::printf("%s\n", out.dump(2).c_str());
+    } else if (args.fit) {
+        print_fit(runtime, e, measured_tg);
     }
     if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());
 }
@@ -127,6 +164,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg)")->capture_default_str();
     cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str();
     cmd->add_flag("--json", args->json, "print JSON instead of a table");
+    cmd->add_flag("--fit", args->fit, "print the cost model's decode terms beside the measured tg time per token");
     cmd->callback([args] { bench(*args); });
 }
 

@@ -1,6 +1,8 @@
 // Shared engine flags (sampling_options.h).
 #include "tools/sampling_options.h"
 
+#include <iostream>
+
 #include "engine/core/error.h"
 #include "offload/tier.h"
 
@@ -24,6 +26,9 @@ RuntimeOptions EngineOptions::runtime_options() const {
     if (!gpu_mem.empty() && r.gpu_mem == 0) throw ArgumentError("--gpu-mem 0: use --gpu none for no GPU");
     if (!ram_mem.empty() && r.ram_mem == 0) throw ArgumentError("--ram-mem must be more than 0");
     r.plan_path = plan;
+    r.placer = parse_placer(placement);
+    r.reprofile = reprofile;
+    r.log = &std::cerr;
     r.disk_io = parse_disk_io(disk_io);
     r.n_threads = n_threads;
     r.session = session_params();
@@ -46,7 +51,14 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("--ram-mem", o.ram_mem,
                    "RAM for resident weights, KV and disk staging, e.g. 24G; the rest streams from disk"
                    " (default: available RAM less 2 GiB)");
-    cmd.add_option("--plan", o.plan, "placement file from `strata plan` (default: built-in placement)");
+    cmd.add_option("--plan", o.plan, "placement file from `strata plan` (default: place with --placement)");
+    cmd.add_option("--placement", o.placement,
+                   "without --plan: plan (the planner on this machine's measured hardware profile) or"
+                   " builtin (from the budgets alone)")
+        ->capture_default_str();
+    cmd.add_flag("--reprofile", o.reprofile,
+                 "measure this machine again for the planner (cached in ~/.cache/strata/hardware.json;"
+                 " STRATA_QUICK_PROFILE=1 measures briefly)");
     cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
         ->capture_default_str();
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");

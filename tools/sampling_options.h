@@ -25,6 +25,8 @@ struct EngineOptions {
     std::string gpu_mem;       // --gpu-mem 6G
     std::string ram_mem;       // --ram-mem 24G
     std::string plan;          // --plan FILE
+    std::string placement = "plan";  // --placement plan|builtin (without --plan)
+    bool reprofile = false;          // --reprofile
     std::string disk_io = "auto";
     bool verbose = false;
 
@@ -32,8 +34,8 @@ struct EngineOptions {
     RuntimeOptions runtime_options() const;
 };
 
-// Adds -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --disk-io
-// --verbose) and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
+// Adds -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
+// --reprofile --disk-io --verbose) and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
 // --repeat-last-n --presence-penalty --frequency-penalty --seed).
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
 

@@ -128,11 +128,16 @@ void LayerProgram::matmul_local(const PlacedWeight& w, int bi, const Tensor& in,
                                    ship_.memory());
             b.copy_in(host, t);
         }
-        if (stream != nullptr) {
+        // A shipped weight's host bytes are free once copied; otherwise the product reads them.
+        if (shipped && stream != nullptr) {
             stream->release(w.stream_id);
             stream = nullptr;
         }
         b.matmul(t, in, out);
+        if (stream != nullptr) {
+            stream->release(w.stream_id);
+            stream = nullptr;
+        }
     } catch (...) {
         if (stream != nullptr) stream->release(w.stream_id);
         throw;

@@ -10,11 +10,13 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/runtime/hardware.h"
 #include "engine/runtime/model_placement.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/builtin_placement.h"
 #include "offload/fake_device.h"
 #include "offload/placement_file.h"
+#include "offload/planner.h"
 #include "offload/tier.h"
 #if STRATA_HAVE_CUDA
 #include "kernels_cuda/cuda_backend.h"
@@ -89,7 +91,35 @@ GpuChoice parse_gpu_choice(std::string_view text) {
     throw ArgumentError(cat("unknown --gpu '", text, "' (auto, cuda, none, fake)"));
 }
 
+Placer parse_placer(std::string_view text) {
+    if (text == "plan") return Placer::Plan;
+    if (text == "builtin" || text == "built-in") return Placer::Builtin;
+    throw ArgumentError(cat("unknown --placement '", text, "' (plan, builtin)"));
+}
+
 Runtime::~Runtime() = default;
+
+void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
+    const bool planning = options_.plan_path.empty() && options_.placer == Placer::Plan;
+    if (planning || options_.reprofile || options_.want_estimate) {
+        try {
+            profile_ = load_or_measure_profile({gpu_.get(), model_path, options_.reprofile, false}, log);
+        } catch (const Error& e) {
+            if (!planning) throw;
+            log << "cannot profile this machine (" << e.what() << "): using the built-in placement\n";
+        }
+    } else {
+        profile_ = cached_profile(gpu_.get());
+    }
+    // Without a GPU backend the planner and the cost model must not see a GPU.
+    if (profile_ && !gpu_) {
+        HardwareProfile& p = *profile_;
+        p.gpu_name.clear();
+        p.gpu_total_bytes = 0;
+        p.gpu_read_gbs = p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = p.gpu_prefill_gflops = 0;
+        p.gpu_gemv_gbs.clear();
+    }
+}
 
 void Runtime::make_gpu(const RuntimeOptions& o) {
     switch (o.gpu) {
@@ -168,6 +198,14 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
                                              : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
 
+    // Measured after gpu_free was taken: what the GPU measurement keeps in the arena (the
+    // matmul's scratch) is within gpu_reserved.
+    std::ostream null_log(nullptr);
+    std::ostream& log = options.log != nullptr ? *options.log : null_log;
+    find_profile(model_path, log);
+    cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
+    cost_params_.n_prompt = std::max<int64_t>(1, std::min(options.session.n_batch, n_ctx));
+
     if (!options.plan_path.empty()) {
         placement_ = read_placement(options.plan_path);
         check_placement_for(placement_, *model_);
@@ -193,6 +231,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
                                   " in RAM (weights, KV, disk staging); the RAM budget is ", format_bytes(ram),
                                   " (raise --ram-mem or make a plan for this budget)"));
         }
+        placement_source_ = "plan " + options.plan_path;
     } else {
         BuiltinPlacementParams params;
         params.budgets.gpu_bytes = gpu_ ? gpu_free : 0;
@@ -201,11 +240,47 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
         params.kv_type = options.session.kv_type;
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
-        placement_ = builtin_placement(table, params);
+        if (options.placer == Placer::Plan && profile_) {
+            PlannerParams pp;
+            pp.budgets = params.budgets;
+            pp.n_ctx = params.n_ctx;
+            pp.kv_type = params.kv_type;
+            pp.gpu_reserved_bytes = params.gpu_reserved_bytes;
+            pp.ram_reserved_bytes = params.ram_reserved_bytes;
+            pp.cost = cost_params_;
+            try {
+                PlanReport report;
+                placement_ = plan_placement(table, *profile_, pp, &report);
+                plan_report_ = report;
+                placement_source_ = "planner (" + report.chosen + ")";
+            } catch (const BudgetError&) {
+                throw;
+            } catch (const Error& e) {
+                log << "the planner failed (" << e.what() << "): using the built-in placement\n";
+            }
+        }
+        if (!plan_report_) {
+            placement_ = builtin_placement(table, params);
+            placement_source_ = "built-in";
+        }
         placement_.model = model_fingerprint(*model_);
     }
     placement_.n_ctx = n_ctx;
     placement_.kv_type = options.session.kv_type;
+    if (plan_report_) {
+        estimate_ = plan_report_->estimate;
+    } else if (profile_) {
+        try {
+            estimate_ = estimate(placement_, table, *profile_, cost_params_);
+        } catch (const Error&) {
+            // A placement the profile cannot rate (GPU tiers, no GPU rates): no prediction.
+        }
+    }
+    if (estimate_) {
+        placement_.predicted.decode_tok_s = 1.0 / estimate_->decode_s_per_token;
+        placement_.predicted.prefill_tok_s =
+            estimate_->prefill_s_per_token > 0 ? 1.0 / estimate_->prefill_s_per_token : 0.0;
+    }
     if (!options.load_weights) return;
     placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
 }
@@ -217,7 +292,7 @@ std::unique_ptr<Session> Runtime::new_session() const {
 std::string Runtime::accounting(const Session* session) const {
     std::ostringstream out;
     const ResidencyStats& r = placed_->stats();
-    out << "placement: " << (options_.plan_path.empty() ? "built-in" : "plan " + options_.plan_path) << "\n";
+    out << "placement: " << placement_source_ << "\n";
     out << "weights: gpu " << format_bytes(r.gpu_weight_bytes) << " | ram " << format_bytes(r.ram_weight_bytes)
         << " | disk " << format_bytes(r.disk_weight_bytes);
     if (const DiskStream* s = placed_->disk_stream()) {

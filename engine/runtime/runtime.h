@@ -1,19 +1,25 @@
 // Runtime: a model loaded for execution on this machine — its backends (the CPU, and a GPU when
 // there is one), the placement of its weights inside the --gpu-mem and --ram-mem budgets (from a
-// placement file, or the built-in placement), the weights loaded into their tiers, and the
-// accounting `--verbose` prints. run, chat and perplexity build one; sessions run on it.
+// placement file, the planner on this machine's hardware profile, or the built-in placement),
+// the weights loaded into their tiers, and the accounting `--verbose` prints. run, chat and
+// perplexity build one; sessions run on it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <string>
 
 #include "engine/core/backend.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/placed_model.h"
 #include "engine/runtime/session.h"
+#include "offload/cost_model.h"
 #include "offload/disk_stream.h"
+#include "offload/hardware_profile.h"
 #include "offload/placement.h"
+#include "offload/planner.h"
 
 namespace strata {
 
@@ -26,21 +32,40 @@ enum class GpuChoice {
 
 GpuChoice parse_gpu_choice(std::string_view text);  // auto, cuda, none, fake
 
+// How weights are placed when no placement file is given.
+enum class Placer {
+    Plan,     // the planner (offload/planner.h) on this machine's hardware profile
+    Builtin,  // the built-in placement (offload/builtin_placement.h), from budgets alone
+};
+
+Placer parse_placer(std::string_view text);  // plan, builtin
+
 struct RuntimeOptions {
     GpuChoice gpu = GpuChoice::Auto;
     uint64_t gpu_mem = 0;      // VRAM the process may hold; 0 = free VRAM less a margin
     uint64_t ram_mem = 0;      // resident weights + disk staging; 0 = available RAM less a margin
-    std::string plan_path;     // a placement file; empty = the built-in placement
+    std::string plan_path;     // a placement file; empty = `placer` places the weights
+    Placer placer = Placer::Plan;
+    // Measure the hardware again even when the cached profile matches (engine/runtime/hardware.h).
+    bool reprofile = false;
+    // Measure the hardware when no profile is cached, also when nothing is planned (a placement
+    // file, Placer::Builtin), so that cost_estimate() is known. Otherwise those use the cached
+    // profile if there is one.
+    bool want_estimate = false;
     DiskIo disk_io = DiskIo::Auto;
     int n_threads = 0;         // CPU threads; 0 = physical cores
     SessionParams session;     // context and batch the budgets must hold
     bool load_weights = true;  // false: only make the placement (strata plan)
+    // Where profiling and a fallback from the planner to the built-in placement are said (the
+    // tools pass std::cerr); null: nowhere.
+    std::ostream* log = nullptr;
 };
 
 class Runtime {
   public:
     // Loads and places `model_path`. Errors: FormatError (bad file, plan for another model),
-    // BudgetError (budgets that cannot hold the minimum, naming it), SystemError.
+    // BudgetError (budgets that cannot hold the minimum, naming it), SystemError. The planner's
+    // other errors (and a failed profiling) fall back to the built-in placement, said on the log.
     Runtime(const std::string& model_path, const RuntimeOptions& options);
     ~Runtime();
     Runtime(const Runtime&) = delete;
@@ -49,7 +74,19 @@ class Runtime {
     const Model& model() const { return *model_; }
     // Only when the options said load_weights.
     const PlacedModel& placed() const { return *placed_; }
+    // Its predicted speeds come from cost_estimate() when that is known.
     const Placement& placement() const { return placement_; }
+    // "plan FILE", "planner (greedy)" ..., or "built-in".
+    const std::string& placement_source() const { return placement_source_; }
+    // The hardware profile the placement was planned (or estimated) with; without a GPU backend
+    // its GPU half is empty. nullopt when none was cached or measured (see want_estimate).
+    const std::optional<HardwareProfile>& hardware_profile() const { return profile_; }
+    // The cost model's terms for placement() with hardware_profile(), and the params they were
+    // computed with (n_ctx_used, n_prompt from the session).
+    const std::optional<CostEstimate>& cost_estimate() const { return estimate_; }
+    const CostParams& cost_params() const { return cost_params_; }
+    // How the planner chose, when it placed the weights.
+    const std::optional<PlanReport>& plan_report() const { return plan_report_; }
     Backend& cpu() const { return *cpu_; }
     Backend* gpu() const { return gpu_.get(); }
     // A session sized by the options' SessionParams.
@@ -61,6 +98,7 @@ class Runtime {
 
   private:
     void make_gpu(const RuntimeOptions& options);
+    void find_profile(const std::string& model_path, std::ostream& log);
 
     RuntimeOptions options_;
     std::unique_ptr<Model> model_;
@@ -69,6 +107,11 @@ class Runtime {
     uint64_t gpu_budget_ = 0;          // what --gpu-mem promises for the whole process
     uint64_t gpu_context_bytes_ = 0;   // VRAM in use before the backend (context, other processes)
     Placement placement_;
+    std::string placement_source_;
+    std::optional<HardwareProfile> profile_;
+    CostParams cost_params_;
+    std::optional<CostEstimate> estimate_;
+    std::optional<PlanReport> plan_report_;
     std::unique_ptr<PlacedModel> placed_;
 };
 

@@ -2,7 +2,10 @@
 """`strata plan` and the placement flags of `strata run` end to end on a synthetic model:
 greedy output is the same whatever the placement (GPU = the fake device here), DISK weights are
 streamed (both I/O modes), --verbose accounts for every tier, and bad budgets or plans give one
-clear error line.
+clear error line. The hardware profile the planner uses is measured quickly
+(STRATA_QUICK_PROFILE=1) into a temporary cache (XDG_CACHE_HOME), re-measured when corrupt or on
+--reprofile; the planner and the built-in placement give the same text; strata plan predicts
+speeds and explains them, strata bench --fit prints the cost model's terms.
 
 usage: offload_cli_test.py --strata BUILD/bin/strata"""
 import argparse
@@ -21,8 +24,11 @@ def expect(cond, what):
         print(f"FAIL: {what}")
 
 
+ENV = dict(os.environ)
+
+
 def run(strata, *args):
-    p = subprocess.run([strata, *args], capture_output=True, timeout=300)
+    p = subprocess.run([strata, *args], capture_output=True, timeout=300, env=ENV)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
@@ -45,6 +51,10 @@ def main():
     strata = ap.parse_args().strata
     # On a real disk (not tmpfs), so O_DIRECT streaming is exercised where the filesystem allows.
     with tempfile.TemporaryDirectory(dir=os.environ.get("STRATA_TEST_DISK_DIR", "/var/tmp")) as tmp:
+        # The hardware profile: measured briefly, cached here rather than in the user's ~/.cache.
+        ENV["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
+        ENV["STRATA_QUICK_PROFILE"] = "1"
+        profile = os.path.join(tmp, "cache", "strata", "hardware.json")
         model = os.path.join(tmp, "tiny.gguf")
         other = os.path.join(tmp, "other.gguf")
         for path, seed in ((model, "42"), (other, "7")):
@@ -54,6 +64,10 @@ def main():
 
         rc, reference, err = run(strata, *gen, "--gpu", "none")
         expect(rc == 0 and reference.strip(), f"cpu run failed: {err}")
+        expect("measuring this machine" in err and os.path.exists(profile), f"no profile measured: {err!r}")
+        expect(json.load(open(profile))["host_read_gbs"] > 0, "profile without host_read_gbs")
+        rc, _, err = run(strata, *gen, "--gpu", "none")
+        expect(rc == 0 and "profil" not in err and "measuring" not in err, f"the cached profile is measured again: {err!r}")
 
         # All on the (fake) GPU: the same tokens.
         rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "512M", "-v")
@@ -80,7 +94,48 @@ def main():
         rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "2M", "--ram-mem", "1600K", "-v")
         expect(rc == 0 and out.strip(), f"three tiers failed: {err}")
 
+        # The planner (default) and the built-in placement: the same text, all on the fake GPU and
+        # on three tiers (a split FFN sums its parts in another order: only that both run there).
+        for budgets, same in ((["--gpu-mem", "512M"], True), (["--gpu-mem", "2M", "--ram-mem", "1600K"], False)):
+            texts = {}
+            for placer in ("plan", "builtin"):
+                rc, out, err = run(strata, *gen, "--gpu", "fake", *budgets, "--placement", placer, "-v")
+                expect(rc == 0 and out.strip(), f"--placement {placer} {budgets} failed: {err}")
+                source = accounting(err).get("placement", "")
+                expect(("planner" if placer == "plan" else "built-in") in source, f"{placer}: {source!r}")
+                texts[placer] = out
+            if same:
+                expect(texts["plan"] == texts["builtin"] == reference, f"placers differ {budgets}: {texts}")
+
+        # strata plan predicts speeds from the profile and explains its choices.
+        stats = os.path.join(tmp, "stats.bin")
+        open(stats, "wb").write(b"\0")
+        explained = os.path.join(tmp, "explained.plan.json")
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "3M", "--ram-mem", "1600K",
+                           "-c", "128", "-o", explained, "--explain", "--stats", stats)
+        expect(rc == 0, f"plan --explain failed: {err}")
+        predicted = json.load(open(explained))["predicted"]
+        expect(predicted["decode_tok_s"] > 0 and predicted["prefill_tok_s"] > 0, f"no prediction: {predicted}")
+        expect("predicted: prompt" in out and "attention+KV" in out and "FFN" in out and "decode per token" in out,
+               f"plan --explain: {out!r}")
+        expect("--stats" in out and "not use" in out, f"no note on --stats: {out!r}")
+        rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
+                           "-p", "8", "-n", "4", "-r", "1", "--fit")
+        expect(rc == 0 and "predicted" in out and "measured tg4" in out, f"bench --fit: {out!r} {err!r}")
+
+        # A corrupt profile is measured again, with the reason; so is one on --reprofile.
+        with open(profile, "w") as f:
+            f.write('{"schema_version": 1, "cpu_name": ')
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "none", "-c", "128", "-o", plan)
+        expect(rc == 0 and "re-profiling" in err and profile in err, f"corrupt profile: {err!r}")
+        expect(json.load(open(profile))["host_read_gbs"] > 0, "corrupt profile not replaced")
+        rc, out, err = run(strata, *gen, "--gpu", "none", "--reprofile")
+        expect(rc == 0 and out == reference and "re-profiling: --reprofile" in err, f"--reprofile: {err!r}")
+        rc, out, err = run(strata, *gen, "--gpu", "none")
+        expect(rc == 0 and "profil" not in err and "measuring" not in err, f"the new profile is not used: {err!r}")
+
         # Bad input: one clear line each.
+        expect_error(strata, [*gen, "--placement", "random"], "random")
         expect_error(strata, [*gen, "--gpu", "none", "--gpu-mem", "1G"], "--gpu none")
         expect_error(strata, [*gen, "--gpu", "none", "--ram-mem", "1K"], "needs at least")
         expect_error(strata, [*gen, "--gpu-mem", "lots"], "lots")

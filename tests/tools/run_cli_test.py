@@ -46,6 +46,9 @@ def main():
         print("skipping: STRATA_DEFAULT_MODEL is not set")
         return 77
     m = ["-m", model, "-t", "2"]
+    # The first run may measure the hardware for the planner (messages on stderr): done here, so
+    # the error checks below see one line.
+    run(strata, "run", *m, "-n", "0", "-p", "Hello")
 
     # Bad input: each a single clear line, never a crash.
     expect_error(strata, ["run", *m, "-p", ""], "prompt is empty")

@@ -1,0 +1,201 @@
+// The cached or freshly measured hardware profile of this machine (hardware.h).
+#include "engine/runtime/hardware.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string_view>
+
+#include "engine/core/error.h"
+#include "offload/fake_device.h"
+#if STRATA_HAVE_CUDA
+#include "kernels_cuda/cuda_backend.h"
+#include "kernels_cuda/device_info.h"
+#include "kernels_cuda/gpu_profile.h"
+#endif
+
+namespace strata {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+bool quick_from_env() {
+    const char* v = std::getenv("STRATA_QUICK_PROFILE");
+    return v != nullptr && v[0] != '\0' && std::string_view(v) != "0";
+}
+
+// Prints "profiling: step, step, ..." on one line as the steps come.
+struct StepLog {
+    std::ostream& log;
+    bool first = true;
+    void operator()(std::string_view step) {
+        log << (first ? "profiling: " : ", ") << step << std::flush;
+        first = false;
+    }
+};
+
+// The fake device runs its ops on host threads: it gets rates derived from the CPU's, faster
+// (so the planner uses it as it would a GPU) and with copies at memcpy speed.
+void fill_fake_gpu(HardwareProfile& p, const FakeDeviceBackend& fake) {
+    constexpr double kSpeedup = 4.0;
+    p.gpu_name = "fake-gpu";
+    p.gpu_total_bytes = fake.budget_bytes();
+    p.gpu_read_gbs = p.host_read_gbs * kSpeedup;
+    p.gpu_gemv_gbs.clear();
+    for (const auto& [type, gbs] : p.cpu_gemv_gbs) p.gpu_gemv_gbs[type] = gbs * kSpeedup;
+    p.h2d_gbs = p.d2h_gbs = p.host_read_gbs / 2;  // memcpy: read and write
+    p.transfer_latency_us = 5;
+    p.gpu_prefill_gflops = p.cpu_prefill_gflops * kSpeedup;
+}
+
+// Measures the GPU half of `p` on `gpu`.
+void measure_gpu(HardwareProfile& p, Backend& gpu, [[maybe_unused]] bool quick, StepLog& steps) {
+    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(&gpu)) {
+        steps("fake gpu (cpu rates x 4)");
+        fill_fake_gpu(p, *fake);
+        return;
+    }
+#if STRATA_HAVE_CUDA
+    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(&gpu)) {
+        cuda::GpuProfileOptions o;
+        o.progress = std::ref(steps);
+        if (quick) {
+            o.matrix_bytes = 32ull << 20;
+            o.transfer_bytes = 16ull << 20;
+            o.budget_per_step = Seconds(0.01);
+        }
+        const cuda::GpuProfile g = cuda::measure_gpu_profile(*cuda_backend, o);
+        p.gpu_name = g.name;
+        p.gpu_total_bytes = g.total_bytes;
+        p.gpu_read_gbs = g.read_gbs;
+        p.gpu_gemv_gbs = g.gemv_gbs;
+        p.h2d_gbs = g.h2d_gbs;
+        p.d2h_gbs = g.d2h_gbs;
+        p.transfer_latency_us = g.transfer_latency_us;
+        p.gpu_prefill_gflops = g.prefill_gflops;
+        return;
+    }
+#endif
+    throw UnsupportedError(cat("cannot profile the GPU backend '", gpu.name(), "'"));
+}
+
+void clear_gpu(HardwareProfile& p) {
+    p.gpu_name.clear();
+    p.gpu_total_bytes = 0;
+    p.gpu_read_gbs = 0;
+    p.gpu_gemv_gbs.clear();
+    p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
+    p.gpu_prefill_gflops = 0;
+}
+
+std::string fixed1(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", x);
+    return buf;
+}
+
+std::string summary(const HardwareProfile& p) {
+    std::string s = cat("host read ", fixed1(p.host_read_gbs), " GB/s, disk ", fixed1(p.disk_read_gbs), " GB/s");
+    if (p.has_gpu()) s += cat(", gpu read ", fixed1(p.gpu_read_gbs), " GB/s, h2d ", fixed1(p.h2d_gbs), " GB/s");
+    return s;
+}
+
+}  // namespace
+
+std::string gpu_device_name(const Backend* gpu) {
+    if (gpu == nullptr) return "";
+    if (dynamic_cast<const FakeDeviceBackend*>(gpu) != nullptr) return "fake-gpu";
+#if STRATA_HAVE_CUDA
+    if (auto* c = dynamic_cast<const cuda::CudaBackend*>(gpu)) {
+        for (const cuda::DeviceInfo& d : cuda::list_devices()) {
+            if (d.index == c->options().device) return d.name;
+        }
+    }
+#endif
+    return std::string(gpu->name());
+}
+
+std::optional<HardwareProfile> cached_profile(const Backend* gpu) {
+    try {
+        const std::string path = default_profile_path();
+        if (!std::filesystem::exists(path)) return std::nullopt;
+        HardwareProfile p = load_profile(path);
+        if (p.cpu_name != cpu_model_name()) return std::nullopt;
+        if (gpu != nullptr && p.gpu_name != gpu_device_name(gpu)) return std::nullopt;
+        return p;
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostream& log) {
+    const std::string path = default_profile_path();
+    const std::string gpu_name = gpu_device_name(request.gpu);
+    const std::string cpu_name = cpu_model_name();
+    const bool quick = request.quick || quick_from_env();
+
+    std::optional<HardwareProfile> cached;
+    std::string why;  // empty: no profile yet
+    if (request.reprofile) {
+        why = "--reprofile";
+    } else if (std::filesystem::exists(path)) {
+        try {
+            cached = load_profile(path);
+        } catch (const Error& e) {  // FormatError (corrupt), SystemError (unreadable)
+            why = e.what();
+        }
+    }
+    if (cached && !profile_matches(*cached, cached->gpu_name, cpu_name)) {
+        why = cat("the profile at ", path, " is of CPU '", cached->cpu_name, "', this is '", cpu_name, "'");
+        cached.reset();
+    }
+    // Without a GPU backend the GPU half is not used: any GPU it records will do.
+    if (cached && (gpu_name.empty() || cached->gpu_name == gpu_name)) return *cached;
+
+    const auto t0 = std::chrono::steady_clock::now();
+    StepLog steps{log};
+    HardwareProfile p;
+    if (cached) {
+        log << "measuring GPU '" << gpu_name << "': the profile at " << path << " has "
+            << (cached->gpu_name.empty() ? "no GPU" : cat("'", cached->gpu_name, "'")) << "\n";
+        p = *cached;
+    } else {
+        if (why.empty()) {
+            log << "measuring this machine for the planner (no hardware profile at " << path << " yet)\n";
+        } else {
+            log << "re-profiling: " << why << "\n";
+        }
+        CpuProfileOptions o;
+        o.progress = std::ref(steps);
+        if (quick) {
+            o.budget_per_step = Seconds(0.02);
+            o.gemv_bytes = 8ull << 20;
+            o.disk_bytes = 16ull << 20;
+        }
+        p = measure_cpu_profile(o);
+        steps("disk read");
+        try {
+            const DiskReadMeasurement disk = measure_disk_read_gbs(request.model_path, o.disk_bytes);
+            p.disk_read_gbs = disk.gbs;
+            p.disk_direct_io = disk.direct_io;
+        } catch (const SystemError& e) {
+            log << "\ncannot measure the disk (" << e.what() << "): DISK counts as very slow\n";
+            steps.first = true;
+        }
+    }
+    clear_gpu(p);
+    if (request.gpu != nullptr) measure_gpu(p, *request.gpu, quick, steps);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!steps.first) log << " (" << fixed1(seconds) << " s)\n";
+    try {
+        save_profile(p, path);
+        log << "hardware profile saved to " << path << ": " << summary(p) << "\n";
+    } catch (const SystemError& e) {
+        log << "hardware profile not saved (" << e.what() << "): " << summary(p) << "\n";
+    }
+    return p;
+}
+
+}  // namespace strata

@@ -1,0 +1,45 @@
+// This machine's HardwareProfile for the planner: read from the per-user cache
+// (default_profile_path()), measured again — CPU, RAM and disk (offload/), and the GPU backend in
+// use (kernels_cuda/, or a stand-in for the fake device) — when the cache is missing, unreadable
+// or of other hardware, and saved back.
+//
+// STRATA_QUICK_PROFILE=1 in the environment (or ProfileRequest::quick) measures each rate briefly
+// on small buffers: a rough profile in about a second, for tests and CI. It is cached like a
+// full one; --reprofile replaces it.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "engine/core/backend.h"
+#include "offload/hardware_profile.h"
+
+namespace strata {
+
+struct ProfileRequest {
+    Backend* gpu = nullptr;   // the run's GPU backend (CUDA or the fake device); null: none
+    std::string model_path;   // the disk rate is measured on its file system
+    bool reprofile = false;   // measure even when the cache matches
+    bool quick = false;       // short measurements (as STRATA_QUICK_PROFILE=1)
+};
+
+// The name a profile records for `gpu`: the CUDA device's name, "fake-gpu" for the fake device,
+// "" for none.
+std::string gpu_device_name(const Backend* gpu);
+
+// The cached profile when it is readable, of this CPU and (when `gpu` is given) of this GPU;
+// nullopt otherwise. Measures nothing, prints nothing.
+std::optional<HardwareProfile> cached_profile(const Backend* gpu);
+
+// The cached profile, or a new one measured and saved when the cache is missing, corrupt
+// (FormatError: "re-profiling: <reason>"), of another CPU, lacks this GPU, or `reprofile` is
+// set. A cached profile of this CPU keeps its CPU half when only the GPU is measured; with no
+// GPU backend, a cached profile of this CPU is used whatever GPU it records. The CPU is measured
+// with one thread per physical core. Says on `log` what it measures and where it saves.
+// The disk rate is 0 when the model's folder cannot be measured, and the profile is used unsaved
+// when the cache cannot be written (both said on `log`); other errors of the measurements pass
+// through.
+HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostream& log);
+
+}  // namespace strata

@@ -1,0 +1,210 @@
+// Measuring a CUDA device for the cost model (gpu_profile.h): GEMVs and a prefill matmul through
+// the backend's ops, copies on a stream of our own (pinned host memory, device to device).
+#include "kernels_cuda/gpu_profile.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "engine/core/error.h"
+#include "engine/core/timing.h"
+#include "kernels_cuda/cuda_check.h"
+
+namespace strata::cuda {
+namespace {
+
+// A stream of our own for the copies; the backend's ops stay on the backend's stream.
+class Stream {
+  public:
+    Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    ~Stream() { cudaStreamDestroy(s_); }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    cudaStream_t get() const { return s_; }
+    void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(s_)); }
+
+  private:
+    cudaStream_t s_ = nullptr;
+};
+
+class PinnedBuffer {
+  public:
+    explicit PinnedBuffer(size_t bytes) : bytes_(bytes) {
+        CUDA_CHECK(cudaMallocHost(&p_, bytes));
+        std::memset(p_, 0x3c, bytes);  // touch every page before timing
+    }
+    ~PinnedBuffer() { cudaFreeHost(p_); }
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    void* data() const { return p_; }
+    size_t size() const { return bytes_; }
+
+  private:
+    void* p_ = nullptr;
+    size_t bytes_;
+};
+
+// A device matrix [k, n] of `type` of valid blocks: a few rows quantized from random floats on
+// the host, uploaded once and repeated on the device by doubling copies (the speed does not
+// depend on the values, only on their being finite).
+DeviceTensor random_matrix(CudaBackend& backend, const Stream& stream, GgmlType type, int64_t k,
+                           int64_t n) {
+    const TypeTraits& traits = type_traits(type);
+    const size_t row = row_bytes(type, k);
+    const int64_t n_distinct = std::min<int64_t>(n, 16);
+    std::vector<uint8_t> host(row * static_cast<size_t>(n_distinct));
+    std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> values(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n_distinct; ++r) {
+        uint8_t* dst = host.data() + static_cast<size_t>(r) * row;
+        if (traits.quantize != nullptr) {
+            for (float& v : values) v = uniform(rng);
+            traits.quantize(values.data(), dst, k);
+        } else {
+            for (size_t i = 0; i < row; ++i) dst[i] = static_cast<uint8_t>(rng());
+        }
+    }
+    DeviceTensor m = backend.allocate(type, {k, n}, "gpu profile matrix");
+    Tensor first = Tensor::contiguous(type, m.tensor.data, {k, n_distinct}, MemoryKind::Device);
+    backend.copy_to_device(Tensor::contiguous(type, host.data(), {k, n_distinct}), first);
+    backend.synchronize();  // the copies below, on our stream, read those rows
+    auto* base = static_cast<uint8_t*>(m.tensor.data);
+    for (int64_t done = n_distinct; done < n;) {
+        const int64_t count = std::min(done, n - done);
+        CUDA_CHECK(cudaMemcpyAsync(base + static_cast<size_t>(done) * row, base, static_cast<size_t>(count) * row,
+                                   cudaMemcpyDeviceToDevice, stream.get()));
+        done += count;
+    }
+    stream.synchronize();
+    return m;
+}
+
+DeviceTensor random_input(CudaBackend& backend, int64_t k, int64_t n_tokens) {
+    std::vector<float> x(static_cast<size_t>(k * n_tokens));
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (float& v : x) v = uniform(rng);
+    return backend.upload(Tensor::contiguous(GgmlType::F32, x.data(), {k, n_tokens}), "gpu profile input");
+}
+
+// Seconds of one matmul y = w · x, from batches of `reps` launches and one synchronize.
+double matmul_seconds(CudaBackend& backend, const Tensor& w, const Tensor& x, Tensor& y, int reps,
+                      std::chrono::duration<double> budget) {
+    const double batch = best_time(
+        [&] {
+            for (int i = 0; i < reps; ++i) backend.matmul(w, x, y);
+            backend.synchronize();
+        },
+        budget);
+    return batch / reps;
+}
+
+}  // namespace
+
+GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& options) {
+    const auto step = [&](std::string_view what) {
+        if (options.progress) options.progress(what);
+    };
+    const int device = backend.options().device;
+    CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    GpuProfile p;
+    p.name = prop.name;
+    p.total_bytes = prop.totalGlobalMem;
+
+    // Room in the arena: a matrix (or two copy buffers) plus its input and output.
+    const uint64_t room = backend.arena().largest_free() / 3;
+    const uint64_t matrix_bytes = std::min(options.matrix_bytes, room);
+    const uint64_t transfer_bytes = std::min(options.transfer_bytes, room);
+    if (matrix_bytes < (4ull << 20)) {
+        throw BudgetError(cat("cannot profile the GPU: its arena has ", backend.arena().largest_free() >> 20,
+                              " MiB free in one block; at least 12 MiB is needed (raise --gpu-mem)"));
+    }
+    const Stream stream;
+
+    step("gpu read");
+    {
+        Buffer a = backend.allocate(matrix_bytes, "gpu profile copy source");
+        Buffer b = backend.allocate(matrix_bytes, "gpu profile copy destination");
+        CUDA_CHECK(cudaMemsetAsync(a.data(), 1, matrix_bytes, stream.get()));
+        const double s = best_time(
+            [&] {
+                CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), matrix_bytes, cudaMemcpyDeviceToDevice, stream.get()));
+                stream.synchronize();
+            },
+            options.budget_per_step);
+        p.read_gbs = 2.0 * static_cast<double>(matrix_bytes) / s / 1e9;  // read + write
+    }
+
+    step("host to device");
+    {
+        PinnedBuffer host(transfer_bytes);
+        Buffer dev = backend.allocate(transfer_bytes, "gpu profile transfer");
+        const double up = best_time(
+            [&] {
+                CUDA_CHECK(cudaMemcpyAsync(dev.data(), host.data(), transfer_bytes, cudaMemcpyHostToDevice, stream.get()));
+                stream.synchronize();
+            },
+            options.budget_per_step);
+        p.h2d_gbs = static_cast<double>(transfer_bytes) / up / 1e9;
+        step("device to host");
+        const double down = best_time(
+            [&] {
+                CUDA_CHECK(cudaMemcpyAsync(host.data(), dev.data(), transfer_bytes, cudaMemcpyDeviceToHost, stream.get()));
+                stream.synchronize();
+            },
+            options.budget_per_step);
+        p.d2h_gbs = static_cast<double>(transfer_bytes) / down / 1e9;
+    }
+
+    step("transfer latency");
+    {
+        // The executor's small copies (a residual row, a partial sum) go through copy_in and
+        // copy_out; half a round trip is one copy with its synchronisation.
+        std::vector<float> host_in(1024, 0.5f), host_out(1024);
+        Tensor src = Tensor::contiguous(GgmlType::F32, host_in.data(), {1024});
+        Tensor dst = Tensor::contiguous(GgmlType::F32, host_out.data(), {1024});
+        DeviceTensor dev = backend.allocate(GgmlType::F32, {1024}, "gpu profile latency");
+        const double s = best_time(
+            [&] {
+                backend.copy_in(src, dev.tensor);
+                backend.copy_out(dev.tensor, dst);
+            },
+            options.budget_per_step / 2);
+        p.transfer_latency_us = s / 2 * 1e6;
+    }
+
+    constexpr int64_t k = 4096;
+    for (GgmlType type : options.types) {
+        const std::string name(type_traits(type).name);
+        step(cat("gpu gemv ", name));
+        const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(matrix_bytes / row_bytes(type, k)));
+        DeviceTensor w = random_matrix(backend, stream, type, k, n);
+        DeviceTensor x = random_input(backend, k, 1);
+        DeviceTensor y = backend.allocate(GgmlType::F32, {n, 1}, "gpu profile output");
+        try {
+            const double s = matmul_seconds(backend, w.tensor, x.tensor, y.tensor, 10, options.budget_per_step);
+            p.gemv_gbs[name] = static_cast<double>(w.tensor.n_bytes()) / s / 1e9;
+        } catch (const UnsupportedError&) {
+            continue;  // left out: the cost model falls back to the read rate for it
+        }
+        if (type != GgmlType::Q4_K) continue;
+        // The prefill rate on a slice of this matrix: its output is n_tokens times wider.
+        step("gpu prefill");
+        const int64_t tokens = options.prefill_tokens;
+        const int64_t rows = std::min<int64_t>(n, 8192);
+        const Tensor w_part = w.tensor.rows(0, rows);
+        DeviceTensor xb = random_input(backend, k, tokens);
+        DeviceTensor yb = backend.allocate(GgmlType::F32, {rows, tokens}, "gpu profile prefill output");
+        const double s = matmul_seconds(backend, w_part, xb.tensor, yb.tensor, 2, options.budget_per_step);
+        p.prefill_gflops = 2.0 * static_cast<double>(k * rows * tokens) / s / 1e9;
+    }
+    backend.synchronize();
+    return p;
+}
+
+}  // namespace strata::cuda
