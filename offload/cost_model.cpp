@@ -312,7 +312,8 @@ CostEstimate CostModel::combine(const CostTerms& t) const {
     e.gpu_s = params_.gpu_scale * t.gpu_s;
     e.cpu_s = params_.cpu_scale * t.cpu_s;
     e.disk_s = t.disk_s;
-    e.disk_exposed_s = params_.disk_scale * std::max(0.0, t.disk_s - t.gpu_s - t.cpu_s);
+    // The disk reads ahead while the processors work: only what compute does not cover costs.
+    e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s);
     e.transfer_s = t.transfer_s;
     e.transfers = t.transfers;
     e.overhead_s = params_.overhead_s;
@@ -439,57 +440,77 @@ bool solve_subset(const Mat& a, const Vec& b, unsigned mask, Vec& x) {
 
 void fit(CostParams& params, const std::vector<Observation>& observations) {
     if (observations.empty()) throw ArgumentError("cost model fit: no observations");
-    // Weighted least squares on rows f_i / y_i against (y_i - T_i) / y_i (relative error).
-    Mat a{};
-    Vec b{};
-    std::vector<std::pair<Vec, double>> rows;
     for (const Observation& o : observations) {
         if (!(o.measured_s_per_token > 0)) {
             throw ArgumentError(cat("cost model fit: measured time ", o.measured_s_per_token,
                                     " s/token is not positive"));
         }
-        const double w = 1.0 / o.measured_s_per_token;
-        const Vec f{o.gpu_s * w, o.cpu_s * w, std::max(0.0, o.disk_s - o.gpu_s - o.cpu_s) * w, w};
-        const double y = (o.measured_s_per_token - o.transfer_s) * w;
-        rows.emplace_back(f, y);
-        for (int r = 0; r < kCoef; ++r) {
-            for (int c = 0; c < kCoef; ++c) a[r][c] += f[r] * f[c];
-            b[r] += f[r] * y;
-        }
     }
+    // measured = T + overhead + max(gs·G + cs·C, ds·D) is piecewise linear: each run is either
+    // compute-bound or disk-bound. Alternate: classify every run with the current scales, fit
+    // the linear model of its side, until the classes stop changing.
     const Vec prior{params.gpu_scale, params.cpu_scale, params.disk_scale, params.overhead_s};
-    Vec ridge{};
-    for (int j = 0; j < kCoef; ++j) {
-        ridge[j] = 1e-6 * a[j][j] / static_cast<double>(rows.size()) + 1e-12;
-        a[j][j] += ridge[j];
-        b[j] += ridge[j] * prior[j];
-    }
-    const auto objective = [&](const Vec& x) {
-        double sum = 0;
-        for (const auto& [f, y] : rows) {
-            double r = -y;
-            for (int j = 0; j < kCoef; ++j) r += f[j] * x[j];
-            sum += r * r;
+    Vec current = prior;
+    std::vector<bool> disk_bound(observations.size(), false);
+    for (int iteration = 0; iteration < 16; ++iteration) {
+        bool changed = iteration == 0;
+        for (size_t i = 0; i < observations.size(); ++i) {
+            const Observation& o = observations[i];
+            const bool d = current[2] * o.disk_s > current[0] * o.gpu_s + current[1] * o.cpu_s;
+            changed |= d != disk_bound[i];
+            disk_bound[i] = d;
         }
-        for (int j = 0; j < kCoef; ++j) sum += ridge[j] * (x[j] - prior[j]) * (x[j] - prior[j]);
-        return sum;
-    };
-    Vec best{};
-    double best_obj = objective(best);
-    for (unsigned mask = 1; mask < (1u << kCoef); ++mask) {
-        Vec x;
-        if (!solve_subset(a, b, mask, x)) continue;
-        if (std::any_of(x.begin(), x.end(), [](double v) { return v < 0; })) continue;
-        const double obj = objective(x);
-        if (obj < best_obj) {
-            best_obj = obj;
-            best = x;
+        if (!changed) break;
+        // Weighted least squares on rows f_i / y_i against (y_i - T_i) / y_i (relative error).
+        Mat a{};
+        Vec b{};
+        std::vector<std::pair<Vec, double>> rows;
+        for (size_t i = 0; i < observations.size(); ++i) {
+            const Observation& o = observations[i];
+            const double w = 1.0 / o.measured_s_per_token;
+            const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w} : Vec{o.gpu_s * w, o.cpu_s * w, 0, w};
+            const double y = (o.measured_s_per_token - o.transfer_s) * w;
+            rows.emplace_back(f, y);
+            for (int r = 0; r < kCoef; ++r) {
+                for (int c = 0; c < kCoef; ++c) a[r][c] += f[r] * f[c];
+                b[r] += f[r] * y;
+            }
         }
+        // A weak pull toward the prior keeps coefficients no run exercises where they were.
+        Vec ridge{};
+        for (int j = 0; j < kCoef; ++j) {
+            ridge[j] = 1e-6 * a[j][j] / static_cast<double>(rows.size()) + 1e-12;
+            a[j][j] += ridge[j];
+            b[j] += ridge[j] * prior[j];
+        }
+        const auto objective = [&](const Vec& x) {
+            double sum = 0;
+            for (const auto& [f, y] : rows) {
+                double r = -y;
+                for (int j = 0; j < kCoef; ++j) r += f[j] * x[j];
+                sum += r * r;
+            }
+            for (int j = 0; j < kCoef; ++j) sum += ridge[j] * (x[j] - prior[j]) * (x[j] - prior[j]);
+            return sum;
+        };
+        Vec best{};
+        double best_obj = objective(best);
+        for (unsigned mask = 1; mask < (1u << kCoef); ++mask) {
+            Vec x;
+            if (!solve_subset(a, b, mask, x)) continue;
+            if (std::any_of(x.begin(), x.end(), [](double v) { return v < 0; })) continue;
+            const double obj = objective(x);
+            if (obj < best_obj) {
+                best_obj = obj;
+                best = x;
+            }
+        }
+        current = best;
     }
-    params.gpu_scale = best[0];
-    params.cpu_scale = best[1];
-    params.disk_scale = best[2];
-    params.overhead_s = best[3];
+    params.gpu_scale = current[0];
+    params.cpu_scale = current[1];
+    params.disk_scale = current[2];
+    params.overhead_s = current[3];
 }
 
 }  // namespace strata

@@ -10,13 +10,13 @@
 //         the read bandwidth of the KV's tier; a split FFN adds only max(GPU part, CPU part),
 //         counted on the side that is longer (its parts run concurrently).
 //   D     DISK bytes / disk_read_gbs. The disk stream reads ahead while the CPU and GPU work,
-//         so only the part of D that compute does not hide costs time: max(0, D − G − C).
+//         so only the part of the scaled D that the scaled compute does not hide costs time.
 //   T     transfers: every copy costs transfer_latency_us + bytes / h2d_gbs (or d2h_gbs):
 //         the residual stream when the next block's home differs (attention's home is its
 //         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
 //         input there, its output back), a split FFN's input and partial sum, and the hidden
 //         state and logits at the end when the output matrix or the last block is on the GPU.
-//   decode = overhead_s + T + gpu_scale·G + cpu_scale·C + disk_scale·max(0, D − G − C)
+//   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C, disk_scale·D)
 // With unit scales this is overhead + T + max(G + C, D): the roofline of docs/measuring.md
 // made sequential, plus transfers.
 //
@@ -58,7 +58,7 @@ struct CostEstimate {
     // The decode terms (decode_s_per_token is their sum):
     double gpu_s = 0;           // gpu_scale · G
     double cpu_s = 0;           // cpu_scale · C
-    double disk_exposed_s = 0;  // disk_scale · max(0, D − G − C)
+    double disk_exposed_s = 0;  // max(0, disk_scale·D − gpu_s − cpu_s)
     double transfer_s = 0;      // T
     double overhead_s = 0;
     // For reading: D (all disk time, mostly hidden) and the copies per decode step.
@@ -81,8 +81,9 @@ Observation observe(const Placement& placement, const TensorTable& table,
                     double measured_s_per_token);
 
 // Least-squares fit of overhead_s, gpu_scale, cpu_scale and disk_scale (all >= 0) to
-// measured = T + gpu_scale·G + cpu_scale·C + disk_scale·max(0, D − G − C) + overhead_s,
-// in relative error (each run weighted by 1/measured²). Closed form: the normal equations on
+// measured = T + max(gpu_scale·G + cpu_scale·C, disk_scale·D) + overhead_s, in relative error
+// (each run weighted by 1/measured²), alternating between classifying each run as compute- or
+// disk-bound and solving that linear model. Closed form: the normal equations on
 // every subset of the four coefficients, keeping the best non-negative solution. A weak pull
 // (1e-6 of the data's weight) toward the current values keeps coefficients that no run
 // exercises (no disk in any run, say) where they are. ArgumentError on no observations or a

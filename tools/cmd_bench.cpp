@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/runtime/calibration.h"
+#include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/tier.h"
@@ -151,6 +153,21 @@ void bench(const BenchArgs& args) {
     } else if (args.fit) {
         print_fit(runtime, e, measured_tg);
     }
+    // Each measured tg becomes a calibration run: later runs fit the cost model to them.
+    if (args.fit && runtime.hardware_profile()) {
+        const TensorTable table = tensor_table(runtime.model());
+        for (const auto& [test, seconds] : measured_tg) {
+            const Observation o = observe(runtime.placement(), table, *runtime.hardware_profile(),
+                                          runtime.cost_params(), seconds);
+            append_calibration(default_calibration_path(), runtime.machine_key(), o,
+                               cat(engine.model, " ", test, " gpu ", format_bytes(rs.gpu_weight_bytes), " ram ",
+                                   format_bytes(rs.ram_weight_bytes), " disk ", format_bytes(rs.disk_weight_bytes)));
+        }
+        if (!args.json) {
+            std::printf("recorded %zu run(s) in %s (the cost model was fitted to %d earlier run(s))\n",
+                        measured_tg.size(), default_calibration_path().c_str(), runtime.calibration_runs());
+        }
+    }
     if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());
 }
 
@@ -164,7 +181,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg)")->capture_default_str();
     cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str();
     cmd->add_flag("--json", args->json, "print JSON instead of a table");
-    cmd->add_flag("--fit", args->fit, "print the cost model's decode terms beside the measured tg time per token");
+    cmd->add_flag("--fit", args->fit,
+                  "print the cost model's decode terms beside the measured tg time per token, and record the run"
+                  " in the calibration file the cost model is fitted to");
     cmd->callback([args] { bench(*args); });
 }
 

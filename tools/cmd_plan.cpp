@@ -191,6 +191,13 @@ void plan(const PlanArgs& args) {
     for (const char* name : {"token_embd.weight", "output.weight"}) {
         if (const auto t = p.tier_of(name)) std::printf("  %-15s %s\n", name, std::string(tier_name(*t)).c_str());
     }
+    const CostParams& c = runtime.cost_params();
+    if (runtime.calibration_runs() > 0) {
+        std::printf("cost model: fitted to %d measured run(s): overhead %.2f ms, gpu x%.2f, cpu x%.2f, disk x%.2f\n",
+                    runtime.calibration_runs(), c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale);
+    } else {
+        std::printf("cost model: default constants (`strata bench --fit` records runs to fit them to)\n");
+    }
     if (p.predicted.decode_tok_s > 0) {
         std::printf("predicted: prompt %.1f tok/s, decode %.2f tok/s\n", p.predicted.prefill_tok_s, p.predicted.decode_tok_s);
     }

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "engine/runtime/hardware.h"
+#include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/builtin_placement.h"
@@ -98,6 +99,10 @@ Placer parse_placer(std::string_view text) {
 }
 
 Runtime::~Runtime() = default;
+
+std::string Runtime::machine_key() const {
+    return profile_ ? profile_->cpu_name + " | " + profile_->gpu_name : std::string();
+}
 
 void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
     const bool planning = options_.plan_path.empty() && options_.placer == Placer::Plan;
@@ -203,6 +208,14 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     std::ostream null_log(nullptr);
     std::ostream& log = options.log != nullptr ? *options.log : null_log;
     find_profile(model_path, log);
+    if (profile_) {
+        // The cost model's constants, fitted to the decode runs measured on this machine.
+        const std::vector<Observation> runs = load_calibration(default_calibration_path(), machine_key());
+        if (!runs.empty()) {
+            fit(cost_params_, runs);
+            calibration_runs_ = static_cast<int>(runs.size());
+        }
+    }
     cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
     cost_params_.n_prompt = std::max<int64_t>(1, std::min(options.session.n_batch, n_ctx));
 

@@ -81,6 +81,10 @@ class Runtime {
     // The hardware profile the placement was planned (or estimated) with; without a GPU backend
     // its GPU half is empty. nullopt when none was cached or measured (see want_estimate).
     const std::optional<HardwareProfile>& hardware_profile() const { return profile_; }
+    // The CPU and GPU the profile describes: the key of the calibration file.
+    std::string machine_key() const;
+    // Measured runs the cost model was fitted to (calibration.h); 0: default constants.
+    int calibration_runs() const { return calibration_runs_; }
     // The cost model's terms for placement() with hardware_profile(), and the params they were
     // computed with (n_ctx_used, n_prompt from the session).
     const std::optional<CostEstimate>& cost_estimate() const { return estimate_; }
@@ -109,6 +113,7 @@ class Runtime {
     Placement placement_;
     std::string placement_source_;
     std::optional<HardwareProfile> profile_;
+    int calibration_runs_ = 0;
     CostParams cost_params_;
     std::optional<CostEstimate> estimate_;
     std::optional<PlanReport> plan_report_;

@@ -217,8 +217,8 @@ TEST(CostModel, FitRecoversKnownCoefficients) {
     std::vector<Observation> obs;
     for (int i = 0; i < 40; ++i) {
         Observation o{u(rng), u(rng), u(rng) * 3, u(rng) * 0.01, 0};
-        o.measured_s_per_token = o.transfer_s + a * o.gpu_s + b * o.cpu_s +
-                                 c * std::max(0.0, o.disk_s - o.gpu_s - o.cpu_s) + d;
+        // The model: compute and the disk stream overlap; the slower one sets the pace.
+        o.measured_s_per_token = o.transfer_s + std::max(a * o.gpu_s + b * o.cpu_s, c * o.disk_s) + d;
         obs.push_back(o);
     }
     CostParams p;

@@ -122,6 +122,14 @@ def main():
         rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
                            "-p", "8", "-n", "4", "-r", "1", "--fit")
         expect(rc == 0 and "predicted" in out and "measured tg4" in out, f"bench --fit: {out!r} {err!r}")
+        # Each --fit run is recorded; later runs fit the cost model to them.
+        rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
+                           "-p", "0", "-n", "4", "-r", "1", "--fit", "--ram-mem", "1600K")
+        expect(rc == 0 and "recorded 1 run" in out and "fitted to 1 earlier" in out, f"calibration: {out!r} {err!r}")
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "none", "-c", "128", "-o", plan)
+        expect(rc == 0 and "fitted to 2 measured run" in out, f"plan after calibration: {out!r} {err!r}")
+        calibration = os.path.join(os.path.dirname(profile), "calibration.json")
+        expect(len(json.load(open(calibration))["runs"]) == 2, "calibration file should hold 2 runs")
 
         # A corrupt profile is measured again, with the reason; so is one on --reprofile.
         with open(profile, "w") as f:

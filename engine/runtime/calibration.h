@@ -1,0 +1,23 @@
+// Calibration: measured decode runs kept beside the hardware profile (calibration.json in the
+// same folder), to which the cost model's constants are fitted at start-up, FlexGen-style:
+// `strata bench --fit` adds runs; run, chat, plan and bench fit to them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "offload/cost_model.h"
+
+namespace strata {
+
+std::string default_calibration_path();
+
+// The runs recorded on `machine` (a CPU + GPU name); empty when the file is missing, unreadable
+// or from another machine (a calibration never crosses machines).
+std::vector<Observation> load_calibration(const std::string& path, const std::string& machine);
+
+// Adds one run (replacing a file of another machine); SystemError when it cannot be written.
+void append_calibration(const std::string& path, const std::string& machine, const Observation& run,
+                        const std::string& label);
+
+}  // namespace strata
