@@ -100,9 +100,7 @@ Placer parse_placer(std::string_view text) {
 
 Runtime::~Runtime() = default;
 
-std::string Runtime::machine_key() const {
-    return profile_ ? profile_->cpu_name + " | " + profile_->gpu_name : std::string();
-}
+std::string Runtime::machine_key() const { return machine_key_; }
 
 void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
     const bool planning = options_.plan_path.empty() && options_.placer == Placer::Plan;
@@ -116,6 +114,9 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
     } else {
         profile_ = cached_profile(gpu_.get());
     }
+    // The machine as profiled (the GPU too when this run leaves it unused): runs with and
+    // without the GPU calibrate one cost model.
+    if (profile_) machine_key_ = profile_->cpu_name + " | " + profile_->gpu_name;
     // Without a GPU backend the planner and the cost model must not see a GPU.
     if (profile_ && !gpu_) {
         HardwareProfile& p = *profile_;

@@ -114,6 +114,7 @@ class Runtime {
     std::string placement_source_;
     std::optional<HardwareProfile> profile_;
     int calibration_runs_ = 0;
+    std::string machine_key_;
     CostParams cost_params_;
     std::optional<CostEstimate> estimate_;
     std::optional<PlanReport> plan_report_;
