@@ -26,6 +26,7 @@ int plan_splits(int64_t blocks, int64_t span, int sm_count) {
 void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t n_cells, const int32_t* positions, const AttentionParams& p,
                             Tensor& out) {
+    impl_->forget_quantized_x();
     if (positions != nullptr && impl_->arena->owns(positions)) {
         throw ArgumentError("attention: positions must be a host array");
     }

@@ -5,9 +5,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <memory>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "kernels_cuda/cuda_backend.h"
 #include "kernels_cuda/launch.h"
@@ -27,6 +28,9 @@ struct CudaBackend::Impl {
     const T* stage(const T* host, int64_t n) {
         return static_cast<const T*>(args->push(host, sizeof(T) * static_cast<size_t>(n), stream));
     }
+    // Called by every op that may write device memory (all but matmul's q8 GEMV and the reads):
+    // x_q8 may no longer match the x it was quantized from.
+    void forget_quantized_x() { quantized_x.valid = false; }
 
     // Declaration order is destruction order reversed: the arena outlives every buffer.
     CudaBackendOptions options;
@@ -40,6 +44,16 @@ struct CudaBackend::Impl {
     std::unique_ptr<BulkStaging> bulk;
     std::unique_ptr<ArgRing> args;
     ArenaBuffer x_q8;       // q8 activations of the GEMV
+    // Which x x_q8 holds: q, k and v (gate and up) multiply the same x, quantized once. Host-side
+    // and in op order, so it holds inside a graph recording too (the skipped quantization is
+    // simply not recorded; begin/end/abort_graph forget it so no graph leans on an earlier one).
+    struct QuantizedX {
+        bool valid = false;
+        const void* data = nullptr;
+        std::array<int64_t, 4> ne{};
+        std::array<uint64_t, 4> nb{};
+        const void* buf = nullptr;  // x_q8's block when quantized (a regrown block is empty)
+    } quantized_x;
     ArenaBuffer x_f16;      // f16 activations of the cuBLAS path
     ArenaBuffer w_tile;     // f16 weight tile of the cuBLAS path
     ArenaBuffer attn_part;  // attention partials of split keys

@@ -51,13 +51,24 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
             auto* xds = reinterpret_cast<float*>(buf + ds_offset);
             int rows_per_warp = s.options.gemv_rows_per_warp;
             while (rows_per_warp > 1 && n / rows_per_warp < s.sm_count) rows_per_warp /= 2;
-            quantize_rows_q8(f32_view(x), xq, xds, s.stream);
+            // x was quantized by the last op, which wrote no other device memory, so x_q8 still
+            // holds it. y never aliases x (Backend's rule), so this product keeps it valid too.
+            Impl::QuantizedX& last = s.quantized_x;
+            const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x.data &&
+                               last.ne == x.ne && last.nb == x.nb && last.buf == buf;
+            if (!reuse) {
+                s.forget_quantized_x();  // until the launch below has been queued
+                quantize_rows_q8(f32_view(x), xq, xds, s.stream);
+                last = Impl::QuantizedX{true, x.data, x.ne, x.nb, buf};
+            }
             gemv_q8(w.type, wd, w.nb[1], k, n, xq, xds, rows_per_warp, f32_view(y), s.stream);
-        } else {
-            gemv_float(w.type, wd, w.nb[1], k, n, f32_view(x), f32_view(y), s.stream);
+            return;
         }
+        s.forget_quantized_x();  // y may cover the bytes of the x x_q8 was quantized from
+        gemv_float(w.type, wd, w.nb[1], k, n, f32_view(x), f32_view(y), s.stream);
         return;
     }
+    s.forget_quantized_x();
 
     // cuBLAS path: column-major views, y [n, m] with leading dimension ldy.
     const int64_t ldy = static_cast<int64_t>(y.nb[1] / sizeof(float));

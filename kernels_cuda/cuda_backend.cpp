@@ -160,6 +160,7 @@ DeviceTensor CudaBackend::upload(const Tensor& host, std::string_view what) {
 }
 
 void CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
+    impl_->forget_quantized_x();
     if (host.memory == MemoryKind::Device || device.memory != MemoryKind::Device) {
         throw ArgumentError(cat("copy_to_device: needs a host source and a device destination, got ",
                                 host.shape_string(), " -> ", device.shape_string()));
@@ -197,6 +198,7 @@ Buffer CudaBackend::allocate(uint64_t bytes, std::string_view what) {
 }
 
 void CudaBackend::copy_in(const Tensor& src, Tensor& dst) {
+    impl_->forget_quantized_x();
     if (src.is_contiguous()) {
         copy_to_device(src, dst);
         return;
@@ -227,6 +229,7 @@ void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream
 
 void CudaBackend::begin_graph() {
     Impl& s = *impl_;
+    s.forget_quantized_x();  // the graph must not lean on a quantization made before it
     if (s.capturing) throw ArgumentError("begin_graph: a graph is already being recorded");
     s.args->reserve(64 * 1024, s.stream);  // a decode step's arguments, without a wait inside
     CUDA_CHECK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
@@ -235,6 +238,7 @@ void CudaBackend::begin_graph() {
 
 void CudaBackend::end_graph() {
     Impl& s = *impl_;
+    s.forget_quantized_x();  // nothing recorded runs if instantiation fails
     if (!s.capturing) throw ArgumentError("end_graph: no graph is being recorded");
     s.capturing = false;
     cudaGraph_t graph = nullptr;
@@ -264,6 +268,7 @@ void CudaBackend::end_graph() {
 
 void CudaBackend::abort_graph() {
     Impl& s = *impl_;
+    s.forget_quantized_x();  // the recorded quantizations never run
     if (!s.capturing) return;
     s.capturing = false;
     cudaGraph_t graph = nullptr;
@@ -279,6 +284,7 @@ uint64_t CudaBackend::graph_instantiations() const { return impl_->graph_instant
 // ---- ops
 
 void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {
+    impl_->forget_quantized_x();
     check_device_rows("get_rows", "table", table);
     check_device_f32("get_rows", "out", out);
     if (!codec_supported(table.type)) {
@@ -307,6 +313,7 @@ void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, T
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) {
+    impl_->forget_quantized_x();
     check_device_f32("rms_norm", "x", x);
     check_device_f32("rms_norm", "y", y);
     check_same_shape("rms_norm", "x", x, "y", y);
@@ -324,6 +331,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Ten
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+    impl_->forget_quantized_x();
     check_device_f32("add", "a", a);
     check_device_f32("add", "b", b);
     check_device_f32("add", "y", y);
@@ -337,17 +345,20 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CudaBackend::scale(Tensor& x, float s) {
+    impl_->forget_quantized_x();
     check_device_f32("scale", "x", x);
     cuda::scale(f32_view(x), s, impl_->stream);
 }
 
 void CudaBackend::softcap(Tensor& x, float cap) {
+    impl_->forget_quantized_x();
     check_device_f32("softcap", "x", x);
     if (!(cap > 0.0f)) throw ArgumentError(cat("softcap: cap = ", cap, ", expected > 0"));
     cuda::softcap(f32_view(x), cap, impl_->stream);
 }
 
 void CudaBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
+    impl_->forget_quantized_x();
     check_device_f32("gated_activation", "gate", gate);
     check_device_f32("gated_activation", "up", up);
     check_device_f32("gated_activation", "y", y);
@@ -361,6 +372,7 @@ void CudaBackend::gated_activation(const Tensor& gate, const Tensor& up, Activat
 }
 
 void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p) {
+    impl_->forget_quantized_x();
     check_device_f32("rope", "x", x);
     if (x.ne[3] != 1) {
         throw ArgumentError(cat("rope: x must be [head_dim, n_heads, n_tokens], got ", x.shape_string()));
@@ -399,6 +411,7 @@ void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p)
 }
 
 void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {
+    impl_->forget_quantized_x();
     check_device_f32("kv_store", "src", src);
     check_device_rows("kv_store", "cache", cache);
     if (!kv_store_supported(cache.type)) {

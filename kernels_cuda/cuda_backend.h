@@ -27,6 +27,9 @@ struct CudaBackendOptions {
     // GEMV on q8-quantized activations with dp4a (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K);
     // false keeps activations in f32 (slower, reference precision).
     bool quantize_activations = true;
+    // Consecutive GEMVs on the same x (q, k, v; gate, up) quantize it once; false quantizes for
+    // every product (tests compare the two).
+    bool reuse_quantized_activations = true;
     // Weight rows one warp of the q8 GEMV streams together (1, 2 or 4), sharing each activation
     // load; fewer for types whose staging needs the registers (Q6_K, Q8_0 take 2), for more than
     // two tokens, and when the matrix has too few rows to fill the device.
