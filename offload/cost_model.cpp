@@ -46,6 +46,8 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
     pf_cpu_s += o.pf_cpu_s;
     pf_disk_s += o.pf_disk_s;
     pf_transfer_s += o.pf_transfer_s;
+    gpu_blocks += o.gpu_blocks;
+    cpu_blocks += o.cpu_blocks;
     return *this;
 }
 
@@ -59,6 +61,8 @@ CostTerms& CostTerms::operator-=(const CostTerms& o) {
     pf_cpu_s -= o.pf_cpu_s;
     pf_disk_s -= o.pf_disk_s;
     pf_transfer_s -= o.pf_transfer_s;
+    gpu_blocks -= o.gpu_blocks;
+    cpu_blocks -= o.cpu_blocks;
     return *this;
 }
 
@@ -287,12 +291,15 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
+    (ah == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norms, RoPE, KV store, attention, adds
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 
     const int fh = ffn_home(layout, s);
     if (fh < 0) return w.t;
     w.copy(4.0 * n_embd, ah, fh);
+    (fh == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norm, activation, add
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
+        if (fh == kGpu) w.t.cpu_blocks += 1;  // the host part's own small ops
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {
         for (int i : L.ffn_index) add_weight(w, i, bytes(i), tier(i), fh);
@@ -312,12 +319,13 @@ CostEstimate CostModel::combine(const CostTerms& t) const {
     e.gpu_s = params_.gpu_scale * t.gpu_s;
     e.cpu_s = params_.cpu_scale * t.cpu_s;
     e.disk_s = t.disk_s;
-    // The disk reads ahead while the processors work: only what compute does not cover costs.
-    e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s);
     e.transfer_s = t.transfer_s;
     e.transfers = t.transfers;
     e.overhead_s = params_.overhead_s;
-    e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.disk_exposed_s;
+    e.block_s = params_.gpu_block_s * t.gpu_blocks + params_.cpu_block_s * t.cpu_blocks;
+    // The disk reads ahead while the processors work: only what compute does not cover costs.
+    e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s - e.block_s);
+    e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.block_s + e.disk_exposed_s;
     if (prefill_known_) {
         e.prefill_s_per_token = params_.overhead_s / static_cast<double>(params_.n_prompt) +
                                 t.pf_transfer_s + std::max(t.pf_gpu_s + t.pf_cpu_s, t.pf_disk_s);
@@ -396,12 +404,15 @@ Observation observe(const Placement& placement, const TensorTable& table,
                     double measured_s_per_token) {
     const CostModel model(table, profile, params, placement.kv_type);
     const CostTerms t = model.terms(model.layout_of(placement));
-    return {t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
+    Observation o{t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
+    o.gpu_blocks = t.gpu_blocks;
+    o.cpu_blocks = t.cpu_blocks;
+    return o;
 }
 
 namespace {
 
-constexpr int kCoef = 4;  // gpu_scale, cpu_scale, disk_scale, overhead_s
+constexpr int kCoef = 6;  // gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_block_s, cpu_block_s
 using Vec = std::array<double, kCoef>;
 using Mat = std::array<Vec, kCoef>;
 
@@ -449,14 +460,16 @@ void fit(CostParams& params, const std::vector<Observation>& observations) {
     // measured = T + overhead + max(gs·G + cs·C, ds·D) is piecewise linear: each run is either
     // compute-bound or disk-bound. Alternate: classify every run with the current scales, fit
     // the linear model of its side, until the classes stop changing.
-    const Vec prior{params.gpu_scale, params.cpu_scale, params.disk_scale, params.overhead_s};
+    const Vec prior{params.gpu_scale, params.cpu_scale, params.disk_scale, params.overhead_s, params.gpu_block_s,
+                    params.cpu_block_s};
     Vec current = prior;
     std::vector<bool> disk_bound(observations.size(), false);
     for (int iteration = 0; iteration < 16; ++iteration) {
         bool changed = iteration == 0;
         for (size_t i = 0; i < observations.size(); ++i) {
             const Observation& o = observations[i];
-            const bool d = current[2] * o.disk_s > current[0] * o.gpu_s + current[1] * o.cpu_s;
+            const bool d = current[2] * o.disk_s > current[0] * o.gpu_s + current[1] * o.cpu_s +
+                                                       current[4] * o.gpu_blocks + current[5] * o.cpu_blocks;
             changed |= d != disk_bound[i];
             disk_bound[i] = d;
         }
@@ -468,7 +481,8 @@ void fit(CostParams& params, const std::vector<Observation>& observations) {
         for (size_t i = 0; i < observations.size(); ++i) {
             const Observation& o = observations[i];
             const double w = 1.0 / o.measured_s_per_token;
-            const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w} : Vec{o.gpu_s * w, o.cpu_s * w, 0, w};
+            const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w, 0, 0}
+                                        : Vec{o.gpu_s * w, o.cpu_s * w, 0, w, o.gpu_blocks * w, o.cpu_blocks * w};
             const double y = (o.measured_s_per_token - o.transfer_s) * w;
             rows.emplace_back(f, y);
             for (int r = 0; r < kCoef; ++r) {
@@ -511,6 +525,8 @@ void fit(CostParams& params, const std::vector<Observation>& observations) {
     params.cpu_scale = current[1];
     params.disk_scale = current[2];
     params.overhead_s = current[3];
+    params.gpu_block_s = current[4];
+    params.cpu_block_s = current[5];
 }
 
 }  // namespace strata

@@ -16,7 +16,9 @@
 //         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
 //         input there, its output back), a split FFN's input and partial sum, and the hidden
 //         state and logits at the end when the output matrix or the last block is on the GPU.
-//   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C, disk_scale·D)
+//   B     blocks (a layer's attention or FFN) homed on each processor: small-op costs.
+//   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C + gpu_block_s·Bg + cpu_block_s·Bc,
+//                                 disk_scale·D)
 // With unit scales this is overhead + T + max(G + C, D): the roofline of docs/measuring.md
 // made sequential, plus transfers.
 //
@@ -50,6 +52,11 @@ struct CostParams {
     double gpu_scale = 1.0;  // seconds per predicted second (1 / efficiency)
     double cpu_scale = 1.0;
     double disk_scale = 1.0;
+    // Seconds per block (a layer's attention, or its FFN) run on each processor, for the
+    // small ops whose cost does not follow the weight bytes (norms, RoPE, KV stores, adds,
+    // launches, OpenMP fork/join). Fitted; 0 until calibrated.
+    double gpu_block_s = 0.0;
+    double cpu_block_s = 0.0;
 };
 
 struct CostEstimate {
@@ -61,6 +68,7 @@ struct CostEstimate {
     double disk_exposed_s = 0;  // max(0, disk_scale·D − gpu_s − cpu_s)
     double transfer_s = 0;      // T
     double overhead_s = 0;
+    double block_s = 0;         // gpu_block_s · GPU blocks + cpu_block_s · CPU blocks
     // For reading: D (all disk time, mostly hidden) and the copies per decode step.
     double disk_s = 0;
     int transfers = 0;
@@ -75,6 +83,7 @@ CostEstimate estimate(const Placement& placement, const TensorTable& table,
 struct Observation {
     double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;  // G, C, D, T
     double measured_s_per_token = 0;
+    double gpu_blocks = 0, cpu_blocks = 0;  // blocks run on each processor
 };
 Observation observe(const Placement& placement, const TensorTable& table,
                     const HardwareProfile& profile, const CostParams& params,
@@ -115,6 +124,7 @@ struct CostTerms {
     double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;
     int transfers = 0;
     double pf_gpu_s = 0, pf_cpu_s = 0, pf_disk_s = 0, pf_transfer_s = 0;  // per prompt token
+    double gpu_blocks = 0, cpu_blocks = 0;  // attention and FFN blocks homed on each processor
     CostTerms& operator+=(const CostTerms& o);
     CostTerms& operator-=(const CostTerms& o);
 };

@@ -293,10 +293,10 @@ uint64_t ram_total_bytes() {
 
 // ---- measurements ----
 
-double measure_host_read_gbs(int threads, std::chrono::duration<double> budget) {
+double measure_host_read_gbs(int threads, std::chrono::duration<double> budget, uint64_t max_bytes) {
     threads = std::max(threads, 1);
     const uint64_t ram = ram_total_bytes();
-    const uint64_t bytes = std::clamp<uint64_t>(ram / 16, 64ull << 20, 512ull << 20);
+    const uint64_t bytes = std::clamp<uint64_t>(std::min(ram / 16, max_bytes), 64ull << 20, 2ull << 30);
     const int64_t n = static_cast<int64_t>(bytes / sizeof(uint64_t));
     const std::unique_ptr<uint64_t[]> data(new uint64_t[static_cast<size_t>(n)]);
     // First touch by the reading threads, so pages sit on their NUMA nodes.
@@ -378,7 +378,7 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
     p.cpu_threads = cpu.n_threads();
     p.ram_total_bytes = ram_total_bytes();
     step("host read");
-    p.host_read_gbs = measure_host_read_gbs(p.cpu_threads, options.budget_per_step);
+    p.host_read_gbs = measure_host_read_gbs(p.cpu_threads, options.budget_per_step, options.gemv_bytes);
     for (GgmlType type : options.types) {
         const std::string name(type_traits(type).name);
         step(cat("cpu gemv ", name));

@@ -71,10 +71,13 @@ uint64_t ram_total_bytes();    // physical memory
 
 // Multi-threaded streaming read of a buffer far larger than L3 (512 MiB, less on small
 // machines); the best pass within `budget` (at least two passes), in GB/s.
-double measure_host_read_gbs(int threads, std::chrono::duration<double> budget);
+// Reads min(RAM/16, max_bytes) bytes (at least 64 MiB): far beyond the last-level cache.
+double measure_host_read_gbs(int threads, std::chrono::duration<double> budget, uint64_t max_bytes = 1ull << 30);
 
 struct MatmulMeasureOptions {
-    uint64_t weight_bytes = 128ull << 20;  // the matrix, far larger than the caches
+    // The matrix, far larger than the caches (server CPUs have 300+ MB of L3: 128 MiB measured
+    // cache bandwidth, 2x DRAM, on the GPU machine).
+    uint64_t weight_bytes = 1ull << 30;
     int n_tokens = 1;                      // 1: decode GEMV; more: a prefill batch
     std::chrono::duration<double> budget{0.5};
 };
@@ -108,7 +111,7 @@ struct CpuProfileOptions {
     // Timing of each rate and the sizes measured; smaller values give a quick, rougher profile
     // (tests: STRATA_QUICK_PROFILE, engine/runtime/hardware.h).
     std::chrono::duration<double> budget_per_step{0.5};
-    uint64_t gemv_bytes = 128ull << 20;
+    uint64_t gemv_bytes = 1ull << 30;
     uint64_t disk_bytes = 256ull << 20;
 };
 // The CPU, RAM and disk half of a profile (about 3-5 s): GPU fields are left empty for the

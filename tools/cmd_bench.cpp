@@ -83,6 +83,7 @@ void print_fit(const Runtime& runtime, const std::optional<CostEstimate>& e,
     std::printf("| term | ms |\n| --- | ---: |\n");
     std::printf("| gpu | %.3f |\n| cpu | %.3f |\n| disk exposed (of %.3f read) | %.3f |\n", e->gpu_s * 1e3,
                 e->cpu_s * 1e3, e->disk_s * 1e3, e->disk_exposed_s * 1e3);
+    std::printf("| small ops per block | %.3f |\n", e->block_s * 1e3);
     std::printf("| transfers (%d) | %.3f |\n| overhead | %.3f |\n| **predicted** | %.3f |\n", e->transfers,
                 e->transfer_s * 1e3, e->overhead_s * 1e3, e->decode_s_per_token * 1e3);
     for (const auto& [test, seconds] : measured_tg) {

@@ -42,6 +42,8 @@ std::vector<Observation> load_calibration(const std::string& path, const std::st
             o.disk_s = r.at("disk_s").get<double>();
             o.transfer_s = r.at("transfer_s").get<double>();
             o.measured_s_per_token = r.at("measured_s").get<double>();
+            o.gpu_blocks = r.value("gpu_blocks", 0.0);
+            o.cpu_blocks = r.value("cpu_blocks", 0.0);
             if (o.measured_s_per_token > 0) runs.push_back(o);
         } catch (const nlohmann::json::exception&) {
             // A damaged entry is skipped; the others still calibrate.
@@ -58,6 +60,7 @@ void append_calibration(const std::string& path, const std::string& machine, con
     }
     j["runs"].push_back({{"gpu_s", run.gpu_s}, {"cpu_s", run.cpu_s}, {"disk_s", run.disk_s},
                          {"transfer_s", run.transfer_s}, {"measured_s", run.measured_s_per_token},
+                         {"gpu_blocks", run.gpu_blocks}, {"cpu_blocks", run.cpu_blocks},
                          {"label", label}});
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

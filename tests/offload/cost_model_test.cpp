@@ -213,12 +213,16 @@ TEST(CostModel, RefusesWhatItCannotRate) {
 TEST(CostModel, FitRecoversKnownCoefficients) {
     std::mt19937 rng(5);
     std::uniform_real_distribution<double> u(0.001, 0.2);
-    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004;
+    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004, e = 2e-4, f = 5e-4;
+    std::uniform_int_distribution<int> blocks(0, 160);
     std::vector<Observation> obs;
-    for (int i = 0; i < 40; ++i) {
+    for (int i = 0; i < 60; ++i) {
         Observation o{u(rng), u(rng), u(rng) * 3, u(rng) * 0.01, 0};
+        o.gpu_blocks = blocks(rng);
+        o.cpu_blocks = blocks(rng);
         // The model: compute and the disk stream overlap; the slower one sets the pace.
-        o.measured_s_per_token = o.transfer_s + std::max(a * o.gpu_s + b * o.cpu_s, c * o.disk_s) + d;
+        const double compute = a * o.gpu_s + b * o.cpu_s + e * o.gpu_blocks + f * o.cpu_blocks;
+        o.measured_s_per_token = o.transfer_s + std::max(compute, c * o.disk_s) + d;
         obs.push_back(o);
     }
     CostParams p;
@@ -227,6 +231,8 @@ TEST(CostModel, FitRecoversKnownCoefficients) {
     EXPECT_NEAR(p.cpu_scale, b, 1e-4);
     EXPECT_NEAR(p.disk_scale, c, 1e-4);
     EXPECT_NEAR(p.overhead_s, d, 1e-6);
+    EXPECT_NEAR(p.gpu_block_s, e, 1e-7);
+    EXPECT_NEAR(p.cpu_block_s, f, 1e-7);
 }
 
 TEST(CostModel, FitKeepsCoefficientsNonNegativeAndUnexercisedOnes) {

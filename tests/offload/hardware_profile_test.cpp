@@ -132,7 +132,7 @@ TEST(HardwareProfile, ThisMachine) {
 }
 
 TEST(HardwareProfile, HostReadIsPlausible) {
-    const double gbs = measure_host_read_gbs(2, std::chrono::duration<double>(0.05));
+    const double gbs = measure_host_read_gbs(2, std::chrono::duration<double>(0.05), 128ull << 20);
     EXPECT_GT(gbs, 0.05);
     EXPECT_LT(gbs, 10000.0);
 }
