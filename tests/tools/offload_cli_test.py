@@ -157,7 +157,8 @@ def main():
             f.write(open(plan).read()[:200])
         expect_error(strata, [*gen, "--gpu", "none", "--plan", broken], "broken.json")
         gpu_plan = os.path.join(tmp, "gpu.plan.json")
-        rc, _, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "512M", "-c", "128", "-o", gpu_plan)
+        rc, _, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "512M", "-c", "128",
+                           "--placement", "builtin", "-o", gpu_plan)
         expect(rc == 0, f"gpu plan failed: {err}")
         expect_error(strata, [*gen, "--gpu", "none", "--plan", gpu_plan], "no gpu")
         expect_error(strata, [*gen, "--gpu", "fake", "--gpu-mem", "1M", "--plan", gpu_plan], "--gpu-mem")
