@@ -9,11 +9,13 @@ namespace strata::cpu {
 CpuBackend::CpuBackend(int n_threads) : CpuBackend(CpuBackendOptions{n_threads}) {}
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
-    : n_threads_(resolve_threads(options.n_threads)),
-      quantize_activations_(options.quantize_activations) {}
+    : n_threads_(resolve_threads(options.n_threads)), options_(options) {}
 
 void CpuBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
-    cpu::matmul(w, x, y, n_threads_, quantize_activations_);
+    cpu::matmul(w, x, y, n_threads_,
+                MatmulOptions{.quantize_activations = options_.quantize_activations,
+                              .dnnl_min_rows = options_.dnnl_min_rows,
+                              .dnnl_require_amx = options_.dnnl_require_amx});
 }
 
 void CpuBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {

@@ -1,6 +1,7 @@
 // CpuBackend: the Backend for host memory. Every op is synchronous and multi-threaded with
 // OpenMP inside the call; results are bit-identical for any thread count (and a matmul row's
-// result does not depend on how many rows x has).
+// result does not depend on how many rows x has), except on the oneDNN prefill path
+// (dnnl_min_rows below), whose rounding depends on the batch and on oneDNN's blocking.
 #pragma once
 
 #include <atomic>
@@ -19,6 +20,18 @@ struct CpuBackendOptions {
     // false keeps every matmul on the f32 dequantize path (reference precision, ~10x slower
     // decode). Rounding x to 8 bits costs a matmul NMSE of ~1.5e-5 (docs/BENCHMARKS.md).
     bool quantize_activations = true;
+    // matmuls with at least this many activation rows on block-quantized W run on oneDNN
+    // (dnnl_matmul.h): W dequantized per call in tiles to bf16, x rounded to bf16 (NMSE
+    // ~1e-5, like the 8-bit path), AMX tiles doing the products. 0 disables it; so does the
+    // environment variable STRATA_DNNL=0, and builds without oneDNN (libdnnl-dev) lack it;
+    // quantize_activations = false and STRATA_CPU_KERNELS=dequant keep the exact f32 path.
+    // Measured (kernels_cpu_bench, prefill_bench.cpp, 4096 x 4096 Q4_K): on Sapphire Rapids
+    // (AMX-BF16) oneDNN won only at m = 512 and lost to the integer GEMM at m = 32..256; on
+    // AVX-512 machines without AMX the integer GEMM won at every m, hence the AMX requirement.
+    int64_t dnnl_min_rows = 512;
+    // false: take the oneDNN path on any CPU where oneDNN has a bf16 matmul (AVX-512), not
+    // only with AMX-BF16. For tests and comparisons; slower than ours without AMX.
+    bool dnnl_require_amx = true;
 };
 
 class CpuBackend : public Backend {
@@ -27,7 +40,8 @@ class CpuBackend : public Backend {
     explicit CpuBackend(const CpuBackendOptions& options);
 
     int n_threads() const { return n_threads_; }
-    bool quantize_activations() const { return quantize_activations_; }
+    bool quantize_activations() const { return options_.quantize_activations; }
+    int64_t dnnl_min_rows() const { return options_.dnnl_min_rows; }
 
     std::string_view name() const override { return "cpu"; }
     // Reads Host, PinnedHost and File (mmap'd) tensors; refuses Device tensors.
@@ -56,7 +70,7 @@ class CpuBackend : public Backend {
 
   private:
     int n_threads_;
-    bool quantize_activations_;
+    CpuBackendOptions options_;  // as given (n_threads_ is the resolved count)
     std::atomic<uint64_t> allocated_{0};
     std::atomic<uint64_t> peak_{0};
 };

@@ -7,6 +7,11 @@
 #include <thread>
 #include <utility>
 
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace strata::cpu {
 namespace {
 
@@ -22,6 +27,33 @@ int count_physical_cores(int logical) {
     }
     return static_cast<int>(cores.size());
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// AMX-TILE and AMX-BF16 in CPUID, tile state enabled by the OS, and (Linux >= 5.16) this
+// process's permission to use it: without the permission the first tile load faults.
+bool detect_amx_bf16() {
+    unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
+    __asm__("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));  // ecx = 0: sub-leaf 0
+    const bool amx_tile = (edx >> 24) & 1u, amx_bf16 = (edx >> 22) & 1u;
+    if (!amx_tile || !amx_bf16) return false;
+    unsigned xcr0_lo = 0, xcr0_hi = 0;
+    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));  // OSXSAVE is implied by AMX
+    constexpr unsigned kXTileCfg = 1u << 17, kXTileData = 1u << 18;
+    if ((xcr0_lo & (kXTileCfg | kXTileData)) != (kXTileCfg | kXTileData)) return false;
+#if defined(__linux__)
+    constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXFeatureXTileData = 18;
+    unsigned long permitted = 0;
+    if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) != 0) return false;
+    if (!(permitted & kXTileData)) {
+        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) != 0) return false;
+        if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) != 0) return false;
+    }
+    return (permitted & kXTileData) != 0;
+#else
+    return true;
+#endif
+}
+#endif
 
 CpuFeatures detect() {
     CpuFeatures f;
@@ -39,6 +71,7 @@ CpuFeatures detect() {
     unsigned eax = 1, ebx = 0, ecx = 0, edx = 0;
     __asm__("cpuid" : "+a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx));
     f.f16c = (ecx >> 29) & 1u;
+    f.amx_bf16 = detect_amx_bf16();
 #endif
     f.logical_cores = static_cast<int>(std::thread::hardware_concurrency());
     if (f.logical_cores <= 0) f.logical_cores = 1;
@@ -61,6 +94,7 @@ std::string CpuFeatures::to_string() const {
     add(avx512vl, "avx512vl");
     add(avx512vnni, "avx512vnni");
     add(avxvnni, "avxvnni");
+    add(amx_bf16, "amx_bf16");
     add(avx2, "avx2");
     add(fma, "fma");
     add(f16c, "f16c");

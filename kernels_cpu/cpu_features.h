@@ -1,5 +1,6 @@
 // What the CPU can do, detected once at run time. The fast kernels pick their variant from
-// this (AVX-512 with VNNI, AVX2, scalar), so one binary runs on every x86-64 machine.
+// this (AVX-512 with VNNI, AVX2, scalar), so one binary runs on every x86-64 machine; the
+// oneDNN prefill path (dnnl_matmul.h) asks for AMX-BF16.
 #pragma once
 
 #include <string>
@@ -15,10 +16,14 @@ struct CpuFeatures {
     bool avx512vl = false;
     bool avx512vnni = false;
     bool avxvnni = false;
+    // AMX tiles with BF16 multiply, usable by this process: CPUID.(7,0):EDX bits 24 and 22, the
+    // OS enables the tile state in XCR0 (bits 17, 18), and on Linux the process holds the
+    // XTILEDATA permission (detection requests it once with arch_prctl(ARCH_REQ_XCOMP_PERM)).
+    bool amx_bf16 = false;
     int logical_cores = 1;
     int physical_cores = 1;  // best effort from /sys; falls back to logical_cores
 
-    // "avx512f avx512bw avx512vnni avx2 fma f16c" (only the present ones).
+    // "avx512f avx512bw avx512vnni amx_bf16 avx2 fma f16c" (only the present ones).
     std::string to_string() const;
 };
 

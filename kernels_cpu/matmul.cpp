@@ -1,4 +1,5 @@
-// matmul on weights of any dequantizable type. Types with an integer kernel in the
+// matmul on weights of any dequantizable type. Prefill-sized batches on quantized W may go to
+// oneDNN (dnnl_matmul.h, when the options ask for it); types with an integer kernel in the
 // active variant go to quantized_matmul (qmatmul.h); the rest take the f32 path here: each
 // thread dequantizes a panel of W rows to f32 once and dots it with every row of x.
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "kernels_cpu/dnnl_matmul.h"
 #include "kernels_cpu/kernel_variant.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
@@ -50,14 +52,23 @@ void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y) {
 }  // namespace
 
 // y [n, m] = W [k, n] · x [k, m]
-void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads, bool quantize_activations) {
+void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads,
+            const MatmulOptions& options) {
     check_matmul(w, x, y);
     const int64_t k = w.ne[0];
     const int64_t n = w.ne[1];
     const int64_t m = x.n_rows();
     if (n == 0 || m == 0) return;
     const KernelVariant variant =
-        quantize_activations ? active_kernel_variant() : KernelVariant::Dequant;
+        options.quantize_activations ? active_kernel_variant() : KernelVariant::Dequant;
+    // The Dequant variant is the reference path: it never rounds x, to bf16 or to 8 bits.
+    const DnnlPolicy dnnl{.min_rows = options.dnnl_min_rows,
+                          .require_amx = options.dnnl_require_amx};
+    if (variant != KernelVariant::Dequant && y_rows_uniform(y) &&
+        use_dnnl_matmul(w.type, m, dnnl)) {
+        dnnl_matmul(w, x, y, n_threads);
+        return;
+    }
     if (const QDotKernel* kernel = find_qdot_kernel(w.type, variant)) {
         quantized_matmul(w, x, y, n_threads, *kernel);
         return;

@@ -11,9 +11,19 @@
 
 namespace strata::cpu {
 
-// matmul.cpp (quantize_activations: see CpuBackendOptions)
+// matmul.cpp (the fields: see CpuBackendOptions). The defaults keep oneDNN off, so a bare
+// cpu::matmul always runs Strata's own kernels.
+struct MatmulOptions {
+    bool quantize_activations = true;
+    int64_t dnnl_min_rows = 0;
+    bool dnnl_require_amx = true;
+};
 void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads,
-            bool quantize_activations = true);
+            const MatmulOptions& options);
+inline void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads,
+                   bool quantize_activations = true) {
+    matmul(w, x, y, n_threads, MatmulOptions{.quantize_activations = quantize_activations});
+}
 
 // get_rows.cpp
 void get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out, int n_threads);

@@ -31,6 +31,11 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
     EXPECT_EQ(f.f16c, has_flag(flags, "f16c"));
     EXPECT_EQ(f.avx512f, has_flag(flags, "avx512f"));
     EXPECT_EQ(f.avx512vnni, has_flag(flags, "avx512_vnni"));
+    // Usable AMX needs more than the CPU flag (OS state, permission), never less.
+    if (f.amx_bf16) {
+        EXPECT_TRUE(has_flag(flags, "amx_bf16"));
+        EXPECT_TRUE(has_flag(flags, "amx_tile"));
+    }
 }
 
 TEST(CpuFeatures, CoreCountsAreConsistent) {

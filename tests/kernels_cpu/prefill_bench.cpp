@@ -2,7 +2,10 @@
 // Q4_K. Ours (integer GEMM on Q8_K activations) against oneDNN's matmul on weights dequantized
 // from the same Q4_K: f32 and bf16 pre-packed in oneDNN's preferred layout (its best case, at
 // 7x / 3.6x the memory of the Q4_K weights), and f32 / bf16 dequantized per call with quant/'s
-// reference dequantizer (what an engine that keeps weights quantized pays). Part of
+// reference dequantizer (what an engine that keeps weights quantized pays). Then the backend's
+// own choice (CpuBackendOptions::dnnl_min_rows): the integer GEMM against the oneDNN path
+// (dnnl_matmul.h, bf16 tiles dequantized per call) at m = 32..512 for W 4096 x 4096 and
+// 4096 x 11008, so one run shows the crossover on the machine at hand. Part of
 // kernels_cpu_bench; not in ctest.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -15,6 +18,7 @@
 
 #include "kernels_cpu/cpu_backend.h"
 #include "kernels_cpu/cpu_features.h"
+#include "kernels_cpu/dnnl_matmul.h"
 #include "tests/kernels_cpu/bench_util.h"
 
 #if defined(STRATA_BENCH_DNNL)
@@ -69,6 +73,45 @@ void bm_prefill_ours(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     add_rate_counters(state, m, backend.n_threads());
+}
+
+// W [4096, n] in Q4_K for the backend comparison: n = 4096 shares PrefillInputs' matrix.
+const HostTensor& backend_weights(int64_t n) {
+    if (n == kN) return PrefillInputs::get().w;
+    static const HostTensor w11008 = random_block_weights(GgmlType::Q4_K, kK, 11008);
+    return w11008;
+}
+
+// Args: W rows n (4096 or 11008), batch m, n_threads (0 = physical cores). `dnnl` forces the
+// oneDNN path from m = 1 on any CPU oneDNN supports; otherwise dnnl_min_rows = 0 keeps ours.
+void bm_prefill_backend(benchmark::State& state, bool dnnl) {
+    const PrefillInputs& in = PrefillInputs::get();
+    const int64_t n = state.range(0), m = state.range(1);
+    if (dnnl && !dnnl_matmul_available()) {
+        state.SkipWithError("oneDNN path not available (no libdnnl-dev, STRATA_DNNL=0 or no bf16)");
+        return;
+    }
+    CpuBackendOptions options;
+    options.n_threads = threads_arg(state.range(2));
+    options.dnnl_min_rows = dnnl ? 1 : 0;
+    options.dnnl_require_amx = false;
+    CpuBackend backend(options);
+    set_kernel_variant(KernelVariant::Auto);
+    state.SetLabel(dnnl ? (cpu_features().amx_bf16 ? "onednn bf16 amx" : "onednn bf16 no-amx")
+                        : std::string(kernel_variant_name(active_kernel_variant())));
+    const HostTensor& w = backend_weights(n);
+    const Tensor x = in.x.t.rows(0, m);
+    HostTensor y(GgmlType::F32, {n, m});
+    for (auto _ : state) {
+        backend.matmul(w.t, x, y.t);
+        benchmark::ClobberMemory();
+    }
+    const double iters = static_cast<double>(state.iterations());
+    state.counters["flops"] = benchmark::Counter(2.0 * kK * static_cast<double>(n * m) * iters,
+                                                 benchmark::Counter::kIsRate);
+    state.counters["tokens"] =
+        benchmark::Counter(static_cast<double>(m) * iters, benchmark::Counter::kIsRate);
+    state.counters["threads"] = backend.n_threads();
 }
 
 #if defined(STRATA_BENCH_DNNL)
@@ -177,3 +220,15 @@ STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, f32_dequant_per_call, DnnlMo
 STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, bf16_packed, DnnlMode::Bf16Packed));
 STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, bf16_dequant_per_call, DnnlMode::Bf16Dequant));
 #endif
+
+// Ours vs the oneDNN path, all threads: {n, m, threads}.
+#define STRATA_PREFILL_BACKEND(...)                                                  \
+    __VA_ARGS__->ArgNames({"n", "batch", "threads"})                               \
+        ->ArgsProduct({{4096, 11008}, {32, 64, 128, 256, 512}, {0}})               \
+        ->UseRealTime()                                                            \
+        ->Unit(benchmark::kMillisecond)                                            \
+        ->ComputeStatistics("min", min_of)                                         \
+        ->ComputeStatistics("max", max_of)
+
+STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, ours, false));
+STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, dnnl, true));
