@@ -25,10 +25,13 @@ struct CpuBackendOptions {
     // ~1e-5, like the 8-bit path), AMX tiles doing the products. 0 disables it; so does the
     // environment variable STRATA_DNNL=0, and builds without oneDNN (libdnnl-dev) lack it;
     // quantize_activations = false and STRATA_CPU_KERNELS=dequant keep the exact f32 path.
-    // Measured (kernels_cpu_bench, prefill_bench.cpp, 4096 x 4096 Q4_K): on Sapphire Rapids
-    // (AMX-BF16) oneDNN won only at m = 512 and lost to the integer GEMM at m = 32..256; on
-    // AVX-512 machines without AMX the integer GEMM won at every m, hence the AMX requirement.
-    int64_t dnnl_min_rows = 512;
+    // Measured on the GPU machine's Sapphire Rapids (AMX-BF16, 16 threads; kernels_cpu_bench
+    // --benchmark_filter=bm_prefill_backend, Q4_K, 2026-11-21): ours / oneDNN at m = 32: 0.52 /
+    // 1.18 ms (4096 x 4096), 1.29 / 2.53 (11008 x 4096); m = 64: 1.00 / 1.04, 2.51 / 2.88;
+    // m = 128: 2.02 / 1.30, 5.27 / 3.45; m = 512: 7.92 / 2.78, 20.7 / 9.2. Whole 7B prefill
+    // pp512 on that CPU: 313 tok/s with oneDNN, 153 without. On the dev box (avx512_bf16, no
+    // AMX) oneDNN won only at m = 512 (80.0 vs 61.5 ms), hence the AMX requirement.
+    int64_t dnnl_min_rows = 128;
     // false: take the oneDNN path on any CPU where oneDNN has a bf16 matmul (AVX-512), not
     // only with AMX-BF16. For tests and comparisons; slower than ours without AMX.
     bool dnnl_require_amx = true;

@@ -254,7 +254,17 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
         params.kv_type = options.session.kv_type;
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
-        if (options.placer == Placer::Plan && profile_) {
+        // When every weight and KV cache fits on the GPU there is nothing to plan: the GPU is
+        // the fastest tier for every byte (a calibrated model that says otherwise is wrong about
+        // small ops, not about bytes).
+        const Placement all_gpu = gpu_ ? builtin_placement(table, params) : Placement{};
+        const TierBytes all_gpu_bytes = gpu_ ? placement_bytes(all_gpu, table) : TierBytes{};
+        const bool fits_gpu = gpu_ && all_gpu_bytes.ram == 0 && all_gpu_bytes.disk == 0 &&
+                              std::all_of(all_gpu.kv.begin(), all_gpu.kv.end(), [](Tier t) { return t == Tier::Gpu; });
+        if (fits_gpu && options.placer == Placer::Plan) {
+            placement_ = all_gpu;
+            placement_source_ = "all on the GPU";
+        } else if (options.placer == Placer::Plan && profile_) {
             PlannerParams pp;
             pp.budgets = params.budgets;
             pp.n_ctx = params.n_ctx;
@@ -273,7 +283,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
                 log << "the planner failed (" << e.what() << "): using the built-in placement\n";
             }
         }
-        if (!plan_report_) {
+        if (!plan_report_ && !(fits_gpu && options.placer == Placer::Plan)) {
             placement_ = builtin_placement(table, params);
             placement_source_ = "built-in";
         }

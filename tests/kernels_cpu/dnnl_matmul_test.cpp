@@ -168,7 +168,7 @@ TEST(DnnlMatmul, PolicyKeepsExactTypesSmallBatchesAndNonAmxCpusOnOurKernels) {
         EXPECT_FALSE(use_dnnl_matmul(GgmlType::Q4_K, 4096, DnnlPolicy{512, true}));
     EXPECT_EQ(use_dnnl_matmul(GgmlType::Q4_K, 512, DnnlPolicy{512, false}),
               dnnl_matmul_available());
-    EXPECT_EQ(CpuBackend(2).dnnl_min_rows(), 512) << "default from the measured crossover";
+    EXPECT_EQ(CpuBackend(2).dnnl_min_rows(), 128) << "default from the measured crossover (AMX)";
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ def piped(strata, model):
     expect(out.endswith("\n") and len([l for l in lines if l.strip()]) >= 2,
            f"piped chat: expected two answers, stdout {out!r}")
     expect("> " not in out[:2], f"piped chat: prompt decoration on stdout {out!r}")
-    expect("gemma" in err and "CPU (RAM)" in err, f"piped chat: no start-up line: {err!r}")
+    expect("gemma" in err and "weights: gpu" in err and "| ram " in err, f"piped chat: no start-up line: {err!r}")
 
     p = subprocess.run([strata, "chat", "-m", model, "--chat-template", "vicuna"],
                        input=b"", capture_output=True, timeout=120)
