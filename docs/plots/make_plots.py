@@ -40,11 +40,11 @@ bars("cpu_7b_2threads.png", "Llama-2-7B synth on 2 CPU threads (tok/s, median of
      "tokens/s", ["prefill pp64", "decode tg32"],
      {"llama.cpp c392e50 (Feb 2025)": [13.96, 8.08], "Strata": [36.77, 8.72]}, ["#999999", "#2a7ab9"])
 
-# Predicted (cost model fitted to 3 runs) vs measured decode, H200 machine.
-configs = ["7B 2G", "7B 3G", "13B 4G", "13B GPU", "70B 6G", "70B 6G\nbuilt-in", "70B 24G", "70B CPU",
-           "70B 6G\n9 layers", "70B 6G\n16G RAM+disk"]
-measured = [32.48, 43.73, 21.12, 66.12, 3.86, 3.65, 6.15, 3.03, 3.86, 0.13]
-predicted = [42.11, 61.01, 27.04, 119.54, 4.08, 3.99, 8.55, 3.53, 3.88, 0.117]
+# Predicted (cost model fitted to 7 runs) vs measured decode, H200 machine.
+configs = ["7B 2G", "7B 3G", "13B CPU", "13B 8G", "13B GPU", "70B 6G", "70B 6G\nbuilt-in", "70B 24G",
+           "70B 6G\n16G RAM+disk"]
+measured = [42.84, 53.58, 16.61, 60.44, 58.43, 3.83, 3.99, 7.11, 0.12]
+predicted = [42.09, 58.67, 17.18, 92.05, 115.53, 4.21, 4.13, 8.74, 0.117]
 fig, ax = plt.subplots(figsize=(8, 4))
 ratios = [p / m for p, m in zip(predicted, measured)]
 ax.bar(range(len(configs)), ratios, color=["#2a7ab9" if abs(r - 1) <= 0.15 else "#d9822b" for r in ratios])
@@ -52,7 +52,7 @@ ax.axhspan(0.85, 1.15, color="#cccccc", alpha=0.5, label="target ±15%")
 ax.set_xticks(range(len(configs)))
 ax.set_xticklabels(configs, fontsize=7)
 ax.set_ylabel("predicted / measured decode tok/s")
-ax.set_title("Cost model after calibration on 3 runs (H200 machine)", fontsize=10)
+ax.set_title("Cost model after calibration on 7 runs (H200 machine)", fontsize=10)
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(os.path.join(HERE, "plan_predicted_vs_measured.png"), dpi=110)
