@@ -36,9 +36,9 @@ bars("offload_70b_decode.png", "Llama-2-70B synth decode, H200 + 16-core Xeon (t
      ["#999999", "#2a7ab9"])
 
 # Llama-2-7B synth, 2-core AMD EPYC dev box, 2 threads (side by side, alternating).
-bars("cpu_7b_2threads.png", "Llama-2-7B synth on 2 CPU threads (tok/s, median of 2 alternating runs)",
-     "tokens/s", ["prefill pp64", "decode tg32"],
-     {"llama.cpp c392e50 (Feb 2025)": [13.96, 8.08], "Strata": [36.77, 8.72]}, ["#999999", "#2a7ab9"])
+bars("cpu_7b_2threads.png", "Llama-2-7B synth on 2 CPU threads, quiet box (tok/s, mean of 2 alternating runs)",
+     "tokens/s", ["prefill pp512", "decode tg32"],
+     {"llama.cpp c392e50 (Feb 2025)": [13.9, 9.09], "Strata": [33.94, 10.17]}, ["#999999", "#2a7ab9"])
 
 # Predicted (cost model fitted to 7 runs) vs measured decode, H200 machine.
 configs = ["7B 2G", "7B 3G", "13B CPU", "13B 8G", "13B GPU", "70B 6G", "70B 6G\nbuilt-in", "70B 24G",
