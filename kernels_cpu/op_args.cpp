@@ -31,14 +31,6 @@ void check_f32(std::string_view op, std::string_view what, const Tensor& t) {
     check_host_rows(op, what, t);
 }
 
-void check_same_shape(std::string_view op, std::string_view what_a, const Tensor& a,
-                      std::string_view what_b, const Tensor& b) {
-    if (a.ne != b.ne) {
-        throw ArgumentError(cat(op, ": ", what_a, " ", a.shape_string(), " and ", what_b, " ",
-                                b.shape_string(), " must have the same shape"));
-    }
-}
-
 void check_dequantizable(std::string_view op, std::string_view what, const Tensor& t) {
     if (type_traits(t.type).dequantize == nullptr) {
         throw UnsupportedError(cat(op, ": ", what, " of type ", type_traits(t.type).name,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/core/op_checks.h"
 #include "engine/core/tensor.h"
 
 namespace strata::cpu {
@@ -30,8 +31,6 @@ void check_host_rows(std::string_view op, std::string_view what, const Tensor& t
 void check_f32(std::string_view op, std::string_view what, const Tensor& t);
 
 // a and b have the same ne.
-void check_same_shape(std::string_view op, std::string_view what_a, const Tensor& a,
-                      std::string_view what_b, const Tensor& b);
 
 // The type has a reference dequantizer (matmul weights, get_rows tables, KV caches).
 void check_dequantizable(std::string_view op, std::string_view what, const Tensor& t);

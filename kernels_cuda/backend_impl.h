@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/op_checks.h"
 #include "kernels_cuda/cuda_backend.h"
 #include "kernels_cuda/launch.h"
 #include "kernels_cuda/staging.h"
@@ -70,8 +71,6 @@ struct CudaBackend::Impl {
 void check_device_rows(std::string_view op, std::string_view what, const Tensor& t);
 // As check_device_rows, and t is f32.
 void check_device_f32(std::string_view op, std::string_view what, const Tensor& t);
-void check_same_shape(std::string_view op, std::string_view what_a, const Tensor& a,
-                      std::string_view what_b, const Tensor& b);
 // Rows of t are evenly spaced (one stride from row to row over ne[1..3]), as cuBLAS needs.
 bool rows_evenly_strided(const Tensor& t);
 void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y);

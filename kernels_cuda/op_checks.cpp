@@ -1,5 +1,6 @@
 // Argument checks of the CUDA ops (backend_impl.h): the CPU backend's rules, for device tensors.
 #include "engine/core/error.h"
+#include "engine/core/op_checks.h"
 #include "kernels_cuda/backend_impl.h"
 
 namespace strata::cuda {
@@ -33,14 +34,6 @@ void check_device_f32(std::string_view op, std::string_view what, const Tensor& 
     }
 }
 
-void check_same_shape(std::string_view op, std::string_view what_a, const Tensor& a,
-                      std::string_view what_b, const Tensor& b) {
-    if (a.ne != b.ne) {
-        throw ArgumentError(cat(op, ": ", what_a, " ", a.shape_string(), " and ", what_b, " ",
-                                b.shape_string(), " must have the same shape"));
-    }
-}
-
 bool rows_evenly_strided(const Tensor& t) {
     return (t.ne[2] == 1 || t.nb[2] == t.nb[1] * static_cast<uint64_t>(t.ne[1])) &&
            (t.ne[3] == 1 || t.nb[3] == t.nb[2] * static_cast<uint64_t>(t.ne[2]));
@@ -69,13 +62,7 @@ void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y) {
 
 void check_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                      const int32_t* positions, const AttentionParams& p, const Tensor& out) {
-    if (p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim_k <= 0 ||
-        p.head_dim_v <= 0 || p.window < 0 || !(p.softcap >= 0.0f)) {
-        throw ArgumentError(cat(
-            "attention: bad params n_head = ", p.n_head, ", n_head_kv = ", p.n_head_kv,
-            " (must divide n_head), head_dim_k = ", p.head_dim_k, ", head_dim_v = ", p.head_dim_v,
-            ", window = ", p.window, ", softcap = ", p.softcap));
-    }
+    check_attention_params(p);
     if (p.head_dim_k > kAttnMaxHeadDim || p.head_dim_v > kAttnMaxHeadDim) {
         throw UnsupportedError(cat("attention: head dims ", p.head_dim_k, "/", p.head_dim_v,
                                    " exceed the CUDA kernels' ", kAttnMaxHeadDim));
@@ -91,32 +78,7 @@ void check_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
                                        "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl are)"));
         }
     }
-    const int64_t n_tokens = q.ne[2];
-    if (q.ne[0] != p.head_dim_k || q.ne[1] != p.n_head || q.ne[3] != 1) {
-        throw ArgumentError(cat("attention: q ", q.shape_string(), " must be [head_dim_k = ",
-                                p.head_dim_k, ", n_head = ", p.n_head, ", n_tokens]"));
-    }
-    if (out.ne[0] != p.head_dim_v || out.ne[1] != p.n_head || out.ne[2] != n_tokens || out.ne[3] != 1) {
-        throw ArgumentError(cat("attention: out ", out.shape_string(), " must be [", p.head_dim_v,
-                                ", ", p.n_head, ", ", n_tokens, "]"));
-    }
-    const int64_t k_row = int64_t{p.head_dim_k} * p.n_head_kv;
-    const int64_t v_row = int64_t{p.head_dim_v} * p.n_head_kv;
-    if (k_cache.ne[0] != k_row || v_cache.ne[0] != v_row || k_cache.ne[2] != 1 ||
-        v_cache.ne[2] != 1 || k_cache.ne[3] != 1 || v_cache.ne[3] != 1 || n_cells < 0 ||
-        n_cells > k_cache.ne[1] || n_cells > v_cache.ne[1]) {
-        throw ArgumentError(cat("attention: k_cache ", k_cache.shape_string(), " and v_cache ",
-                                v_cache.shape_string(), " must be [", k_row, ", cells] and [", v_row,
-                                ", cells] with n_cells = ", n_cells, " <= cells"));
-    }
-    if (n_tokens > 0 && positions == nullptr) throw ArgumentError("attention: positions is null");
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        if (positions[t] < 0 || positions[t] >= n_cells) {
-            throw ArgumentError(cat("attention: token ", t, " is at position ", positions[t],
-                                    ", outside the ", n_cells,
-                                    " cells written so far (kv_store it before attention)"));
-        }
-    }
+    check_attention_shapes(q, k_cache, v_cache, n_cells, positions, p, out);
 }
 
 }  // namespace strata::cuda

@@ -1,0 +1,25 @@
+// Argument checks every backend shares: the parameters and shapes an op's contract
+// (backend.h) requires, independent of where the memory lives. Backends add their own checks
+// (memory kind, supported types) around these. ArgumentError with the values.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/core/backend.h"
+
+namespace strata {
+
+// a.ne == b.ne, naming the op and both tensors otherwise.
+void check_same_shape(std::string_view op, std::string_view what_a, const Tensor& a, std::string_view what_b,
+                      const Tensor& b);
+
+// n_head divisible by n_head_kv, positive head dims, window >= 0, softcap >= 0.
+void check_attention_params(const AttentionParams& p);
+
+// q [hd_k, n_head, n_tokens], out [hd_v, n_head, n_tokens], caches [hd·n_head_kv, cells] with
+// n_cells <= cells, and every token's position inside [0, n_cells).
+void check_attention_shapes(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
+                            const int32_t* positions, const AttentionParams& p, const Tensor& out);
+
+}  // namespace strata
