@@ -178,6 +178,26 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
         p.transfer_latency_us = s / 2 * 1e6;
     }
 
+    step("gpu op");
+    {
+        constexpr int64_t kWidth = 4096;
+        constexpr int kReps = 200;
+        std::vector<float> host(2 * kWidth);
+        for (size_t i = 0; i < host.size(); ++i) host[i] = 0.25f * static_cast<float>(i % 7);
+        DeviceTensor ab = backend.upload(Tensor::contiguous(GgmlType::F32, host.data(), {kWidth, 2}), "gpu profile op");
+        DeviceTensor out = backend.allocate(GgmlType::F32, {kWidth}, "gpu profile op output");
+        auto* rows = static_cast<float*>(ab.tensor.data);
+        const Tensor a1 = Tensor::contiguous(GgmlType::F32, rows, {kWidth}, MemoryKind::Device);
+        const Tensor b1 = Tensor::contiguous(GgmlType::F32, rows + kWidth, {kWidth}, MemoryKind::Device);
+        const double batch = best_time(
+            [&] {
+                for (int r = 0; r < kReps; ++r) backend.add(a1, b1, out.tensor);
+                backend.synchronize();
+            },
+            options.budget_per_step);
+        p.op_us = batch / kReps * 1e6;
+    }
+
     constexpr int64_t k = 4096;
     for (GgmlType type : options.types) {
         const std::string name(type_traits(type).name);
@@ -193,6 +213,24 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
             continue;  // left out: the cost model falls back to the read rate for it
         }
         if (type != GgmlType::Q4_K) continue;
+        // Matrices of a small model's size, each slice out of L2 by the time it comes round.
+        step("gpu gemv floor");
+        {
+            const int64_t slice = std::min<int64_t>(n, 2048);
+            const int64_t n_slices = n / slice;
+            Tensor y_slice = Tensor::contiguous(GgmlType::F32, y.tensor.data, {slice, 1}, MemoryKind::Device);
+            const double batch = best_time(
+                [&] {
+                    for (int64_t i = 0; i < n_slices; ++i) {
+                        backend.matmul(w.tensor.rows(i * slice, slice), x.tensor, y_slice);
+                    }
+                    backend.synchronize();
+                },
+                options.budget_per_step);
+            const double per = batch / static_cast<double>(n_slices);
+            const double bytes = static_cast<double>(w.tensor.rows(0, slice).n_bytes());
+            p.gemv_floor_us = std::max(0.0, per - bytes / (p.gemv_gbs[name] * 1e9)) * 1e6;
+        }
         // The prefill rate on a slice of this matrix: its output is n_tokens times wider.
         step("gpu prefill");
         const int64_t tokens = options.prefill_tokens;

@@ -15,6 +15,16 @@ namespace {
 constexpr double kGiga = 1e9;
 constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types not measured
 
+// Small ops (kernels on the GPU, parallel regions on the CPU) the layer program runs per block
+// beside its matrix products, as layer_program.cpp issues them: attention = norm, activation
+// quantization for q/k/v and for the output projection, 2 RoPE, 2 KV stores, attention, add;
+// FFN = norm, 2 quantizations, gated activation, add; each extra FFN part = 2 quantizations,
+// activation, and the add of its partial sum. Optional tensors add one op each (biases, q/k
+// norms, post norms).
+constexpr double kAttnOps = 9;
+constexpr double kFfnOps = 5;
+constexpr double kFfnPartOps = 4;
+
 // Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
 double part_bytes(const TensorEntry& t, bool is_down, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
@@ -122,6 +132,10 @@ CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
             L.kv_cell_bytes = static_cast<double>(kv_bytes_per_layer(table, l, 1, kv_type));
         }
         if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
+        const auto has = [&](const char* name) { return index.count(cat("blk.", l, ".", name)) ? 1.0 : 0.0; };
+        L.attn_ops = kAttnOps + has("attn_q.bias") + has("attn_k.bias") + has("attn_v.bias") +
+                     has("attn_q_norm.weight") + has("attn_k_norm.weight") + has("post_attention_norm.weight");
+        L.ffn_ops = kFfnOps + has("post_ffw_norm.weight");
     }
 
     info_.resize(table.tensors.size());
@@ -169,6 +183,14 @@ double CostModel::disk_bytes_per_s() const {
     return std::max(profile_.disk_read_gbs, 1e-3) * kGiga;
 }
 
+double CostModel::op_s(int proc) const {
+    return (proc == kGpu ? profile_.gpu_op_us : profile_.cpu_op_us) * 1e-6;
+}
+
+double CostModel::gemv_floor_s(int proc) const {
+    return (proc == kGpu ? profile_.gpu_gemv_floor_us : profile_.cpu_gemv_floor_us) * 1e-6;
+}
+
 int CostModel::segment_of(int tensor) const {
     const int layer = info_[static_cast<size_t>(tensor)].layer;
     return layer >= 0 ? layer : table_.n_layer;
@@ -202,7 +224,7 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
         throw ArgumentError(cat("the placement puts ", t.name,
                                 " on the GPU, but the hardware profile has no GPU rates"));
     }
-    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate);
+    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate) + gemv_floor_s(proc);
     const double n = static_cast<double>(params_.n_prompt);
     const double flops = ti.flops * bytes / static_cast<double>(t.bytes) * pf_share;
     double pf = 0;
@@ -246,7 +268,9 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
         add_weight(cpu, i, part_bytes(t, down, s.gpu_end, s.ram_end), Tier::Ram, kCpu);
         add_weight(cpu, i, part_bytes(t, down, s.ram_end, n_ff), Tier::Disk, kCpu);
     }
-    // The parts run concurrently: only the longer one is on the critical path.
+    // With GPU neurons the FFN's home is the GPU and the host part has its own small ops. The
+    // parts run concurrently: only the longer one is on the critical path.
+    if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.run(kCpu, kFfnPartOps * op_s(kCpu), 0);
     const double g = gpu.t.gpu_s, c = cpu.t.cpu_s;
     (g >= c ? w.t.gpu_s : w.t.cpu_s) += std::max(g, c);
     const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
@@ -290,7 +314,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
                            ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kGiga);
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
-    w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
+    w.run(ah, kv_read + L.attn_ops * op_s(ah), prefill_known_ ? attn_flops / rate : 0.0);
     (ah == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norms, RoPE, KV store, attention, adds
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 
@@ -298,8 +322,9 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     if (fh < 0) return w.t;
     w.copy(4.0 * n_embd, ah, fh);
     (fh == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norm, activation, add
+    w.run(fh, L.ffn_ops * op_s(fh), 0);
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
-        if (fh == kGpu) w.t.cpu_blocks += 1;  // the host part's own small ops
+        if (fh == kGpu && split->gpu_end < L.ffn->n_ff) w.t.cpu_blocks += 1;  // the host part's own small ops
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {
         for (int i : L.ffn_index) add_weight(w, i, bytes(i), tier(i), fh);
@@ -414,6 +439,8 @@ namespace {
 
 constexpr int kCoef = 6;  // gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_block_s, cpu_block_s
 using Vec = std::array<double, kCoef>;
+// The size of a coefficient's typical change, for the pull toward the prior when it is 0.
+constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 2e-5, 2e-5};
 using Mat = std::array<Vec, kCoef>;
 
 // Solves A x = b for the variables in `mask` (others 0) by Gaussian elimination with partial
@@ -449,7 +476,7 @@ bool solve_subset(const Mat& a, const Vec& b, unsigned mask, Vec& x) {
 
 }  // namespace
 
-void fit(CostParams& params, const std::vector<Observation>& observations) {
+void fit(CostParams& params, const std::vector<Observation>& observations, double prior_weight) {
     if (observations.empty()) throw ArgumentError("cost model fit: no observations");
     for (const Observation& o : observations) {
         if (!(o.measured_s_per_token > 0)) {
@@ -490,10 +517,11 @@ void fit(CostParams& params, const std::vector<Observation>& observations) {
                 b[r] += f[r] * y;
             }
         }
-        // A weak pull toward the prior keeps coefficients no run exercises where they were.
+        // The pull toward the prior: a coefficient moves only as far as the runs ask for.
         Vec ridge{};
         for (int j = 0; j < kCoef; ++j) {
-            ridge[j] = 1e-6 * a[j][j] / static_cast<double>(rows.size()) + 1e-12;
+            const double unit = std::max(std::abs(prior[static_cast<size_t>(j)]), kTypical[static_cast<size_t>(j)]);
+            ridge[j] = prior_weight / (unit * unit) + 1e-6 * a[j][j] / static_cast<double>(rows.size()) + 1e-12;
             a[j][j] += ridge[j];
             b[j] += ridge[j] * prior[j];
         }

@@ -6,9 +6,13 @@
 //   G, C  GPU and CPU seconds on the critical path. The layer program is sequential, so each
 //         weight adds bytes / gemv rate of its type on the processor of its tier (GPU tier:
 //         gpu_gemv_gbs; RAM and DISK: cpu_gemv_gbs, else host_read_gbs × 0.7; GPU unknown
-//         type: gpu_read_gbs × 0.7), each attention adds its KV bytes at n_ctx_used cells /
-//         the read bandwidth of the KV's tier; a split FFN adds only max(GPU part, CPU part),
-//         counted on the side that is longer (its parts run concurrently).
+//         type: gpu_read_gbs × 0.7) plus the processor's fixed cost per product
+//         (gpu_gemv_floor_us, cpu_gemv_floor_us); each attention adds its KV bytes at
+//         n_ctx_used cells / the read bandwidth of the KV's tier; each block adds its small
+//         ops (norms, RoPE, KV stores, quantizations, activations, adds: 9 per attention and 5
+//         per FFN, plus optional ones) × the processor's measured op cost (gpu_op_us,
+//         cpu_op_us). A split FFN adds only max(GPU part, CPU part), counted on the side that
+//         is longer (its parts run concurrently).
 //   D     DISK bytes / disk_read_gbs. The disk stream reads ahead while the CPU and GPU work,
 //         so only the part of the scaled D that the scaled compute does not hide costs time.
 //   T     transfers: every copy costs transfer_latency_us + bytes / h2d_gbs (or d2h_gbs):
@@ -16,7 +20,8 @@
 //         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
 //         input there, its output back), a split FFN's input and partial sum, and the hidden
 //         state and logits at the end when the output matrix or the last block is on the GPU.
-//   B     blocks (a layer's attention or FFN) homed on each processor: small-op costs.
+//   B     blocks (a layer's attention or FFN) homed on each processor, for fitted per-block
+//         corrections to the small-op costs above.
 //   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C + gpu_block_s·Bg + cpu_block_s·Bc,
 //                                 disk_scale·D)
 // With unit scales this is overhead + T + max(G + C, D): the roofline of docs/measuring.md
@@ -30,8 +35,8 @@
 // The scales are fitted on decode and not applied to prefill. Prefill is 0 (not predicted)
 // when the profile lacks cpu_prefill_gflops, or gpu_prefill_gflops on a machine with a GPU.
 //
-// Not modelled: MoE expert sparsity (every byte of a 3-D tensor counts as read), the work of
-// norms, RoPE and activations, and the disk's queueing (DISK reads are taken at full rate).
+// Not modelled: MoE expert sparsity (every byte of a 3-D tensor counts as read), and the disk's
+// queueing (DISK reads are taken at full rate).
 #pragma once
 
 #include <cstdint>
@@ -52,9 +57,9 @@ struct CostParams {
     double gpu_scale = 1.0;  // seconds per predicted second (1 / efficiency)
     double cpu_scale = 1.0;
     double disk_scale = 1.0;
-    // Seconds per block (a layer's attention, or its FFN) run on each processor, for the
-    // small ops whose cost does not follow the weight bytes (norms, RoPE, KV stores, adds,
-    // launches, OpenMP fork/join). Fitted; 0 until calibrated.
+    // Seconds per block (a layer's attention, or its FFN) run on each processor beyond the
+    // measured small-op costs (synchronisation, what the op counts miss). Fitted; 0 until
+    // calibrated.
     double gpu_block_s = 0.0;
     double cpu_block_s = 0.0;
 };
@@ -89,15 +94,20 @@ Observation observe(const Placement& placement, const TensorTable& table,
                     const HardwareProfile& profile, const CostParams& params,
                     double measured_s_per_token);
 
-// Least-squares fit of overhead_s, gpu_scale, cpu_scale and disk_scale (all >= 0) to
-// measured = T + max(gpu_scale·G + cpu_scale·C, disk_scale·D) + overhead_s, in relative error
-// (each run weighted by 1/measured²), alternating between classifying each run as compute- or
-// disk-bound and solving that linear model. Closed form: the normal equations on
-// every subset of the four coefficients, keeping the best non-negative solution. A weak pull
-// (1e-6 of the data's weight) toward the current values keeps coefficients that no run
-// exercises (no disk in any run, say) where they are. ArgumentError on no observations or a
-// measured time <= 0.
-void fit(CostParams& params, const std::vector<Observation>& observations);
+// Least-squares fit of the scales, overhead_s and the per-block corrections (all >= 0) to
+// measured = T + max(gpu_scale·G + cpu_scale·C + gpu_block_s·Bg + cpu_block_s·Bc, disk_scale·D)
+// + overhead_s, in relative error (each run weighted by 1/measured²), alternating between
+// classifying each run as compute- or disk-bound and solving that linear model. Closed form:
+// the normal equations on every subset of the coefficients, keeping the best non-negative
+// solution. A pull toward the current values (the prior: the profile's measured rates and op
+// costs) of `prior_weight` per coefficient, in units of the coefficient's size (1 for scales,
+// 1 ms overhead, 20 µs per block): with the default, doubling a scale costs as much as a 14%
+// error on one run, so a few runs of one kind cannot carry a coefficient they barely
+// determine far from what the machine measured. ArgumentError on no observations or a measured
+// time <= 0.
+constexpr double kDefaultPriorWeight = 0.02;
+void fit(CostParams& params, const std::vector<Observation>& observations,
+         double prior_weight = kDefaultPriorWeight);
 
 // ---- For the planner: many layouts of one model, estimated fast ----
 
@@ -176,10 +186,13 @@ class CostModel {
         double kv_cell_bytes = 0;
         double q_width = 0;  // attn_q output width (prefill attention FLOP)
         double n_embd = 0;
+        double attn_ops = 0, ffn_ops = 0;  // small ops per block, optional tensors included
     };
     enum Proc { kCpu = 0, kGpu = 1 };
     struct Walk;
 
+    double op_s(int proc) const;          // one small op on `proc`
+    double gemv_floor_s(int proc) const;  // one matrix product's fixed cost on `proc`
     int home_out(const Layout& layout, int layer) const;
     int ffn_home(const Layout& layout, int layer) const;
     void add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,

@@ -175,6 +175,8 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["ram_total_bytes"] = p.ram_total_bytes;
     j["host_read_gbs"] = p.host_read_gbs;
     j["cpu_gemv_gbs"] = p.cpu_gemv_gbs;
+    j["cpu_op_us"] = p.cpu_op_us;
+    j["cpu_gemv_floor_us"] = p.cpu_gemv_floor_us;
     j["disk_read_gbs"] = p.disk_read_gbs;
     j["disk_direct_io"] = p.disk_direct_io;
     j["gpu_name"] = p.gpu_name;
@@ -184,6 +186,8 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["h2d_gbs"] = p.h2d_gbs;
     j["d2h_gbs"] = p.d2h_gbs;
     j["transfer_latency_us"] = p.transfer_latency_us;
+    j["gpu_op_us"] = p.gpu_op_us;
+    j["gpu_gemv_floor_us"] = p.gpu_gemv_floor_us;
     j["cpu_prefill_gflops"] = p.cpu_prefill_gflops;
     j["gpu_prefill_gflops"] = p.gpu_prefill_gflops;
     return j.dump(2) + "\n";
@@ -214,6 +218,8 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.ram_total_bytes = r.u64("ram_total_bytes");
     p.host_read_gbs = r.rate("host_read_gbs");
     p.cpu_gemv_gbs = r.rates("cpu_gemv_gbs");
+    p.cpu_op_us = r.rate("cpu_op_us");
+    p.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
     p.gpu_name = r.str("gpu_name");
@@ -223,6 +229,8 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.h2d_gbs = r.rate("h2d_gbs");
     p.d2h_gbs = r.rate("d2h_gbs");
     p.transfer_latency_us = r.rate("transfer_latency_us");
+    p.gpu_op_us = r.rate("gpu_op_us");
+    p.gpu_gemv_floor_us = r.rate("gpu_gemv_floor_us");
     p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
     p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
     return p;
@@ -321,6 +329,39 @@ double measure_cpu_gemv_gbs(Backend& cpu, GgmlType type, const MatmulMeasureOpti
     return static_cast<double>(m.tw.n_bytes()) / s / 1e9;
 }
 
+OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeasureOptions& options) {
+    OpCosts out;
+    {
+        constexpr int64_t kWidth = 4096;
+        constexpr int kReps = 200;
+        Buffer buf = cpu.allocate(3 * kWidth * sizeof(float), "op cost rows");
+        Tensor a = buf.tensor(GgmlType::F32, {kWidth});
+        Tensor b = Tensor::contiguous(GgmlType::F32, a.as<float>() + kWidth, {kWidth});
+        Tensor y = Tensor::contiguous(GgmlType::F32, a.as<float>() + 2 * kWidth, {kWidth});
+        for (int64_t i = 0; i < 2 * kWidth; ++i) a.as<float>()[i] = 0.25f * static_cast<float>(i % 7);
+        const double s = best_time([&] { for (int r = 0; r < kReps; ++r) cpu.add(a, b, y); }, options.budget);
+        out.op_us = s / kReps * 1e6;
+    }
+    // GEMVs of the size of a small model's matrices, each on a slice not in the caches.
+    constexpr int64_t kSliceRows = 2048;
+    Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.weight_bytes, 1);
+    const int64_t n_slices = std::max<int64_t>(1, m.tw.ne[1] / kSliceRows);
+    Tensor y = Tensor::contiguous(GgmlType::F32, m.ty.as<float>(), {std::min(kSliceRows, m.tw.ne[1]), 1});
+    const double s = best_time(
+        [&] {
+            for (int64_t i = 0; i < n_slices; ++i) {
+                cpu.matmul(m.tw.rows(i * y.ne[0], y.ne[0]), m.tx, y);
+            }
+        },
+        options.budget);
+    const double per_gemv = s / static_cast<double>(n_slices);
+    const double slice_bytes = static_cast<double>(m.tw.n_bytes()) / static_cast<double>(m.tw.ne[1]) *
+                               static_cast<double>(y.ne[0]);
+    const double at_rate = q4k_gemv_gbs > 0 ? slice_bytes / (q4k_gemv_gbs * 1e9) : 0.0;
+    out.gemv_floor_us = std::max(0.0, per_gemv - at_rate) * 1e6;
+    return out;
+}
+
 double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options) {
     const int n_tokens = options.n_tokens > 1 ? options.n_tokens : 64;
     Matmul m = make_matmul(cpu, type, options.weight_bytes, n_tokens);
@@ -388,6 +429,14 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
         } catch (const UnsupportedError&) {
             // Left out: the cost model falls back to the host read rate for it.
         }
+    }
+    step("cpu op costs");
+    {
+        const auto q4k = p.cpu_gemv_gbs.find("q4_K");
+        const OpCosts c = measure_cpu_op_costs(cpu, q4k != p.cpu_gemv_gbs.end() ? q4k->second : 0,
+                                               {options.gemv_bytes, 1, options.budget_per_step});
+        p.cpu_op_us = c.op_us;
+        p.cpu_gemv_floor_us = c.gemv_floor_us;
     }
     step("cpu prefill");
     p.cpu_prefill_gflops = measure_cpu_prefill_gflops(

@@ -19,7 +19,7 @@ namespace strata {
 class Backend;
 
 struct HardwareProfile {
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
     int schema_version = kSchemaVersion;
 
     std::string cpu_name;
@@ -27,6 +27,11 @@ struct HardwareProfile {
     uint64_t ram_total_bytes = 0;
     double host_read_gbs = 0;                   // streaming read, all cpu_threads
     std::map<std::string, double> cpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
+    // The fixed cost of one op beside its bytes, µs: a small op (an add of one activation row;
+    // norms, RoPE, KV stores and adds cost about this), and what one GEMV of a few MB takes
+    // beyond bytes / cpu_gemv_gbs (thread start-up, the last rows' tail).
+    double cpu_op_us = 0;
+    double cpu_gemv_floor_us = 0;
     double disk_read_gbs = 0;                   // sequential, on the model's file system
     bool disk_direct_io = false;                // whether disk_read_gbs was read with O_DIRECT
 
@@ -36,6 +41,10 @@ struct HardwareProfile {
     std::map<std::string, double> gpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
     double h2d_gbs = 0, d2h_gbs = 0;             // PCIe, pinned
     double transfer_latency_us = 0;              // one small copy incl. its synchronisation
+    // As cpu_op_us and cpu_gemv_floor_us, on the GPU (a kernel launch and its ramp-up: several
+    // µs each, as much as a 10 MB matrix takes at full bandwidth).
+    double gpu_op_us = 0;
+    double gpu_gemv_floor_us = 0;
 
     double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
     double gpu_prefill_gflops = 0;
@@ -81,6 +90,15 @@ struct MatmulMeasureOptions {
     int n_tokens = 1;                      // 1: decode GEMV; more: a prefill batch
     std::chrono::duration<double> budget{0.5};
 };
+// The per-op costs of `cpu` (cpu_op_us, cpu_gemv_floor_us), µs: an add of one 4096-float row
+// repeated, and q4_K GEMVs of ~4.7 MB rotating over slices of a matrix larger than the caches,
+// less their bytes at `q4k_gemv_gbs` (the large-matrix rate; 0: nothing subtracted). Both >= 0.
+struct OpCosts {
+    double op_us = 0;
+    double gemv_floor_us = 0;
+};
+OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeasureOptions& options = {});
+
 // Weight bytes/s (GB/s) of `cpu`.matmul on a `type` matrix [4096, n] of valid blocks (rows
 // quantized from random floats, repeated), one token: the decode rate. UnsupportedError when
 // the backend cannot multiply the type.

@@ -47,6 +47,8 @@ void fill_fake_gpu(HardwareProfile& p, const FakeDeviceBackend& fake) {
     for (const auto& [type, gbs] : p.cpu_gemv_gbs) p.gpu_gemv_gbs[type] = gbs * kSpeedup;
     p.h2d_gbs = p.d2h_gbs = p.host_read_gbs / 2;  // memcpy: read and write
     p.transfer_latency_us = 5;
+    p.gpu_op_us = p.cpu_op_us;
+    p.gpu_gemv_floor_us = p.cpu_gemv_floor_us;
     p.gpu_prefill_gflops = p.cpu_prefill_gflops * kSpeedup;
 }
 
@@ -74,6 +76,8 @@ void measure_gpu(HardwareProfile& p, Backend& gpu, [[maybe_unused]] bool quick, 
         p.h2d_gbs = g.h2d_gbs;
         p.d2h_gbs = g.d2h_gbs;
         p.transfer_latency_us = g.transfer_latency_us;
+        p.gpu_op_us = g.op_us;
+        p.gpu_gemv_floor_us = g.gemv_floor_us;
         p.gpu_prefill_gflops = g.prefill_gflops;
         return;
     }
@@ -87,6 +91,7 @@ void clear_gpu(HardwareProfile& p) {
     p.gpu_read_gbs = 0;
     p.gpu_gemv_gbs.clear();
     p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
+    p.gpu_op_us = p.gpu_gemv_floor_us = 0;
     p.gpu_prefill_gflops = 0;
 }
 
@@ -97,8 +102,12 @@ std::string fixed1(double x) {
 }
 
 std::string summary(const HardwareProfile& p) {
-    std::string s = cat("host read ", fixed1(p.host_read_gbs), " GB/s, disk ", fixed1(p.disk_read_gbs), " GB/s");
-    if (p.has_gpu()) s += cat(", gpu read ", fixed1(p.gpu_read_gbs), " GB/s, h2d ", fixed1(p.h2d_gbs), " GB/s");
+    std::string s = cat("host read ", fixed1(p.host_read_gbs), " GB/s, disk ", fixed1(p.disk_read_gbs),
+                        " GB/s, cpu op ", fixed1(p.cpu_op_us), " us");
+    if (p.has_gpu()) {
+        s += cat(", gpu read ", fixed1(p.gpu_read_gbs), " GB/s, h2d ", fixed1(p.h2d_gbs), " GB/s, gpu op ",
+                 fixed1(p.gpu_op_us), " us");
+    }
     return s;
 }
 

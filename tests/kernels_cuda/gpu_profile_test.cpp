@@ -34,6 +34,12 @@ TEST(GpuProfile, QuickMeasurementIsPlausible) {
     EXPECT_GT(p.transfer_latency_us, 0.5);
     EXPECT_LT(p.transfer_latency_us, 10000.0);
     EXPECT_GT(p.prefill_gflops, 100.0);
+    // A kernel launch costs at least a few hundred ns on any GPU and driver; a small one takes
+    // well under a millisecond. The GEMV floor is what a 4.7 MB product takes beyond its bytes.
+    EXPECT_GT(p.op_us, 0.3);
+    EXPECT_LT(p.op_us, 1000.0);
+    EXPECT_GE(p.gemv_floor_us, 0.0);
+    EXPECT_LT(p.gemv_floor_us, 1000.0);
     for (GgmlType type : o.types) {
         const std::string name(type_traits(type).name);
         ASSERT_TRUE(p.gemv_gbs.count(name)) << name;

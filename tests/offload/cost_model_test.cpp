@@ -210,6 +210,45 @@ TEST(CostModel, RefusesWhatItCannotRate) {
     EXPECT_EQ(estimate(first_layers(t, 0, Tier::Ram), t, no_prefill, {}).prefill_s_per_token, 0);
 }
 
+TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
+    const TensorTable t = make_llama_table(mid_shape());
+    Placement all = first_layers(t, t.n_layer, Tier::Ram);
+    set_tier(all, "output.weight", Tier::Gpu);
+    CostParams params;
+    params.overhead_s = 0;
+    HardwareProfile free_ops = laptop();
+    HardwareProfile costly = laptop();
+    costly.gpu_op_us = 5;
+    costly.gpu_gemv_floor_us = 4;
+    costly.cpu_op_us = 100;  // nothing runs on the CPU: must not count
+    const CostEstimate a = estimate(all, t, free_ops, params);
+    const CostEstimate b = estimate(all, t, costly, params);
+    // Per layer 9 attention ops + 5 FFN ops and 7 products; the output product.
+    const double n = t.n_layer;
+    const double want = (n * (9 + 5) * 5 + (n * 7 + 1) * 4) * 1e-6;
+    EXPECT_NEAR(b.gpu_s - a.gpu_s, want, want * 1e-9);
+    EXPECT_NEAR(b.decode_s_per_token - a.decode_s_per_token, want, want * 1e-9);
+    EXPECT_EQ(b.cpu_s, a.cpu_s);
+}
+
+TEST(CostModel, FitPullsTowardTheMeasuredPrior) {
+    // Two runs whose GPU bytes and GPU blocks grow together: scale and per-block cost cannot be
+    // told apart from them. Without a prior any mix fits; with it, the scale (whose prior is
+    // the profile's rate) takes the change and the per-block correction stays near its 0.
+    std::vector<Observation> obs;
+    for (double g : {0.004, 0.008}) {
+        Observation o{g, 0.001, 0, 0, 1.3 * g + 0.001};
+        o.gpu_blocks = 10000 * g;
+        obs.push_back(o);
+    }
+    CostParams p;
+    p.overhead_s = 0;
+    fit(p, obs);
+    EXPECT_NEAR(p.gpu_scale, 1.3, 0.1);
+    EXPECT_LT(p.gpu_block_s, 2e-6);
+    EXPECT_NEAR(p.cpu_scale, 1.0, 0.1);
+}
+
 TEST(CostModel, FitRecoversKnownCoefficients) {
     std::mt19937 rng(5);
     std::uniform_real_distribution<double> u(0.001, 0.2);
@@ -226,7 +265,7 @@ TEST(CostModel, FitRecoversKnownCoefficients) {
         obs.push_back(o);
     }
     CostParams p;
-    fit(p, obs);
+    fit(p, obs, /*prior_weight=*/0);
     EXPECT_NEAR(p.gpu_scale, a, 1e-4);
     EXPECT_NEAR(p.cpu_scale, b, 1e-4);
     EXPECT_NEAR(p.disk_scale, c, 1e-4);
@@ -267,7 +306,7 @@ TEST(CostModel, FitKeepsCoefficientsNonNegativeAndUnexercisedOnes) {
         runs.push_back(observe(pl, t, laptop(), {}, estimate(pl, t, laptop(), truth).decode_s_per_token));
     }
     CostParams fitted;
-    fit(fitted, runs);
+    fit(fitted, runs, /*prior_weight=*/0);  // four exact runs: nothing for a prior to add
     for (int k : {1, 3, 5}) {
         const Placement pl = first_layers(t, k, Tier::Ram);
         const double want = estimate(pl, t, laptop(), truth).decode_s_per_token;

@@ -23,6 +23,8 @@ HardwareProfile sample_profile() {
     p.ram_total_bytes = 33554432000;
     p.host_read_gbs = 61.25;
     p.cpu_gemv_gbs = {{"q4_K", 48.5}, {"q6_K", 41.0}, {"f16", 30.125}};
+    p.cpu_op_us = 2.75;
+    p.cpu_gemv_floor_us = 6.5;
     p.disk_read_gbs = 3.2;
     p.disk_direct_io = true;
     p.gpu_name = "NVIDIA GeForce RTX 4060 Laptop GPU";
@@ -32,6 +34,8 @@ HardwareProfile sample_profile() {
     p.h2d_gbs = 12.5;
     p.d2h_gbs = 13.25;
     p.transfer_latency_us = 18.5;
+    p.gpu_op_us = 3.25;
+    p.gpu_gemv_floor_us = 4.5;
     p.cpu_prefill_gflops = 310.0;
     p.gpu_prefill_gflops = 14000.0;
     return p;
@@ -92,7 +96,9 @@ TEST(HardwareProfile, RefusesCorruptFiles) {
     expect_format_error(edited("host_read_gbs", ""), "$.host_read_gbs: missing");
     expect_format_error(edited("host_read_gbs", "\"fast\""), "$.host_read_gbs: must be a number");
     expect_format_error(edited("disk_read_gbs", "-1.5"), "$.disk_read_gbs: must be >= 0");
-    expect_format_error(edited("schema_version", "2"), "this Strata reads 1");
+    expect_format_error(edited("schema_version", "1"), "this Strata reads 2");
+    expect_format_error(edited("gpu_op_us", ""), "$.gpu_op_us: missing");
+    expect_format_error(edited("cpu_gemv_floor_us", "-2"), "$.cpu_gemv_floor_us: must be >= 0");
     expect_format_error(edited("cpu_gemv_gbs", "{\"q4_Z\": 3}"), "$.cpu_gemv_gbs.q4_Z");
     expect_format_error(edited("gpu_gemv_gbs", "{\"q4_K\": null}"), "$.gpu_gemv_gbs.q4_K");
     expect_format_error(edited("disk_direct_io", "1"), "true or false");
@@ -151,6 +157,23 @@ TEST(HardwareProfile, CpuMatmulRatesArePlausible) {
     const double gflops = measure_cpu_prefill_gflops(cpu, GgmlType::Q4_K, o);
     EXPECT_GT(gflops, 0.01);
     EXPECT_LT(gflops, 1e6);
+}
+
+TEST(HardwareProfile, CpuOpCostsArePlausible) {
+    cpu::CpuBackend cpu(2);
+    MatmulMeasureOptions o;
+    o.weight_bytes = 24ull << 20;  // 10 slices of 2048 q4_K rows
+    o.budget = std::chrono::duration<double>(0.01);
+    const double gbs = measure_cpu_gemv_gbs(cpu, GgmlType::Q4_K, o);
+    const OpCosts c = measure_cpu_op_costs(cpu, gbs, o);
+    // An add of 4096 floats takes between a nanosecond per element and a millisecond.
+    EXPECT_GT(c.op_us, 0.0);
+    EXPECT_LT(c.op_us, 1000.0);
+    EXPECT_GE(c.gemv_floor_us, 0.0);
+    EXPECT_LT(c.gemv_floor_us, 10000.0);
+    // Without a rate to subtract, the floor is the whole product: at least its bytes at any
+    // plausible speed (4.7 MB at 1 TB/s is 4.7 us).
+    EXPECT_GT(measure_cpu_op_costs(cpu, 0, o).gemv_floor_us, 4.7);
 }
 
 TEST(HardwareProfile, DiskReadLeavesNothingBehind) {

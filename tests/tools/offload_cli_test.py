@@ -135,7 +135,7 @@ def main():
 
         # A corrupt profile is measured again, with the reason; so is one on --reprofile.
         with open(profile, "w") as f:
-            f.write('{"schema_version": 1, "cpu_name": ')
+            f.write('{"schema_version": 2, "cpu_name": ')
         rc, out, err = run(strata, "plan", "-m", model, "--gpu", "none", "-c", "128", "-o", plan)
         expect(rc == 0 and "re-profiling" in err and profile in err, f"corrupt profile: {err!r}")
         expect(json.load(open(profile))["host_read_gbs"] > 0, "corrupt profile not replaced")
