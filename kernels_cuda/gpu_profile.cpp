@@ -196,6 +196,16 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
             },
             options.budget_per_step);
         p.op_us = batch / kReps * 1e6;
+        // As a decode step runs with every weight on the GPU: recorded, updated, launched.
+        const double graph = best_time(
+            [&] {
+                backend.begin_graph();
+                for (int r = 0; r < kReps; ++r) backend.add(a1, b1, out.tensor);
+                backend.end_graph();
+                backend.synchronize();
+            },
+            options.budget_per_step);
+        p.graph_node_us = graph / kReps * 1e6;
     }
 
     constexpr int64_t k = 4096;
@@ -213,10 +223,10 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
             continue;  // left out: the cost model falls back to the read rate for it
         }
         if (type != GgmlType::Q4_K) continue;
-        // Matrices of a small model's size, each slice out of L2 by the time it comes round.
+        // Matrices of small models' sizes, each slice out of L2 by the time it comes round.
         step("gpu gemv floor");
-        {
-            const int64_t slice = std::min<int64_t>(n, 2048);
+        const auto floor_us = [&](int64_t slice_rows) {
+            const int64_t slice = std::min<int64_t>(n, slice_rows);
             const int64_t n_slices = n / slice;
             Tensor y_slice = Tensor::contiguous(GgmlType::F32, y.tensor.data, {slice, 1}, MemoryKind::Device);
             const double batch = best_time(
@@ -229,8 +239,10 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
                 options.budget_per_step);
             const double per = batch / static_cast<double>(n_slices);
             const double bytes = static_cast<double>(w.tensor.rows(0, slice).n_bytes());
-            p.gemv_floor_us = std::max(0.0, per - bytes / (p.gemv_gbs[name] * 1e9)) * 1e6;
-        }
+            return std::max(0.0, per - bytes / (p.gemv_gbs[name] * 1e9)) * 1e6;
+        };
+        p.gemv_floor_us = floor_us(2048);
+        p.gemv_tiny_floor_us = floor_us(256);
         // The prefill rate on a slice of this matrix: its output is n_tokens times wider.
         step("gpu prefill");
         const int64_t tokens = options.prefill_tokens;

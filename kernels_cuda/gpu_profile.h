@@ -23,10 +23,13 @@ struct GpuProfile {
     std::map<std::string, double> gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
     double h2d_gbs = 0, d2h_gbs = 0;         // pinned host memory
     double transfer_latency_us = 0;          // one small copy and its synchronisation
-    // Fixed costs, µs: one small kernel (an add of a 4096-float row) in a stream of them, and
-    // what a q4_K GEMV of ~4.7 MB takes beyond its bytes at gemv_gbs["q4_K"].
+    // Fixed costs, µs: one small kernel (an add of a 4096-float row) in a stream of them, the
+    // same recorded as a CUDA graph step (capture, in-place update, launch), and what q4_K GEMVs
+    // of 4.7 and 0.6 MB take beyond their bytes at gemv_gbs["q4_K"].
     double op_us = 0;
+    double graph_node_us = 0;
     double gemv_floor_us = 0;
+    double gemv_tiny_floor_us = 0;
     double prefill_gflops = 0;               // q4_K matmul of a prefill batch, 2 FLOP per weight
 };
 

@@ -58,6 +58,8 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
     pf_transfer_s += o.pf_transfer_s;
     gpu_blocks += o.gpu_blocks;
     cpu_blocks += o.cpu_blocks;
+    gpu_kernels += o.gpu_kernels;
+    host_parts += o.host_parts;
     return *this;
 }
 
@@ -73,6 +75,8 @@ CostTerms& CostTerms::operator-=(const CostTerms& o) {
     pf_transfer_s -= o.pf_transfer_s;
     gpu_blocks -= o.gpu_blocks;
     cpu_blocks -= o.cpu_blocks;
+    gpu_kernels -= o.gpu_kernels;
+    host_parts -= o.host_parts;
     return *this;
 }
 
@@ -96,6 +100,11 @@ struct CostModel::Walk {
     void run(int proc, double decode_s, double prefill_s) {
         (proc == kGpu ? t.gpu_s : t.cpu_s) += decode_s;
         (proc == kGpu ? t.pf_gpu_s : t.pf_cpu_s) += prefill_s;
+    }
+    // `n` small ops on `proc`.
+    void ops(int proc, double n) {
+        run(proc, n * m.op_s(proc), 0);
+        if (proc == kGpu) t.gpu_kernels += n;
     }
 };
 
@@ -187,8 +196,18 @@ double CostModel::op_s(int proc) const {
     return (proc == kGpu ? profile_.gpu_op_us : profile_.cpu_op_us) * 1e-6;
 }
 
-double CostModel::gemv_floor_s(int proc) const {
-    return (proc == kGpu ? profile_.gpu_gemv_floor_us : profile_.cpu_gemv_floor_us) * 1e-6;
+double CostModel::gemv_floor_s(int proc, double bytes) const {
+    const bool gpu = proc == kGpu;
+    const double tiny = gpu ? profile_.gpu_gemv_tiny_floor_us : profile_.cpu_gemv_tiny_floor_us;
+    const double small = gpu ? profile_.gpu_gemv_floor_us : profile_.cpu_gemv_floor_us;
+    // Measured at two sizes; in between, linear in bytes; outside, the nearer one.
+    const double f = std::clamp((bytes - kGemvTinyFloorBytes) / (kGemvFloorBytes - kGemvTinyFloorBytes), 0.0, 1.0);
+    return (tiny + f * (small - tiny)) * 1e-6;
+}
+
+double CostModel::gpu_unit_s(const CostTerms& t) const {
+    if (t.host_parts > 0 || t.gpu_kernels <= 0) return t.gpu_s;
+    return t.gpu_s + t.gpu_kernels * std::max(0.0, profile_.gpu_graph_node_us - profile_.gpu_op_us) * 1e-6;
 }
 
 int CostModel::segment_of(int tensor) const {
@@ -224,7 +243,8 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
         throw ArgumentError(cat("the placement puts ", t.name,
                                 " on the GPU, but the hardware profile has no GPU rates"));
     }
-    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate) + gemv_floor_s(proc);
+    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate) + gemv_floor_s(proc, bytes);
+    (proc == kGpu ? w.t.gpu_kernels : w.t.host_parts) += 1;
     const double n = static_cast<double>(params_.n_prompt);
     const double flops = ti.flops * bytes / static_cast<double>(t.bytes) * pf_share;
     double pf = 0;
@@ -270,13 +290,15 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     }
     // With GPU neurons the FFN's home is the GPU and the host part has its own small ops. The
     // parts run concurrently: only the longer one is on the critical path.
-    if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.run(kCpu, kFfnPartOps * op_s(kCpu), 0);
+    if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.ops(kCpu, kFfnPartOps);
     const double g = gpu.t.gpu_s, c = cpu.t.cpu_s;
     (g >= c ? w.t.gpu_s : w.t.cpu_s) += std::max(g, c);
     const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
     (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
     w.t.disk_s += cpu.t.disk_s;
     w.t.pf_disk_s += cpu.t.pf_disk_s;
+    w.t.gpu_kernels += gpu.t.gpu_kernels + cpu.t.gpu_kernels;
+    w.t.host_parts += gpu.t.host_parts + cpu.t.host_parts;
     if (s.gpu_end > 0 && s.gpu_end < n_ff) {
         w.copy(4.0 * L.ffn->gate->ne[0], kGpu, kCpu);  // the normed input
         w.copy(4.0 * L.ffn->gate->ne[0], kCpu, kGpu);  // the CPU's partial sum
@@ -289,6 +311,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     if (s == table_.n_layer) {
         const int last = home_out(layout, table_.n_layer - 1);
         w.copy(4.0 * n_embd_, last, kCpu, true);  // the final hidden state to the host
+        if (embd_ >= 0 && layout.tier[static_cast<size_t>(embd_)] != Tier::Gpu) w.t.host_parts += 1;
         if (output_ >= 0) {
             const Tier tier = layout.tier[static_cast<size_t>(output_)];
             add_weight(w, output_, static_cast<double>(table_.tensors[static_cast<size_t>(output_)].bytes),
@@ -314,7 +337,9 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
                            ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kGiga);
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
-    w.run(ah, kv_read + L.attn_ops * op_s(ah), prefill_known_ ? attn_flops / rate : 0.0);
+    w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
+    w.ops(ah, L.attn_ops);
+    if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
     (ah == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norms, RoPE, KV store, attention, adds
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 
@@ -322,7 +347,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     if (fh < 0) return w.t;
     w.copy(4.0 * n_embd, ah, fh);
     (fh == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norm, activation, add
-    w.run(fh, L.ffn_ops * op_s(fh), 0);
+    w.ops(fh, L.ffn_ops);
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         if (fh == kGpu && split->gpu_end < L.ffn->n_ff) w.t.cpu_blocks += 1;  // the host part's own small ops
         add_ffn_split(w, s, *split);
@@ -341,7 +366,7 @@ CostTerms CostModel::terms(const Layout& layout) const {
 
 CostEstimate CostModel::combine(const CostTerms& t) const {
     CostEstimate e;
-    e.gpu_s = params_.gpu_scale * t.gpu_s;
+    e.gpu_s = params_.gpu_scale * gpu_unit_s(t);
     e.cpu_s = params_.cpu_scale * t.cpu_s;
     e.disk_s = t.disk_s;
     e.transfer_s = t.transfer_s;
@@ -429,10 +454,16 @@ Observation observe(const Placement& placement, const TensorTable& table,
                     double measured_s_per_token) {
     const CostModel model(table, profile, params, placement.kv_type);
     const CostTerms t = model.terms(model.layout_of(placement));
-    Observation o{t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
+    Observation o{model.gpu_unit_s(t), t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
     o.gpu_blocks = t.gpu_blocks;
     o.cpu_blocks = t.cpu_blocks;
     return o;
+}
+
+double predict_decode(const CostParams& params, const Observation& o) {
+    const double compute = params.gpu_scale * o.gpu_s + params.cpu_scale * o.cpu_s +
+                           params.gpu_block_s * o.gpu_blocks + params.cpu_block_s * o.cpu_blocks;
+    return params.overhead_s + o.transfer_s + std::max(compute, params.disk_scale * o.disk_s);
 }
 
 namespace {

@@ -93,6 +93,9 @@ struct Observation {
 Observation observe(const Placement& placement, const TensorTable& table,
                     const HardwareProfile& profile, const CostParams& params,
                     double measured_s_per_token);
+// The decode seconds per token `params` predict for the run behind `o` (its terms only; its
+// measured time is not used): the same sum as CostModel::combine.
+double predict_decode(const CostParams& params, const Observation& o);
 
 // Least-squares fit of the scales, overhead_s and the per-block corrections (all >= 0) to
 // measured = T + max(gpu_scale·G + cpu_scale·C + gpu_block_s·Bg + cpu_block_s·Bc, disk_scale·D)
@@ -135,6 +138,9 @@ struct CostTerms {
     int transfers = 0;
     double pf_gpu_s = 0, pf_cpu_s = 0, pf_disk_s = 0, pf_transfer_s = 0;  // per prompt token
     double gpu_blocks = 0, cpu_blocks = 0;  // attention and FFN blocks homed on each processor
+    // For the CUDA graph a decode step runs as when nothing is on the host (host_parts == 0):
+    // GPU kernels (products and small ops), and weights, KV caches or tables on the host.
+    double gpu_kernels = 0, host_parts = 0;
     CostTerms& operator+=(const CostTerms& o);
     CostTerms& operator-=(const CostTerms& o);
 };
@@ -175,6 +181,9 @@ class CostModel {
     CostTerms segment(const Layout& layout, int s) const;
     CostTerms terms(const Layout& layout) const;
     CostEstimate combine(const CostTerms& total) const;
+    // The unit-scale GPU seconds of `total`: its gpu_s, plus what recording the step as a CUDA
+    // graph adds per kernel when nothing is on the host (the layer program then does).
+    double gpu_unit_s(const CostTerms& total) const;
     CostEstimate estimate(const Layout& layout) const { return combine(terms(layout)); }
 
   private:
@@ -191,8 +200,9 @@ class CostModel {
     enum Proc { kCpu = 0, kGpu = 1 };
     struct Walk;
 
-    double op_s(int proc) const;          // one small op on `proc`
-    double gemv_floor_s(int proc) const;  // one matrix product's fixed cost on `proc`
+    double op_s(int proc) const;                       // one small op on `proc`
+    double gemv_floor_s(int proc, double bytes) const;  // a product's fixed cost on `proc`
+
     int home_out(const Layout& layout, int layer) const;
     int ffn_home(const Layout& layout, int layer) const;
     void add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,

@@ -177,6 +177,7 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["cpu_gemv_gbs"] = p.cpu_gemv_gbs;
     j["cpu_op_us"] = p.cpu_op_us;
     j["cpu_gemv_floor_us"] = p.cpu_gemv_floor_us;
+    j["cpu_gemv_tiny_floor_us"] = p.cpu_gemv_tiny_floor_us;
     j["disk_read_gbs"] = p.disk_read_gbs;
     j["disk_direct_io"] = p.disk_direct_io;
     j["gpu_name"] = p.gpu_name;
@@ -188,6 +189,8 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["transfer_latency_us"] = p.transfer_latency_us;
     j["gpu_op_us"] = p.gpu_op_us;
     j["gpu_gemv_floor_us"] = p.gpu_gemv_floor_us;
+    j["gpu_gemv_tiny_floor_us"] = p.gpu_gemv_tiny_floor_us;
+    j["gpu_graph_node_us"] = p.gpu_graph_node_us;
     j["cpu_prefill_gflops"] = p.cpu_prefill_gflops;
     j["gpu_prefill_gflops"] = p.gpu_prefill_gflops;
     return j.dump(2) + "\n";
@@ -220,6 +223,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.cpu_gemv_gbs = r.rates("cpu_gemv_gbs");
     p.cpu_op_us = r.rate("cpu_op_us");
     p.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
+    p.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
     p.gpu_name = r.str("gpu_name");
@@ -231,6 +235,8 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.transfer_latency_us = r.rate("transfer_latency_us");
     p.gpu_op_us = r.rate("gpu_op_us");
     p.gpu_gemv_floor_us = r.rate("gpu_gemv_floor_us");
+    p.gpu_gemv_tiny_floor_us = r.rate("gpu_gemv_tiny_floor_us");
+    p.gpu_graph_node_us = r.rate("gpu_graph_node_us");
     p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
     p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
     return p;
@@ -342,23 +348,24 @@ OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeas
         const double s = best_time([&] { for (int r = 0; r < kReps; ++r) cpu.add(a, b, y); }, options.budget);
         out.op_us = s / kReps * 1e6;
     }
-    // GEMVs of the size of a small model's matrices, each on a slice not in the caches.
-    constexpr int64_t kSliceRows = 2048;
+    // GEMVs of the size of small models' matrices, each on a slice not in the caches.
     Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.weight_bytes, 1);
-    const int64_t n_slices = std::max<int64_t>(1, m.tw.ne[1] / kSliceRows);
-    Tensor y = Tensor::contiguous(GgmlType::F32, m.ty.as<float>(), {std::min(kSliceRows, m.tw.ne[1]), 1});
-    const double s = best_time(
-        [&] {
-            for (int64_t i = 0; i < n_slices; ++i) {
-                cpu.matmul(m.tw.rows(i * y.ne[0], y.ne[0]), m.tx, y);
-            }
-        },
-        options.budget);
-    const double per_gemv = s / static_cast<double>(n_slices);
-    const double slice_bytes = static_cast<double>(m.tw.n_bytes()) / static_cast<double>(m.tw.ne[1]) *
-                               static_cast<double>(y.ne[0]);
-    const double at_rate = q4k_gemv_gbs > 0 ? slice_bytes / (q4k_gemv_gbs * 1e9) : 0.0;
-    out.gemv_floor_us = std::max(0.0, per_gemv - at_rate) * 1e6;
+    const auto floor_us = [&](int64_t slice_rows) {
+        const int64_t rows = std::min(slice_rows, m.tw.ne[1]);
+        const int64_t n_slices = m.tw.ne[1] / rows;
+        Tensor y = Tensor::contiguous(GgmlType::F32, m.ty.as<float>(), {rows, 1});
+        const double s = best_time(
+            [&] {
+                for (int64_t i = 0; i < n_slices; ++i) cpu.matmul(m.tw.rows(i * rows, rows), m.tx, y);
+            },
+            options.budget);
+        const double per_gemv = s / static_cast<double>(n_slices);
+        const double bytes = static_cast<double>(m.tw.rows(0, rows).n_bytes());
+        const double at_rate = q4k_gemv_gbs > 0 ? bytes / (q4k_gemv_gbs * 1e9) : 0.0;
+        return std::max(0.0, per_gemv - at_rate) * 1e6;
+    };
+    out.gemv_floor_us = floor_us(2048);
+    out.gemv_tiny_floor_us = floor_us(256);
     return out;
 }
 
@@ -437,6 +444,7 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
                                                {options.gemv_bytes, 1, options.budget_per_step});
         p.cpu_op_us = c.op_us;
         p.cpu_gemv_floor_us = c.gemv_floor_us;
+        p.cpu_gemv_tiny_floor_us = c.gemv_tiny_floor_us;
     }
     step("cpu prefill");
     p.cpu_prefill_gflops = measure_cpu_prefill_gflops(

@@ -28,10 +28,12 @@ struct HardwareProfile {
     double host_read_gbs = 0;                   // streaming read, all cpu_threads
     std::map<std::string, double> cpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
     // The fixed cost of one op beside its bytes, µs: a small op (an add of one activation row;
-    // norms, RoPE, KV stores and adds cost about this), and what one GEMV of a few MB takes
-    // beyond bytes / cpu_gemv_gbs (thread start-up, the last rows' tail).
+    // norms, RoPE, KV stores and adds cost about this), and what one GEMV takes beyond
+    // bytes / cpu_gemv_gbs (thread start-up, the last rows' tail) at 4.7 MB and at 0.6 MB
+    // (kGemvFloorBytes, kGemvTinyFloorBytes; the cost model interpolates between them).
     double cpu_op_us = 0;
     double cpu_gemv_floor_us = 0;
+    double cpu_gemv_tiny_floor_us = 0;
     double disk_read_gbs = 0;                   // sequential, on the model's file system
     bool disk_direct_io = false;                // whether disk_read_gbs was read with O_DIRECT
 
@@ -41,10 +43,13 @@ struct HardwareProfile {
     std::map<std::string, double> gpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
     double h2d_gbs = 0, d2h_gbs = 0;             // PCIe, pinned
     double transfer_latency_us = 0;              // one small copy incl. its synchronisation
-    // As cpu_op_us and cpu_gemv_floor_us, on the GPU (a kernel launch and its ramp-up: several
-    // µs each, as much as a 10 MB matrix takes at full bandwidth).
+    // As cpu_op_us and the GEMV floors, on the GPU (a kernel launch and its ramp-up: several
+    // µs each, as much as a 10 MB matrix takes at full bandwidth); gpu_graph_node_us: one small
+    // op of a decode step recorded as a CUDA graph (capture, update and launch included).
     double gpu_op_us = 0;
     double gpu_gemv_floor_us = 0;
+    double gpu_gemv_tiny_floor_us = 0;
+    double gpu_graph_node_us = 0;
 
     double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
     double gpu_prefill_gflops = 0;
@@ -90,12 +95,16 @@ struct MatmulMeasureOptions {
     int n_tokens = 1;                      // 1: decode GEMV; more: a prefill batch
     std::chrono::duration<double> budget{0.5};
 };
-// The per-op costs of `cpu` (cpu_op_us, cpu_gemv_floor_us), µs: an add of one 4096-float row
-// repeated, and q4_K GEMVs of ~4.7 MB rotating over slices of a matrix larger than the caches,
-// less their bytes at `q4k_gemv_gbs` (the large-matrix rate; 0: nothing subtracted). Both >= 0.
+// The per-op costs of `cpu`, µs: an add of one 4096-float row repeated, and q4_K GEMVs of 4.7
+// and 0.6 MB rotating over slices of a matrix larger than the caches, less their bytes at
+// `q4k_gemv_gbs` (the large-matrix rate; 0: nothing subtracted). All >= 0.
+// The q4_K matrices of 4096 columns the GEMV floors are measured on: 2048 and 256 rows.
+constexpr double kGemvFloorBytes = 2048 * 2304;
+constexpr double kGemvTinyFloorBytes = 256 * 2304;
 struct OpCosts {
     double op_us = 0;
-    double gemv_floor_us = 0;
+    double gemv_floor_us = 0;       // at kGemvFloorBytes
+    double gemv_tiny_floor_us = 0;  // at kGemvTinyFloorBytes
 };
 OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeasureOptions& options = {});
 

@@ -69,26 +69,49 @@ double run_once(Session& session, bool prompt, int64_t n, std::mt19937& rng, int
     return static_cast<double>(n) / seconds_since(t0);
 }
 
+// One tg test: its cost-model terms at the KV cells it attends to on average (a bench runs at
+// the start of the context, not at its end), and the measured time per token.
+struct TgRun {
+    std::string test;
+    CostParams params;                    // n_ctx_used: the test's mean KV cells
+    std::optional<CostEstimate> estimate;  // nullopt without a profile that rates the placement
+    double measured_s = 0;
+};
+
+// Decode steps 1..n after one token attend to 2..n+1 cells: (n + 3) / 2 on average.
+CostParams params_for_tg(const Runtime& runtime, int64_t n) {
+    CostParams c = runtime.cost_params();
+    c.n_ctx_used = std::min(c.n_ctx_used, (n + 3) / 2);
+    return c;
+}
+
+std::optional<CostEstimate> estimate_for(const Runtime& runtime, const TensorTable& table, const CostParams& c) {
+    if (!runtime.hardware_profile()) return std::nullopt;
+    try {
+        return estimate(runtime.placement(), table, *runtime.hardware_profile(), c);
+    } catch (const ArgumentError&) {
+        return std::nullopt;  // the profile cannot rate this placement (no GPU rates)
+    }
+}
+
 // The cost model's decode terms for this placement beside each measured tg time per token.
-void print_fit(const Runtime& runtime, const std::optional<CostEstimate>& e,
-               const std::vector<std::pair<std::string, double>>& measured_tg) {
+void print_fit(const Runtime& runtime, const TgRun& run) {
+    const std::optional<CostEstimate>& e = run.estimate;
     if (!e) {
         std::printf("\ncost model: no estimate (%s)\n",
                     runtime.hardware_profile() ? "the profile cannot rate this placement" : "no hardware profile");
         return;
     }
-    const CostParams& c = runtime.cost_params();
-    std::printf("\ncost model, decode per token at %lld KV cells (%s):\n", static_cast<long long>(c.n_ctx_used),
-                runtime.placement_source().c_str());
+    std::printf("\ncost model, decode per token at %lld KV cells (%s):\n",
+                static_cast<long long>(run.params.n_ctx_used), runtime.placement_source().c_str());
     std::printf("| term | ms |\n| --- | ---: |\n");
     std::printf("| gpu | %.3f |\n| cpu | %.3f |\n| disk exposed (of %.3f read) | %.3f |\n", e->gpu_s * 1e3,
                 e->cpu_s * 1e3, e->disk_s * 1e3, e->disk_exposed_s * 1e3);
     std::printf("| small ops per block | %.3f |\n", e->block_s * 1e3);
     std::printf("| transfers (%d) | %.3f |\n| overhead | %.3f |\n| **predicted** | %.3f |\n", e->transfers,
                 e->transfer_s * 1e3, e->overhead_s * 1e3, e->decode_s_per_token * 1e3);
-    for (const auto& [test, seconds] : measured_tg) {
-        std::printf("| measured %s | %.3f (x%.2f) |\n", test.c_str(), seconds * 1e3, seconds / e->decode_s_per_token);
-    }
+    std::printf("| measured %s | %.3f (x%.2f) |\n", run.test.c_str(), run.measured_s * 1e3,
+                run.measured_s / e->decode_s_per_token);
 }
 
 void bench(const BenchArgs& args) {
@@ -110,7 +133,8 @@ void bench(const BenchArgs& args) {
     const ResidencyStats& rs = runtime.placed().stats();
 
     nlohmann::json results = nlohmann::json::array();
-    std::vector<std::pair<std::string, double>> measured_tg;  // test, seconds per token
+    const TensorTable table = tensor_table(runtime.model());
+    std::vector<TgRun> tg_runs;
     if (!args.json) {
         std::printf("| model | gpu | ram | disk | threads | test | t/s | predicted t/s |\n");
         std::printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n");
@@ -121,9 +145,14 @@ void bench(const BenchArgs& args) {
         std::vector<double> rates;
         for (int r = 0; r < args.repetitions; ++r) rates.push_back(run_once(*session, prompt, n, rng, n_vocab));
         const Stat s = stats(rates);
-        const double predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
         const std::string test = cat(prompt ? "pp" : "tg", n);
-        if (!prompt) measured_tg.emplace_back(test, 1.0 / s.mean);
+        double predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
+        if (!prompt) {
+            TgRun run{test, params_for_tg(runtime, n), std::nullopt, 1.0 / s.mean};
+            run.estimate = estimate_for(runtime, table, run.params);
+            if (run.estimate) predicted = 1.0 / run.estimate->decode_s_per_token;
+            tg_runs.push_back(std::move(run));
+        }
         if (args.json) {
             results.push_back({{"test", test}, {"tokens_per_second", s.mean}, {"stdev", s.stdev},
                                {"samples", rates}, {"predicted", predicted}});
@@ -138,35 +167,41 @@ void bench(const BenchArgs& args) {
     };
     for (int64_t n : args.n_prompt) one(true, n);
     for (int64_t n : args.n_gen) one(false, n);
-    const std::optional<CostEstimate>& e = runtime.cost_estimate();
     if (args.json) {
         nlohmann::json out = {{"model", engine.model},
                               {"weights", {{"gpu", rs.gpu_weight_bytes}, {"ram", rs.ram_weight_bytes},
                                            {"disk", rs.disk_weight_bytes}}},
                               {"results", results}};
-        if (args.fit && e) {
-            out["cost_model"] = {{"decode_s", e->decode_s_per_token}, {"gpu_s", e->gpu_s}, {"cpu_s", e->cpu_s},
-                                 {"disk_s", e->disk_s}, {"disk_exposed_s", e->disk_exposed_s},
-                                 {"transfer_s", e->transfer_s}, {"transfers", e->transfers},
-                                 {"overhead_s", e->overhead_s}, {"prefill_s", e->prefill_s_per_token}};
+        if (args.fit) {
+            nlohmann::json terms = nlohmann::json::array();
+            for (const TgRun& r : tg_runs) {
+                if (!r.estimate) continue;
+                const CostEstimate& e = *r.estimate;
+                terms.push_back({{"test", r.test}, {"kv_cells", r.params.n_ctx_used}, {"decode_s", e.decode_s_per_token},
+                                 {"gpu_s", e.gpu_s}, {"cpu_s", e.cpu_s}, {"disk_s", e.disk_s},
+                                 {"disk_exposed_s", e.disk_exposed_s}, {"transfer_s", e.transfer_s},
+                                 {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"block_s", e.block_s}});
+            }
+            out["cost_model"] = terms;
         }
         std::printf("%s\n", out.dump(2).c_str());
     } else if (args.fit) {
-        print_fit(runtime, e, measured_tg);
+        for (const TgRun& r : tg_runs) print_fit(runtime, r);
     }
     // Each measured tg becomes a calibration run: later runs fit the cost model to them.
     if (args.fit && runtime.hardware_profile()) {
-        const TensorTable table = tensor_table(runtime.model());
-        for (const auto& [test, seconds] : measured_tg) {
-            const Observation o = observe(runtime.placement(), table, *runtime.hardware_profile(),
-                                          runtime.cost_params(), seconds);
+        int recorded = 0;
+        for (const TgRun& r : tg_runs) {
+            if (!r.estimate) continue;
+            const Observation o = observe(runtime.placement(), table, *runtime.hardware_profile(), r.params, r.measured_s);
             append_calibration(default_calibration_path(), runtime.machine_key(), o,
-                               cat(engine.model, " ", test, " gpu ", format_bytes(rs.gpu_weight_bytes), " ram ",
+                               cat(engine.model, " ", r.test, " gpu ", format_bytes(rs.gpu_weight_bytes), " ram ",
                                    format_bytes(rs.ram_weight_bytes), " disk ", format_bytes(rs.disk_weight_bytes)));
+            ++recorded;
         }
         if (!args.json) {
-            std::printf("recorded %zu run(s) in %s (the cost model was fitted to %d earlier run(s))\n",
-                        measured_tg.size(), default_calibration_path().c_str(), runtime.calibration_runs());
+            std::printf("recorded %d run(s) in %s (the cost model was fitted to %d earlier run(s))\n", recorded,
+                        default_calibration_path().c_str(), runtime.calibration_runs());
         }
     }
     if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());

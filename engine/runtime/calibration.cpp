@@ -28,15 +28,18 @@ std::string default_calibration_path() {
     return (std::filesystem::path(default_profile_path()).parent_path() / "calibration.json").string();
 }
 
-std::vector<Observation> load_calibration(const std::string& path, const std::string& machine) {
+CalibrationFile read_calibration(const std::string& path) {
     const nlohmann::json j = read_json(path);
-    std::vector<Observation> runs;
-    if (!j.is_object() || j.value("machine", std::string()) != machine || !j.contains("runs") || !j["runs"].is_array()) {
-        return runs;
+    CalibrationFile file;
+    if (!j.is_object() || j.value("version", 0) != kCalibrationVersion || !j.contains("runs") ||
+        !j["runs"].is_array() || !j.contains("machine") || !j["machine"].is_string()) {
+        return file;
     }
+    file.machine = j["machine"].get<std::string>();
     for (const auto& r : j["runs"]) {
         try {
-            Observation o;
+            CalibrationRun run;
+            Observation& o = run.observation;
             o.gpu_s = r.at("gpu_s").get<double>();
             o.cpu_s = r.at("cpu_s").get<double>();
             o.disk_s = r.at("disk_s").get<double>();
@@ -44,19 +47,29 @@ std::vector<Observation> load_calibration(const std::string& path, const std::st
             o.measured_s_per_token = r.at("measured_s").get<double>();
             o.gpu_blocks = r.value("gpu_blocks", 0.0);
             o.cpu_blocks = r.value("cpu_blocks", 0.0);
-            if (o.measured_s_per_token > 0) runs.push_back(o);
+            run.label = r.value("label", std::string());
+            if (o.measured_s_per_token > 0) file.runs.push_back(std::move(run));
         } catch (const nlohmann::json::exception&) {
             // A damaged entry is skipped; the others still calibrate.
         }
     }
+    return file;
+}
+
+std::vector<Observation> load_calibration(const std::string& path, const std::string& machine) {
+    const CalibrationFile file = read_calibration(path);
+    std::vector<Observation> runs;
+    if (file.machine != machine) return runs;
+    for (const CalibrationRun& r : file.runs) runs.push_back(r.observation);
     return runs;
 }
 
 void append_calibration(const std::string& path, const std::string& machine, const Observation& run,
                         const std::string& label) {
     nlohmann::json j = read_json(path);
-    if (!j.is_object() || j.value("machine", std::string()) != machine || !j.contains("runs") || !j["runs"].is_array()) {
-        j = {{"machine", machine}, {"runs", nlohmann::json::array()}};
+    if (!j.is_object() || j.value("version", 0) != kCalibrationVersion || j.value("machine", std::string()) != machine ||
+        !j.contains("runs") || !j["runs"].is_array()) {
+        j = {{"version", kCalibrationVersion}, {"machine", machine}, {"runs", nlohmann::json::array()}};
     }
     j["runs"].push_back({{"gpu_s", run.gpu_s}, {"cpu_s", run.cpu_s}, {"disk_s", run.disk_s},
                          {"transfer_s", run.transfer_s}, {"measured_s", run.measured_s_per_token},

@@ -12,11 +12,27 @@ namespace strata {
 
 std::string default_calibration_path();
 
-// The runs recorded on `machine` (a CPU + GPU name); empty when the file is missing, unreadable
-// or from another machine (a calibration never crosses machines).
+// Observations are cost-model terms: runs recorded by another version of the model (other
+// terms, other units) are not fitted to. Raised with every change to what observe() returns.
+constexpr int kCalibrationVersion = 2;
+
+struct CalibrationRun {
+    Observation observation;
+    std::string label;  // model, test and bytes per tier, for reading
+};
+struct CalibrationFile {
+    std::string machine;  // "" when the file is missing, unreadable or of another version
+    std::vector<CalibrationRun> runs;
+};
+// The whole file, whatever machine it is from (damaged entries skipped).
+CalibrationFile read_calibration(const std::string& path);
+
+// The runs recorded on `machine` (a CPU + GPU name); empty when the file is missing, unreadable,
+// of another version or from another machine (a calibration never crosses machines).
 std::vector<Observation> load_calibration(const std::string& path, const std::string& machine);
 
-// Adds one run (replacing a file of another machine); SystemError when it cannot be written.
+// Adds one run (replacing a file of another machine or version); SystemError when it cannot be
+// written.
 void append_calibration(const std::string& path, const std::string& machine, const Observation& run,
                         const std::string& label);
 

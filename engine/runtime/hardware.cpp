@@ -49,6 +49,8 @@ void fill_fake_gpu(HardwareProfile& p, const FakeDeviceBackend& fake) {
     p.transfer_latency_us = 5;
     p.gpu_op_us = p.cpu_op_us;
     p.gpu_gemv_floor_us = p.cpu_gemv_floor_us;
+    p.gpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us;
+    p.gpu_graph_node_us = p.cpu_op_us;  // the fake device has no graphs: same as eager
     p.gpu_prefill_gflops = p.cpu_prefill_gflops * kSpeedup;
 }
 
@@ -78,6 +80,8 @@ void measure_gpu(HardwareProfile& p, Backend& gpu, [[maybe_unused]] bool quick, 
         p.transfer_latency_us = g.transfer_latency_us;
         p.gpu_op_us = g.op_us;
         p.gpu_gemv_floor_us = g.gemv_floor_us;
+        p.gpu_gemv_tiny_floor_us = g.gemv_tiny_floor_us;
+        p.gpu_graph_node_us = g.graph_node_us;
         p.gpu_prefill_gflops = g.prefill_gflops;
         return;
     }
@@ -91,7 +95,7 @@ void clear_gpu(HardwareProfile& p) {
     p.gpu_read_gbs = 0;
     p.gpu_gemv_gbs.clear();
     p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
-    p.gpu_op_us = p.gpu_gemv_floor_us = 0;
+    p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = 0;
     p.gpu_prefill_gflops = 0;
 }
 

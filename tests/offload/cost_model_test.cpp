@@ -219,16 +219,32 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     HardwareProfile free_ops = laptop();
     HardwareProfile costly = laptop();
     costly.gpu_op_us = 5;
-    costly.gpu_gemv_floor_us = 4;
-    costly.cpu_op_us = 100;  // nothing runs on the CPU: must not count
+    costly.gpu_gemv_floor_us = costly.gpu_gemv_tiny_floor_us = 4;
+    costly.gpu_graph_node_us = 7;  // the token table stays on the host: no graph, not counted
+    costly.cpu_op_us = 100;        // nothing runs on the CPU: must not count
     const CostEstimate a = estimate(all, t, free_ops, params);
     const CostEstimate b = estimate(all, t, costly, params);
     // Per layer 9 attention ops + 5 FFN ops and 7 products; the output product.
     const double n = t.n_layer;
+    const double kernels = n * (9 + 5 + 7) + 1;
     const double want = (n * (9 + 5) * 5 + (n * 7 + 1) * 4) * 1e-6;
     EXPECT_NEAR(b.gpu_s - a.gpu_s, want, want * 1e-9);
     EXPECT_NEAR(b.decode_s_per_token - a.decode_s_per_token, want, want * 1e-9);
     EXPECT_EQ(b.cpu_s, a.cpu_s);
+
+    // Everything on the GPU: the step is a graph, each kernel costs the graph node's extra.
+    set_tier(all, "token_embd.weight", Tier::Gpu);
+    const CostEstimate g = estimate(all, t, costly, params);
+    const CostEstimate g0 = estimate(all, t, free_ops, params);
+    EXPECT_NEAR(g.gpu_s - g0.gpu_s, want + kernels * (7 - 5) * 1e-6, want * 1e-9);
+
+    // The floor between its two measured sizes: the layers' matrices (2.4-6.5 MB) lie above
+    // the 4.7 MB point or between the points, so a smaller tiny floor lowers the total.
+    HardwareProfile tiny = costly;
+    tiny.gpu_gemv_tiny_floor_us = 1;
+    const double with_tiny = estimate(all, t, tiny, params).gpu_s;
+    EXPECT_LT(with_tiny, g.gpu_s);
+    EXPECT_GT(with_tiny, g.gpu_s - (n * 7 + 1) * 3e-6);
 }
 
 TEST(CostModel, FitPullsTowardTheMeasuredPrior) {

@@ -1,0 +1,96 @@
+// strata calibration: the recorded runs (`strata bench --fit`) beside what the cost model
+// predicts for each — from the profile alone, fitted to all runs, and fitted to all the other
+// runs (leave-one-out: the honest check of a prediction for a placement not yet measured).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/runtime/calibration.h"
+#include "offload/cost_model.h"
+#include "tools/commands.h"
+
+namespace strata::cli {
+namespace {
+
+struct CalibrationArgs {
+    std::string file;  // empty: the default calibration file
+    double tolerance = 0.15;
+};
+
+std::string fixed(double x, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+    return buf;
+}
+
+std::string describe(const CostParams& c) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "overhead %.3f ms, gpu x%.2f, cpu x%.2f, disk x%.2f, %.4f ms per GPU block, %.4f ms per CPU block",
+                  c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale, c.gpu_block_s * 1e3,
+                  c.cpu_block_s * 1e3);
+    return buf;
+}
+
+void report(const CalibrationArgs& args) {
+    const std::string path = args.file.empty() ? default_calibration_path() : args.file;
+    const CalibrationFile file = read_calibration(path);
+    if (file.runs.empty()) {
+        throw ArgumentError(cat("no calibration runs in ", path, " (missing, unreadable or of another version):",
+                                " record some with `strata bench --fit`"));
+    }
+    std::vector<Observation> all;
+    for (const CalibrationRun& r : file.runs) all.push_back(r.observation);
+    CostParams fitted;
+    fit(fitted, all);
+    std::printf("%s: %zu run(s) on %s\n", path.c_str(), all.size(), file.machine.c_str());
+    std::printf("fitted to all: %s\n\n", describe(fitted).c_str());
+    std::printf("| run | measured t/s | profile only | fitted to all | fitted to the others |\n");
+    std::printf("| --- | ---: | ---: | ---: | ---: |\n");
+    const CostParams unfitted;
+    int within = 0;
+    double worst = 1;  // predicted / measured t/s farthest from 1, fitted to the others
+    for (size_t i = 0; i < all.size(); ++i) {
+        const Observation& o = all[i];
+        const double measured = 1.0 / o.measured_s_per_token;
+        const auto cell = [&](const CostParams& c) {
+            const double predicted = 1.0 / predict_decode(c, o);
+            return cat(fixed(predicted, 2), " (x", fixed(predicted / measured, 2), ")");
+        };
+        std::string others = "-";
+        if (all.size() > 1) {
+            std::vector<Observation> rest = all;
+            rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+            CostParams c;
+            fit(c, rest);
+            const double ratio = 1.0 / predict_decode(c, o) / measured;
+            within += std::abs(ratio - 1.0) <= args.tolerance ? 1 : 0;
+            if (std::abs(ratio - 1.0) > std::abs(worst - 1.0)) worst = ratio;
+            others = cell(c);
+        }
+        std::printf("| %s | %s | %s | %s | %s |\n", file.runs[i].label.c_str(), fixed(measured, 2).c_str(),
+                    cell(unfitted).c_str(), cell(fitted).c_str(), others.c_str());
+    }
+    if (all.size() > 1) {
+        std::printf("\nfitted to the others: %d of %zu within ±%.0f%% (worst x%.2f)\n", within, all.size(),
+                    args.tolerance * 100, worst);
+    }
+}
+
+}  // namespace
+
+void add_calibration_command(CLI::App& app) {
+    auto args = std::make_shared<CalibrationArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "calibration", "the runs recorded by `strata bench --fit` beside the cost model's predictions for them");
+    cmd->add_option("--file", args->file, "calibration file (default: beside the hardware profile)");
+    cmd->add_option("--tolerance", args->tolerance, "the relative error counted as a hit")
+        ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    cmd->callback([args] { report(*args); });
+}
+
+}  // namespace strata::cli
