@@ -1,7 +1,6 @@
 // Hardware profile file and the CPU, RAM and disk measurements (hardware_profile.h).
 #include "offload/hardware_profile.h"
 
-#include <fcntl.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -21,7 +20,6 @@
 #include "engine/core/timing.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "kernels_cpu/cpu_features.h"
-#include "offload/disk_stream.h"
 
 namespace strata {
 
@@ -49,6 +47,10 @@ class Reader {
         return field(key, &Json::is_number_unsigned, "a non-negative integer").get<uint64_t>();
     }
     double rate(const char* key) const { return non_negative(key, field(key, &Json::is_number, "a number")); }
+    int64_t integer(std::string_view key, const Json& v) const {
+        if (!v.is_number_integer()) fail(key, "must be an integer");
+        return v.get<int64_t>();
+    }
     std::map<std::string, double> rates(const char* key) const {
         std::map<std::string, double> out;
         for (const auto& [type, value] : field(key, &Json::is_object, "an object").items()) {
@@ -73,6 +75,58 @@ class Reader {
     const Json& root_;
     std::string_view source_;
 };
+
+// Queue depth 1..4096 and a block of a positive multiple of 4096 up to 1 GiB, as DiskStream
+// takes them; FormatError naming `key` else.
+void check_disk_config(const Reader& r, const std::string& key, int64_t queue_depth, int64_t block) {
+    if (queue_depth < 1 || queue_depth > 4096) {
+        r.fail(cat(key, "queue_depth"), cat("must be 1 to 4096, got ", queue_depth));
+    }
+    if (block < 4096 || block % 4096 != 0 || block > (1ll << 30)) {
+        r.fail(cat(key, "block_bytes"), cat("must be a positive multiple of 4096 up to 1 GiB, got ", block));
+    }
+}
+
+// $.disk_sweep, $.disk_queue_depth and $.disk_block_bytes: O_DIRECT points with positive rates,
+// the chosen one among them; none (and 0, 0) otherwise.
+void read_disk_config(const Reader& r, HardwareProfile& p) {
+    for (const auto& [index, point] : r.field("disk_sweep", &Json::is_array, "an array").items()) {
+        const std::string at = cat("disk_sweep[", index, "].");
+        if (!point.is_object()) r.fail(cat("disk_sweep[", index, "]"), "must be an object");
+        const auto get = [&](const char* key) -> const Json& {
+            if (!point.contains(key)) r.fail(cat(at, key), "missing");
+            return point.at(key);
+        };
+        DiskPoint d;
+        const int64_t queue_depth = r.integer(cat(at, "queue_depth"), get("queue_depth"));
+        const int64_t block = r.integer(cat(at, "block_bytes"), get("block_bytes"));
+        check_disk_config(r, at, queue_depth, block);
+        d.queue_depth = static_cast<int>(queue_depth);
+        d.block_bytes = static_cast<uint64_t>(block);
+        const Json& gbs = get("gbs");
+        if (!gbs.is_number()) r.fail(cat(at, "gbs"), "must be a number");
+        d.gbs = gbs.get<double>();
+        if (!(d.gbs > 0)) r.fail(cat(at, "gbs"), cat("must be > 0, got ", d.gbs));
+        p.disk_sweep.push_back(d);
+    }
+    const int64_t queue_depth = r.integer("disk_queue_depth", r.field("disk_queue_depth", &Json::is_number, "a number"));
+    const int64_t block = r.integer("disk_block_bytes", r.field("disk_block_bytes", &Json::is_number, "a number"));
+    if (p.disk_sweep.empty()) {
+        if (queue_depth != 0) r.fail("disk_queue_depth", cat("must be 0 when disk_sweep is empty, got ", queue_depth));
+        if (block != 0) r.fail("disk_block_bytes", cat("must be 0 when disk_sweep is empty, got ", block));
+        return;
+    }
+    if (!p.disk_direct_io) r.fail("disk_sweep", "has points, but disk_direct_io is false (a sweep is O_DIRECT only)");
+    check_disk_config(r, "disk_", queue_depth, block);
+    p.disk_queue_depth = static_cast<int>(queue_depth);
+    p.disk_block_bytes = static_cast<uint64_t>(block);
+    const bool listed = std::any_of(p.disk_sweep.begin(), p.disk_sweep.end(), [&](const DiskPoint& d) {
+        return d.queue_depth == p.disk_queue_depth && d.block_bytes == p.disk_block_bytes;
+    });
+    if (!listed) {
+        r.fail("disk_queue_depth", cat(queue_depth, " x ", block, " bytes is not a point of disk_sweep"));
+    }
+}
 
 // ---- measurements ----
 
@@ -126,43 +180,6 @@ Matmul make_matmul(Backend& cpu, GgmlType type, uint64_t weight_bytes, int n_tok
     return m;
 }
 
-// A new file in `dir` of `bytes` of incompressible data; its path.
-std::string write_probe_file(const fs::path& dir, uint64_t bytes) {
-    const std::string path = (dir / cat(".strata-disk-probe-", ::getpid())).string();
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) {
-        throw SystemError(cat("cannot measure the disk: cannot create ", path, ": ",
-                              std::strerror(errno)));
-    }
-    std::vector<uint64_t> chunk((8u << 20) / 8);
-    std::mt19937_64 rng(99);
-    for (uint64_t& w : chunk) w = rng();
-    uint64_t done = 0;
-    while (done < bytes) {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes - done, chunk.size() * 8));
-        const ssize_t put = ::write(fd, chunk.data(), n);
-        if (put <= 0) {
-            const int err = errno;
-            ::close(fd);
-            fs::remove(path);
-            throw SystemError(cat("cannot measure the disk: writing ", path, ": ", std::strerror(err)));
-        }
-        done += static_cast<uint64_t>(put);
-        chunk[0] += 1;  // no two chunks alike (deduplicating file systems)
-    }
-    ::fsync(fd);
-    ::close(fd);
-    return path;
-}
-
-void drop_from_page_cache(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) return;
-    ::fdatasync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-}
-
 }  // namespace
 
 // ---- file ----
@@ -180,6 +197,12 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["cpu_gemv_tiny_floor_us"] = p.cpu_gemv_tiny_floor_us;
     j["disk_read_gbs"] = p.disk_read_gbs;
     j["disk_direct_io"] = p.disk_direct_io;
+    j["disk_queue_depth"] = p.disk_queue_depth;
+    j["disk_block_bytes"] = p.disk_block_bytes;
+    j["disk_sweep"] = Json::array();
+    for (const DiskPoint& d : p.disk_sweep) {
+        j["disk_sweep"].push_back({{"queue_depth", d.queue_depth}, {"block_bytes", d.block_bytes}, {"gbs", d.gbs}});
+    }
     j["gpu_name"] = p.gpu_name;
     j["gpu_total_bytes"] = p.gpu_total_bytes;
     j["gpu_read_gbs"] = p.gpu_read_gbs;
@@ -226,6 +249,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
+    read_disk_config(r, p);
     p.gpu_name = r.str("gpu_name");
     p.gpu_total_bytes = r.u64("gpu_total_bytes");
     p.gpu_read_gbs = r.rate("gpu_read_gbs");
@@ -377,45 +401,6 @@ double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasu
     return flops / s / 1e9;
 }
 
-DiskReadMeasurement measure_disk_read_gbs(const std::string& path_on_fs, uint64_t bytes) {
-    constexpr uint64_t kRead = 8ull << 20;
-    bytes = std::max<uint64_t>(kRead, bytes / kRead * kRead);
-    std::error_code ec;
-    std::string file;
-    bool temporary = false;
-    if (fs::is_regular_file(path_on_fs, ec) && fs::file_size(path_on_fs, ec) >= bytes) {
-        file = path_on_fs;
-    } else {
-        fs::path dir(path_on_fs);
-        if (!fs::is_directory(dir, ec)) dir = dir.has_parent_path() ? dir.parent_path() : ".";
-        file = write_probe_file(dir, bytes);
-        temporary = true;
-    }
-    DiskReadMeasurement out;
-    try {
-        drop_from_page_cache(file);
-        out.direct_io = supports_direct_io(file);
-        DiskStreamOptions opts;
-        opts.mode = out.direct_io ? DiskIo::Direct : DiskIo::Mmap;
-        opts.staging_bytes = 4 * kRead;
-        drop_from_page_cache(file);  // the probe above read one block
-        const auto t0 = Clock::now();
-        DiskStream stream({file}, opts);
-        const int n_reads = static_cast<int>(bytes / kRead);
-        for (int i = 0; i < n_reads; ++i) stream.add_read(0, static_cast<uint64_t>(i) * kRead, kRead);
-        for (int i = 0; i < n_reads; ++i) {
-            stream.acquire(i);
-            stream.release(i);
-        }
-        out.gbs = static_cast<double>(bytes) / seconds_since(t0) / 1e9;
-    } catch (...) {
-        if (temporary) fs::remove(file, ec);
-        throw;
-    }
-    if (temporary) fs::remove(file, ec);
-    return out;
-}
-
 HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
     const auto step = [&](std::string_view what) {
         if (options.progress) options.progress(what);
@@ -451,9 +436,7 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
         cpu, GgmlType::Q4_K, {std::min<uint64_t>(options.gemv_bytes, 16ull << 20), 64, options.budget_per_step});
     if (!options.disk_path.empty()) {
         step("disk read");
-        const DiskReadMeasurement disk = measure_disk_read_gbs(options.disk_path, options.disk_bytes);
-        p.disk_read_gbs = disk.gbs;
-        p.disk_direct_io = disk.direct_io;
+        set_disk(p, measure_disk_read_gbs(options.disk_path, options.disk));
     }
     return p;
 }

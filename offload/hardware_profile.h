@@ -1,7 +1,8 @@
 // HardwareProfile: the measured speeds of one machine that the cost model turns into seconds
 // per token, its JSON file (cached per user, refreshed when the CPU or GPU changes) and the
-// CPU-side measurements. GPU numbers are filled in by the caller (kernels_cuda measures them);
-// offload/ never touches CUDA. Every rate is in GB/s or GFLOP/s with G = 1e9.
+// CPU-side measurements (the disk's in disk_profile.h). GPU numbers are filled in by the caller
+// (kernels_cuda measures them); offload/ never touches CUDA. Every rate is in GB/s or GFLOP/s
+// with G = 1e9.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "offload/disk_profile.h"
 #include "quant/ggml_type.h"
 
 namespace strata {
@@ -36,6 +38,11 @@ struct HardwareProfile {
     double cpu_gemv_tiny_floor_us = 0;
     double disk_read_gbs = 0;                   // sequential, on the model's file system
     bool disk_direct_io = false;                // whether disk_read_gbs was read with O_DIRECT
+    // O_DIRECT only: the sweep of queue depths and block sizes, and the point chosen from it
+    // (choose_disk_point; disk_read_gbs is its rate). Empty and 0 in mmap mode or unmeasured.
+    std::vector<DiskPoint> disk_sweep;
+    int disk_queue_depth = 0;
+    uint64_t disk_block_bytes = 0;
 
     std::string gpu_name;  // empty: no GPU
     uint64_t gpu_total_bytes = 0;
@@ -62,7 +69,8 @@ struct HardwareProfile {
 
 std::string profile_to_json(const HardwareProfile& profile);
 // FormatError naming `source` and the field for malformed JSON, missing or wrong-typed fields,
-// negative rates, or another schema_version.
+// negative rates, another schema_version, or a disk sweep that is not O_DIRECT points of
+// positive queue depth, block (a multiple of 4096) and rate with the chosen point among them.
 HardwareProfile profile_from_json(std::string_view text, std::string_view source = "profile");
 // Writes atomically (temporary file + rename), creating the folder. SystemError on failure.
 void save_profile(const HardwareProfile& profile, const std::string& path);
@@ -116,18 +124,6 @@ double measure_cpu_gemv_gbs(Backend& cpu, GgmlType type, const MatmulMeasureOpti
 double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type,
                                   const MatmulMeasureOptions& options = {16ull << 20, 64, {}});
 
-struct DiskReadMeasurement {
-    double gbs = 0;
-    bool direct_io = false;  // O_DIRECT (else through mmap, page cache dropped first)
-};
-// Sequential read bandwidth of the file system holding `path_on_fs`. A regular file of at
-// least `bytes` is read in place (the model file itself: nothing is written); otherwise a
-// temporary file of `bytes` is written in that folder (or the file's folder), dropped from the
-// page cache (posix_fadvise DONTNEED), read through DiskStream and deleted. SystemError when
-// the folder is not writable.
-DiskReadMeasurement measure_disk_read_gbs(const std::string& path_on_fs,
-                                          uint64_t bytes = 256ull << 20);
-
 struct CpuProfileOptions {
     int threads = 0;           // 0: one per physical core
     std::string disk_path;     // the model file or its folder; empty: no disk measurement
@@ -139,10 +135,11 @@ struct CpuProfileOptions {
     // (tests: STRATA_QUICK_PROFILE, engine/runtime/hardware.h).
     std::chrono::duration<double> budget_per_step{0.5};
     uint64_t gemv_bytes = 1ull << 30;
-    uint64_t disk_bytes = 256ull << 20;
+    DiskMeasureOptions disk;
 };
-// The CPU, RAM and disk half of a profile (about 3-5 s): GPU fields are left empty for the
-// caller. Types the CPU backend cannot multiply are left out of cpu_gemv_gbs.
+// The CPU, RAM and disk half of a profile (about 3-5 s, the disk up to disk.budget more): GPU
+// fields are left empty for the caller. Types the CPU backend cannot multiply are left out of
+// cpu_gemv_gbs.
 HardwareProfile measure_cpu_profile(const CpuProfileOptions& options);
 
 }  // namespace strata

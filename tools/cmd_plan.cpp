@@ -11,6 +11,7 @@
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
 #include "offload/cost_model.h"
+#include "offload/disk_profile.h"
 #include "offload/placement_file.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
@@ -151,6 +152,21 @@ void print_estimate(const std::string& what, const CostEstimate& e) {
     std::printf("\n");
 }
 
+// "disk: 1.9 GB/s (O_DIRECT, 16 x 1 MiB in flight)", and the queue this model streams with
+// when its staging ring narrows it.
+void print_disk(const Runtime& runtime) {
+    if (!runtime.hardware_profile()) return;
+    const HardwareProfile& hp = *runtime.hardware_profile();
+    std::printf("disk: %s", describe_disk(hp).c_str());
+    const DiskStreamOptions& d = runtime.disk_options();
+    if (hp.disk_queue_depth > 0 && d.mode != DiskIo::Mmap &&
+        (d.queue_depth != hp.disk_queue_depth || d.block_bytes != hp.disk_block_bytes)) {
+        std::printf("; this model streams %d x %s (staging %s)", d.queue_depth,
+                    format_block_bytes(d.block_bytes).c_str(), format_bytes(d.staging_bytes).c_str());
+    }
+    std::printf("\n");
+}
+
 void plan(const PlanArgs& args) {
     RuntimeOptions ro = args.engine.runtime_options();
     if (!ro.plan_path.empty()) throw ArgumentError("strata plan makes a placement; --plan reads one");
@@ -209,6 +225,7 @@ void plan(const PlanArgs& args) {
         std::printf("explain: no hardware profile, so no cost model (run with --reprofile)\n");
         return;
     }
+    print_disk(runtime);
     std::printf("decode per token: gpu %.3f ms + cpu %.3f ms + exposed disk %.3f ms (of %.3f ms read) +"
                 " %d transfers %.3f ms + overhead %.3f ms\n",
                 e->gpu_s * 1e3, e->cpu_s * 1e3, e->disk_exposed_s * 1e3, e->disk_s * 1e3, e->transfers,

@@ -106,8 +106,8 @@ std::string fixed1(double x) {
 }
 
 std::string summary(const HardwareProfile& p) {
-    std::string s = cat("host read ", fixed1(p.host_read_gbs), " GB/s, disk ", fixed1(p.disk_read_gbs),
-                        " GB/s, cpu op ", fixed1(p.cpu_op_us), " us");
+    std::string s = cat("host read ", fixed1(p.host_read_gbs), " GB/s, disk ", describe_disk(p), ", cpu op ",
+                        fixed1(p.cpu_op_us), " us");
     if (p.has_gpu()) {
         s += cat(", gpu read ", fixed1(p.gpu_read_gbs), " GB/s, h2d ", fixed1(p.h2d_gbs), " GB/s, gpu op ",
                  fixed1(p.gpu_op_us), " us");
@@ -185,14 +185,15 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
         if (quick) {
             o.budget_per_step = Seconds(0.02);
             o.gemv_bytes = 8ull << 20;
-            o.disk_bytes = 16ull << 20;
+            o.disk.grid = {{4, 256ull << 10, 0}, {8, 1ull << 20, 0}};
+            o.disk.point_bytes = 4ull << 20;
+            o.disk.mmap_bytes = 16ull << 20;
+            o.disk.budget = Seconds(0.5);
         }
         p = measure_cpu_profile(o);
         steps("disk read");
         try {
-            const DiskReadMeasurement disk = measure_disk_read_gbs(request.model_path, o.disk_bytes);
-            p.disk_read_gbs = disk.gbs;
-            p.disk_direct_io = disk.direct_io;
+            set_disk(p, measure_disk_read_gbs(request.model_path, o.disk));
         } catch (const SystemError& e) {
             log << "\ncannot measure the disk (" << e.what() << "): DISK counts as very slow\n";
             steps.first = true;

@@ -15,6 +15,7 @@
 #include "engine/runtime/model_placement.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/builtin_placement.h"
+#include "offload/disk_profile.h"
 #include "offload/fake_device.h"
 #include "offload/placement_file.h"
 #include "offload/planner.h"
@@ -68,16 +69,16 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
     return activations + (cuda ? 96 * kMiB : 0);
 }
 
-// The largest tensor that may be streamed from disk: the staging ring holds two of them, so
-// one is read while the other is used.
-uint64_t staging_estimate(const TensorTable& table) {
+// The largest tensor that may be streamed from disk (the staging ring holds two of them, so
+// one is read while the other is used: disk_stream_options).
+uint64_t largest_streamed_bytes(const TensorTable& table) {
     uint64_t largest = 0;
     for (const TensorEntry& t : table.tensors) {
         // Never streamed: the embedding and output matrices, and 1-D weights.
         if (t.name == "token_embd.weight" || t.name == "output.weight" || t.ne[1] == 1) continue;
         largest = std::max(largest, t.bytes);
     }
-    return 2 * largest + 64 * 1024;  // + alignment slack of O_DIRECT reads
+    return largest;
 }
 
 }  // namespace
@@ -184,10 +185,6 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     const int64_t n_ctx = options.session.n_ctx <= 0 ? config.n_ctx_train
                                                       : std::min(options.session.n_ctx, config.n_ctx_train);
     const TensorTable table = tensor_table(*model_);
-    DiskStreamOptions disk;
-    disk.mode = options.disk_io;
-    disk.staging_bytes = staging_estimate(table);
-
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
     uint64_t gpu_free = 0;
     if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu_.get())) {
@@ -209,6 +206,9 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     std::ostream null_log(nullptr);
     std::ostream& log = options.log != nullptr ? *options.log : null_log;
     find_profile(model_path, log);
+    // The queue depth and block the profile's disk sweep chose, inside a ring counted in RAM.
+    disk_options_ = disk_stream_options(options.disk_io, largest_streamed_bytes(table), profile_ ? &*profile_ : nullptr);
+    const DiskStreamOptions& disk = disk_options_;
     if (profile_) {
         // The cost model's constants, fitted to the decode runs measured on this machine.
         const std::vector<Observation> runs = load_calibration(default_calibration_path(), machine_key());
@@ -320,7 +320,11 @@ std::string Runtime::accounting(const Session* session) const {
     out << "weights: gpu " << format_bytes(r.gpu_weight_bytes) << " | ram " << format_bytes(r.ram_weight_bytes)
         << " | disk " << format_bytes(r.disk_weight_bytes);
     if (const DiskStream* s = placed_->disk_stream()) {
-        out << " (streamed " << disk_io_name(s->mode()) << ", staging " << format_bytes(s->staging_bytes())
+        out << " (streamed " << disk_io_name(s->mode());
+        if (s->mode() == DiskIo::Direct) {
+            out << " " << disk_options_.queue_depth << " x " << format_block_bytes(disk_options_.block_bytes);
+        }
+        out << ", staging " << format_bytes(s->staging_bytes())
             << ", read " << format_bytes(s->stats().bytes_read) << ", waited " << s->stats().wait_seconds << " s)";
     }
     out << "\n";

@@ -89,6 +89,9 @@ class Runtime {
     // computed with (n_ctx_used, n_prompt from the session).
     const std::optional<CostEstimate>& cost_estimate() const { return estimate_; }
     const CostParams& cost_params() const { return cost_params_; }
+    // The disk stream's settings: the profile's queue depth and block (narrowed to the staging
+    // ring of two of the largest streamed tensor), or DiskStream's defaults without a profile.
+    const DiskStreamOptions& disk_options() const { return disk_options_; }
     // How the planner chose, when it placed the weights.
     const std::optional<PlanReport>& plan_report() const { return plan_report_; }
     Backend& cpu() const { return *cpu_; }
@@ -118,6 +121,7 @@ class Runtime {
     CostParams cost_params_;
     std::optional<CostEstimate> estimate_;
     std::optional<PlanReport> plan_report_;
+    DiskStreamOptions disk_options_;
     std::unique_ptr<PlacedModel> placed_;
 };
 

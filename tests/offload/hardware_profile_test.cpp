@@ -27,6 +27,9 @@ HardwareProfile sample_profile() {
     p.cpu_gemv_floor_us = 6.5;
     p.disk_read_gbs = 3.2;
     p.disk_direct_io = true;
+    p.disk_sweep = {{4, 1u << 20, 2.875}, {16, 1u << 20, 3.2}, {8, 256u << 10, 1.5}};
+    p.disk_queue_depth = 16;
+    p.disk_block_bytes = 1u << 20;
     p.gpu_name = "NVIDIA GeForce RTX 4060 Laptop GPU";
     p.gpu_total_bytes = 8585216000;
     p.gpu_read_gbs = 230.5;
@@ -105,13 +108,45 @@ TEST(HardwareProfile, RefusesCorruptFiles) {
     expect_format_error(edited("gpu_total_bytes", "-5"), "non-negative integer");
     test::ScratchDir dir;
     const std::string path = dir.file("hardware.json");
-    std::ofstream(path) << "{\"schema_version\": 1,";
+    std::ofstream(path) << "{\"schema_version\": 2,";
     try {
         load_profile(path);
         FAIL();
     } catch (const FormatError& e) {
         EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
+}
+
+TEST(HardwareProfile, RefusesBadDiskSweeps) {
+    // The chosen configuration: positive, DiskStream's limits, one of the sweep's points.
+    expect_format_error(edited("disk_queue_depth", "-3"), "$.disk_queue_depth: must be 1 to 4096, got -3");
+    expect_format_error(edited("disk_queue_depth", "0"), "$.disk_queue_depth: must be 1 to 4096, got 0");
+    expect_format_error(edited("disk_queue_depth", "2.5"), "$.disk_queue_depth: must be an integer");
+    expect_format_error(edited("disk_queue_depth", "\"16\""), "$.disk_queue_depth: must be a number");
+    expect_format_error(edited("disk_queue_depth", "32"), "$.disk_queue_depth: 32 x 1048576 bytes is not a point");
+    expect_format_error(edited("disk_block_bytes", "0"), "$.disk_block_bytes: must be a positive multiple of 4096");
+    expect_format_error(edited("disk_block_bytes", "1000"), "$.disk_block_bytes: must be a positive multiple of 4096 up to 1 GiB, got 1000");
+    expect_format_error(edited("disk_block_bytes", ""), "$.disk_block_bytes: missing");
+    // The points.
+    expect_format_error(edited("disk_sweep", ""), "$.disk_sweep: missing");
+    expect_format_error(edited("disk_sweep", "{}"), "$.disk_sweep: must be an array");
+    expect_format_error(edited("disk_sweep", "[5]"), "$.disk_sweep[0]: must be an object");
+    const std::string chosen = R"({"queue_depth": 16, "block_bytes": 1048576, "gbs": 3.2})";
+    const auto sweep = [&](const std::string& point) { return "[" + chosen + ", " + point + "]"; };
+    const std::pair<const char*, const char*> bad_points[] = {
+        {R"({"queue_depth": 4, "block_bytes": 1048576, "gbs": 0})", "$.disk_sweep[1].gbs: must be > 0, got 0"},
+        {R"({"queue_depth": 4, "block_bytes": 1048576, "gbs": -2})", "$.disk_sweep[1].gbs: must be > 0, got -2"},
+        {R"({"queue_depth": 4, "block_bytes": 1048576, "gbs": "x"})", "$.disk_sweep[1].gbs: must be a number"},
+        {R"({"queue_depth": 0, "block_bytes": 1048576, "gbs": 1})", "$.disk_sweep[1].queue_depth: must be 1 to 4096, got 0"},
+        {R"({"queue_depth": 4, "block_bytes": -4096, "gbs": 1})",
+         "$.disk_sweep[1].block_bytes: must be a positive multiple of 4096 up to 1 GiB, got -4096"},
+        {R"({"queue_depth": 4, "gbs": 1})", "$.disk_sweep[1].block_bytes: missing"},
+    };
+    for (const auto& [point, error] : bad_points) expect_format_error(edited("disk_sweep", sweep(point)), error);
+    // No sweep: no chosen point; a sweep: O_DIRECT only.
+    expect_format_error(edited("disk_sweep", "[]"), "$.disk_queue_depth: must be 0 when disk_sweep is empty, got 16");
+    expect_format_error(edited("disk_direct_io", "false"), "$.disk_sweep: has points, but disk_direct_io is false");
+    EXPECT_EQ(profile_from_json(edited("disk_sweep", sweep(chosen))).disk_sweep.size(), 2u);
 }
 
 TEST(HardwareProfile, DefaultPathAndMatching) {
@@ -174,22 +209,6 @@ TEST(HardwareProfile, CpuOpCostsArePlausible) {
     // Without a rate to subtract, the floor is the whole product: at least its bytes at any
     // plausible speed (4.7 MB at 1 TB/s is 4.7 us).
     EXPECT_GT(measure_cpu_op_costs(cpu, 0, o).gemv_floor_us, 4.7);
-}
-
-TEST(HardwareProfile, DiskReadLeavesNothingBehind) {
-    test::ScratchDir dir;
-    const std::string folder = std::filesystem::path(dir.file("x")).parent_path().string();
-    const DiskReadMeasurement m = measure_disk_read_gbs(folder, 16ull << 20);
-    EXPECT_GT(m.gbs, 0.0);
-    EXPECT_TRUE(std::filesystem::is_empty(folder));
-    // A large enough file is read in place, not copied.
-    const std::string file = dir.file("model.gguf");
-    std::ofstream(file, std::ios::binary) << std::string(9u << 20, 'x');
-    EXPECT_GT(measure_disk_read_gbs(file, 8ull << 20).gbs, 0.0);
-    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folder),
-                            std::filesystem::directory_iterator()),
-              1);
-    EXPECT_THROW(measure_disk_read_gbs("/proc/strata-no-such-dir/x", 8ull << 20), SystemError);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ usage: offload_cli_test.py --strata BUILD/bin/strata"""
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,11 @@ def main():
             expect(rc == 0 and out == reference, f"disk ({mode}) output differs: {out!r} ({err})")
             weights = accounting(err).get("weights", "")
             expect(f"streamed {mode}" in weights, f"disk mode {mode} not used: {weights!r}")
+            if mode == "direct":
+                # The profile's queue, narrowed to this tiny model's staging ring.
+                queue = re.search(r"streamed direct (\d+) x ", weights)
+                expect(queue is not None and 1 <= int(queue.group(1)) <= max(1, json.load(open(profile))["disk_queue_depth"]),
+                       f"no queue depth in {weights!r}")
         # The built-in placement with a small GPU and a small RAM budget: GPU, RAM and DISK at once.
         rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "2M", "--ram-mem", "1600K", "-v")
         expect(rc == 0 and out.strip(), f"three tiers failed: {err}")
@@ -121,6 +127,10 @@ def main():
         expect("predicted: prompt" in out and "attention+KV" in out and "FFN" in out and "decode per token" in out,
                f"plan --explain: {out!r}")
         expect("--stats" in out and "not use" in out, f"no note on --stats: {out!r}")
+        # The disk's chosen configuration, in one line.
+        hw = json.load(open(profile))
+        disk_line = "O_DIRECT, %d x " % hw["disk_queue_depth"] if hw["disk_sweep"] else "disk: "
+        expect(hw["disk_read_gbs"] > 0 and disk_line in out, f"plan --explain disk line ({hw['disk_sweep']}): {out!r}")
         rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
                            "-p", "8", "-n", "4", "-r", "1", "--fit")
         expect(rc == 0 and "predicted" in out and "measured tg4" in out, f"bench --fit: {out!r} {err!r}")
