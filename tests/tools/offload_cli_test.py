@@ -142,6 +142,11 @@ def main():
         expect(rc == 0 and "fitted to 2 measured run" in out, f"plan after calibration: {out!r} {err!r}")
         calibration = os.path.join(os.path.dirname(profile), "calibration.json")
         expect(len(json.load(open(calibration))["runs"]) == 2, "calibration file should hold 2 runs")
+        # The report: both runs, each beside its leave-one-out prediction.
+        rc, out, err = run(strata, "calibration", "--file", calibration)
+        expect(rc == 0 and out.count("tg4") == 2 and "fitted to the others: " in out and "of 2 within" in out,
+               f"calibration report: {out!r} {err!r}")
+        expect_error(strata, ["calibration", "--file", os.path.join(tmp, "none.json")], "strata bench --fit")
 
         # A corrupt profile is measured again, with the reason; so is one on --reprofile.
         with open(profile, "w") as f:
