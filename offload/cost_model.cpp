@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 #include "engine/core/error.h"
@@ -17,7 +18,8 @@ constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types n
 
 // Small ops (kernels on the GPU, parallel regions on the CPU) the layer program runs per block
 // beside its matrix products, as layer_program.cpp issues them: attention = norm, activation
-// quantization for q/k/v and for the output projection, 2 RoPE, 2 KV stores, attention, add;
+// quantization for q/k/v and for the output projection, 2 RoPE, 2 KV stores, attention (costed
+// as the profile's attention_us), add;
 // FFN = norm, 2 quantizations, gated activation, add; each extra FFN part = 2 quantizations,
 // activation, and the add of its partial sum. Optional tensors add one op each (biases, q/k
 // norms, post norms).
@@ -56,8 +58,8 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
     pf_cpu_s += o.pf_cpu_s;
     pf_disk_s += o.pf_disk_s;
     pf_transfer_s += o.pf_transfer_s;
-    gpu_blocks += o.gpu_blocks;
-    cpu_blocks += o.cpu_blocks;
+    gpu_fixed_s += o.gpu_fixed_s;
+    cpu_fixed_s += o.cpu_fixed_s;
     gpu_kernels += o.gpu_kernels;
     host_parts += o.host_parts;
     return *this;
@@ -73,8 +75,8 @@ CostTerms& CostTerms::operator-=(const CostTerms& o) {
     pf_cpu_s -= o.pf_cpu_s;
     pf_disk_s -= o.pf_disk_s;
     pf_transfer_s -= o.pf_transfer_s;
-    gpu_blocks -= o.gpu_blocks;
-    cpu_blocks -= o.cpu_blocks;
+    gpu_fixed_s -= o.gpu_fixed_s;
+    cpu_fixed_s -= o.cpu_fixed_s;
     gpu_kernels -= o.gpu_kernels;
     host_parts -= o.host_parts;
     return *this;
@@ -101,11 +103,13 @@ struct CostModel::Walk {
         (proc == kGpu ? t.gpu_s : t.cpu_s) += decode_s;
         (proc == kGpu ? t.pf_gpu_s : t.pf_cpu_s) += prefill_s;
     }
-    // `n` small ops on `proc`.
-    void ops(int proc, double n) {
-        run(proc, n * m.op_s(proc), 0);
-        if (proc == kGpu) t.gpu_kernels += n;
+    // Fixed costs on `proc`: `kernels` small ops or products' floors taking `seconds`.
+    void fixed(int proc, double seconds, double kernels) {
+        (proc == kGpu ? t.gpu_fixed_s : t.cpu_fixed_s) += seconds;
+        if (proc == kGpu) t.gpu_kernels += kernels;
     }
+    // `n` small ops on `proc`.
+    void ops(int proc, double n) { fixed(proc, n * m.op_s(proc), n); }
 };
 
 CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
@@ -205,9 +209,9 @@ double CostModel::gemv_floor_s(int proc, double bytes) const {
     return (tiny + f * (small - tiny)) * 1e-6;
 }
 
-double CostModel::gpu_unit_s(const CostTerms& t) const {
-    if (t.host_parts > 0 || t.gpu_kernels <= 0) return t.gpu_s;
-    return t.gpu_s + t.gpu_kernels * std::max(0.0, profile_.gpu_graph_node_us - profile_.gpu_op_us) * 1e-6;
+double CostModel::gpu_fixed_unit_s(const CostTerms& t) const {
+    if (t.host_parts > 0 || t.gpu_kernels <= 0) return t.gpu_fixed_s;
+    return t.gpu_fixed_s + t.gpu_kernels * std::max(0.0, profile_.gpu_graph_node_us - profile_.gpu_op_us) * 1e-6;
 }
 
 int CostModel::segment_of(int tensor) const {
@@ -243,8 +247,13 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
         throw ArgumentError(cat("the placement puts ", t.name,
                                 " on the GPU, but the hardware profile has no GPU rates"));
     }
-    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate) + gemv_floor_s(proc, bytes);
-    (proc == kGpu ? w.t.gpu_kernels : w.t.host_parts) += 1;
+    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate);
+    if (proc == kGpu) {
+        w.fixed(kGpu, gemv_floor_s(kGpu, bytes), 1);
+    } else {
+        w.fixed(kCpu, gemv_floor_s(kCpu, bytes), 0);
+        w.t.host_parts += 1;
+    }
     const double n = static_cast<double>(params_.n_prompt);
     const double flops = ti.flops * bytes / static_cast<double>(t.bytes) * pf_share;
     double pf = 0;
@@ -291,8 +300,14 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     // With GPU neurons the FFN's home is the GPU and the host part has its own small ops. The
     // parts run concurrently: only the longer one is on the critical path.
     if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.ops(kCpu, kFfnPartOps);
-    const double g = gpu.t.gpu_s, c = cpu.t.cpu_s;
-    (g >= c ? w.t.gpu_s : w.t.cpu_s) += std::max(g, c);
+    const double g = gpu.t.gpu_s + gpu.t.gpu_fixed_s, c = cpu.t.cpu_s + cpu.t.cpu_fixed_s;
+    if (g >= c) {
+        w.t.gpu_s += gpu.t.gpu_s;
+        w.t.gpu_fixed_s += gpu.t.gpu_fixed_s;
+    } else {
+        w.t.cpu_s += cpu.t.cpu_s;
+        w.t.cpu_fixed_s += cpu.t.cpu_fixed_s;
+    }
     const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
     (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
     w.t.disk_s += cpu.t.disk_s;
@@ -338,18 +353,19 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
-    w.ops(ah, L.attn_ops);
+    // The attention kernel itself costs what the profile measured at a short context; the
+    // KV bytes of the context come on top (kv_read).
+    const double attention_us = ah == kGpu ? profile_.gpu_attention_us : profile_.cpu_attention_us;
+    w.ops(ah, L.attn_ops - 1);
+    w.fixed(ah, attention_us > 0 ? attention_us * 1e-6 : op_s(ah), 1);
     if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
-    (ah == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norms, RoPE, KV store, attention, adds
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 
     const int fh = ffn_home(layout, s);
     if (fh < 0) return w.t;
     w.copy(4.0 * n_embd, ah, fh);
-    (fh == kGpu ? w.t.gpu_blocks : w.t.cpu_blocks) += 1;  // norm, activation, add
     w.ops(fh, L.ffn_ops);
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
-        if (fh == kGpu && split->gpu_end < L.ffn->n_ff) w.t.cpu_blocks += 1;  // the host part's own small ops
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {
         for (int i : L.ffn_index) add_weight(w, i, bytes(i), tier(i), fh);
@@ -366,16 +382,18 @@ CostTerms CostModel::terms(const Layout& layout) const {
 
 CostEstimate CostModel::combine(const CostTerms& t) const {
     CostEstimate e;
-    e.gpu_s = params_.gpu_scale * gpu_unit_s(t);
-    e.cpu_s = params_.cpu_scale * t.cpu_s;
+    const double gpu_fixed = params_.gpu_fixed_scale * gpu_fixed_unit_s(t);
+    const double cpu_fixed = params_.cpu_fixed_scale * t.cpu_fixed_s;
+    e.gpu_s = params_.gpu_scale * t.gpu_s + gpu_fixed;
+    e.cpu_s = params_.cpu_scale * t.cpu_s + cpu_fixed;
+    e.fixed_s = gpu_fixed + cpu_fixed;
     e.disk_s = t.disk_s;
     e.transfer_s = t.transfer_s;
     e.transfers = t.transfers;
     e.overhead_s = params_.overhead_s;
-    e.block_s = params_.gpu_block_s * t.gpu_blocks + params_.cpu_block_s * t.cpu_blocks;
     // The disk reads ahead while the processors work: only what compute does not cover costs.
-    e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s - e.block_s);
-    e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.block_s + e.disk_exposed_s;
+    e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s);
+    e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.disk_exposed_s;
     if (prefill_known_) {
         e.prefill_s_per_token = params_.overhead_s / static_cast<double>(params_.n_prompt) +
                                 t.pf_transfer_s + std::max(t.pf_gpu_s + t.pf_cpu_s, t.pf_disk_s);
@@ -454,24 +472,32 @@ Observation observe(const Placement& placement, const TensorTable& table,
                     double measured_s_per_token) {
     const CostModel model(table, profile, params, placement.kv_type);
     const CostTerms t = model.terms(model.layout_of(placement));
-    Observation o{model.gpu_unit_s(t), t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
-    o.gpu_blocks = t.gpu_blocks;
-    o.cpu_blocks = t.cpu_blocks;
+    Observation o{t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
+    o.gpu_fixed_s = model.gpu_fixed_unit_s(t);
+    o.cpu_fixed_s = t.cpu_fixed_s;
     return o;
+}
+
+std::string describe_fit(const CostParams& c) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "overhead %.3f ms, gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f, cpu fixed costs x%.2f",
+                  c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale, c.gpu_fixed_scale, c.cpu_fixed_scale);
+    return buf;
 }
 
 double predict_decode(const CostParams& params, const Observation& o) {
     const double compute = params.gpu_scale * o.gpu_s + params.cpu_scale * o.cpu_s +
-                           params.gpu_block_s * o.gpu_blocks + params.cpu_block_s * o.cpu_blocks;
+                           params.gpu_fixed_scale * o.gpu_fixed_s + params.cpu_fixed_scale * o.cpu_fixed_s;
     return params.overhead_s + o.transfer_s + std::max(compute, params.disk_scale * o.disk_s);
 }
 
 namespace {
 
-constexpr int kCoef = 6;  // gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_block_s, cpu_block_s
+constexpr int kCoef = 6;  // gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_fixed_scale, cpu_fixed_scale
 using Vec = std::array<double, kCoef>;
 // The size of a coefficient's typical change, for the pull toward the prior when it is 0.
-constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 2e-5, 2e-5};
+constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 1.0, 1.0};
 using Mat = std::array<Vec, kCoef>;
 
 // Solves A x = b for the variables in `mask` (others 0) by Gaussian elimination with partial
@@ -518,8 +544,8 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
     // measured = T + overhead + max(gs·G + cs·C, ds·D) is piecewise linear: each run is either
     // compute-bound or disk-bound. Alternate: classify every run with the current scales, fit
     // the linear model of its side, until the classes stop changing.
-    const Vec prior{params.gpu_scale, params.cpu_scale, params.disk_scale, params.overhead_s, params.gpu_block_s,
-                    params.cpu_block_s};
+    const Vec prior{params.gpu_scale,  params.cpu_scale,       params.disk_scale,
+                    params.overhead_s, params.gpu_fixed_scale, params.cpu_fixed_scale};
     Vec current = prior;
     std::vector<bool> disk_bound(observations.size(), false);
     for (int iteration = 0; iteration < 16; ++iteration) {
@@ -527,7 +553,7 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
         for (size_t i = 0; i < observations.size(); ++i) {
             const Observation& o = observations[i];
             const bool d = current[2] * o.disk_s > current[0] * o.gpu_s + current[1] * o.cpu_s +
-                                                       current[4] * o.gpu_blocks + current[5] * o.cpu_blocks;
+                                                       current[4] * o.gpu_fixed_s + current[5] * o.cpu_fixed_s;
             changed |= d != disk_bound[i];
             disk_bound[i] = d;
         }
@@ -540,7 +566,7 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
             const Observation& o = observations[i];
             const double w = 1.0 / o.measured_s_per_token;
             const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w, 0, 0}
-                                        : Vec{o.gpu_s * w, o.cpu_s * w, 0, w, o.gpu_blocks * w, o.cpu_blocks * w};
+                                        : Vec{o.gpu_s * w, o.cpu_s * w, 0, w, o.gpu_fixed_s * w, o.cpu_fixed_s * w};
             const double y = (o.measured_s_per_token - o.transfer_s) * w;
             rows.emplace_back(f, y);
             for (int r = 0; r < kCoef; ++r) {
@@ -584,8 +610,8 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
     params.cpu_scale = current[1];
     params.disk_scale = current[2];
     params.overhead_s = current[3];
-    params.gpu_block_s = current[4];
-    params.cpu_block_s = current[5];
+    params.gpu_fixed_scale = current[4];
+    params.cpu_fixed_scale = current[5];
 }
 
 }  // namespace strata

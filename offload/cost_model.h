@@ -3,16 +3,17 @@
 // (planner.h) searches placements with it.
 //
 // Decode, per token (one forward pass of one token), at unit scale:
-//   G, C  GPU and CPU seconds on the critical path. The layer program is sequential, so each
-//         weight adds bytes / gemv rate of its type on the processor of its tier (GPU tier:
-//         gpu_gemv_gbs; RAM and DISK: cpu_gemv_gbs, else host_read_gbs × 0.7; GPU unknown
-//         type: gpu_read_gbs × 0.7) plus the processor's fixed cost per product
-//         (gpu_gemv_floor_us, cpu_gemv_floor_us); each attention adds its KV bytes at
-//         n_ctx_used cells / the read bandwidth of the KV's tier; each block adds its small
-//         ops (norms, RoPE, KV stores, quantizations, activations, adds: 9 per attention and 5
-//         per FFN, plus optional ones) × the processor's measured op cost (gpu_op_us,
-//         cpu_op_us). A split FFN adds only max(GPU part, CPU part), counted on the side that
-//         is longer (its parts run concurrently).
+//   G, C  GPU and CPU seconds of bytes on the critical path. The layer program is
+//         sequential, so each weight adds bytes / gemv rate of its type on the processor of
+//         its tier (GPU tier: gpu_gemv_gbs; RAM and DISK: cpu_gemv_gbs, else host_read_gbs ×
+//         0.7; GPU unknown type: gpu_read_gbs × 0.7), each attention its KV bytes at
+//         n_ctx_used cells / the read bandwidth of the KV's tier.
+//   Gf, Cf  fixed GPU and CPU seconds: each product's floor (gpu_gemv_floor_us..., by its
+//         size), each block's small ops (norms, RoPE, KV stores, quantizations, activations,
+//         adds: 8 per attention and 5 per FFN, plus optional ones) × the measured op cost,
+//         each attention's measured cost at a short context; when nothing is on the host the
+//         step is a CUDA graph and every GPU kernel costs gpu_graph_node_us - gpu_op_us more.
+//         A split FFN adds only its longer part (its parts run concurrently).
 //   D     DISK bytes / disk_read_gbs. The disk stream reads ahead while the CPU and GPU work,
 //         so only the part of the scaled D that the scaled compute does not hide costs time.
 //   T     transfers: every copy costs transfer_latency_us + bytes / h2d_gbs (or d2h_gbs):
@@ -20,12 +21,10 @@
 //         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
 //         input there, its output back), a split FFN's input and partial sum, and the hidden
 //         state and logits at the end when the output matrix or the last block is on the GPU.
-//   B     blocks (a layer's attention or FFN) homed on each processor, for fitted per-block
-//         corrections to the small-op costs above.
-//   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C + gpu_block_s·Bg + cpu_block_s·Bc,
-//                                 disk_scale·D)
-// With unit scales this is overhead + T + max(G + C, D): the roofline of docs/measuring.md
-// made sequential, plus transfers.
+//   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C + gpu_fixed_scale·Gf +
+//                                 cpu_fixed_scale·Cf, disk_scale·D)
+// With unit scales this is overhead + T + max(G + Gf + C + Cf, D): the roofline of
+// docs/measuring.md made sequential, plus the measured fixed costs and transfers.
 //
 // Prefill, per token of a batch of n_prompt (compute-bound): each weight costs 2·params FLOP
 // per token / prefill GFLOP/s of its processor; a RAM or DISK weight is instead copied to the
@@ -41,6 +40,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "offload/hardware_profile.h"
@@ -57,11 +57,11 @@ struct CostParams {
     double gpu_scale = 1.0;  // seconds per predicted second (1 / efficiency)
     double cpu_scale = 1.0;
     double disk_scale = 1.0;
-    // Seconds per block (a layer's attention, or its FFN) run on each processor beyond the
-    // measured small-op costs (synchronisation, what the op counts miss). Fitted; 0 until
-    // calibrated.
-    double gpu_block_s = 0.0;
-    double cpu_block_s = 0.0;
+    // Seconds per predicted second of fixed costs (small ops, products' floors, attention at
+    // a short context), apart from the per-byte scales: the profile measures them on matrices
+    // and ops out of the caches, runs may do better or worse.
+    double gpu_fixed_scale = 1.0;
+    double cpu_fixed_scale = 1.0;
 };
 
 struct CostEstimate {
@@ -73,7 +73,7 @@ struct CostEstimate {
     double disk_exposed_s = 0;  // max(0, disk_scale·D − gpu_s − cpu_s)
     double transfer_s = 0;      // T
     double overhead_s = 0;
-    double block_s = 0;         // gpu_block_s · GPU blocks + cpu_block_s · CPU blocks
+    double fixed_s = 0;         // the fixed costs within gpu_s and cpu_s
     // For reading: D (all disk time, mostly hidden) and the copies per decode step.
     double disk_s = 0;
     int transfers = 0;
@@ -88,7 +88,7 @@ CostEstimate estimate(const Placement& placement, const TensorTable& table,
 struct Observation {
     double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;  // G, C, D, T
     double measured_s_per_token = 0;
-    double gpu_blocks = 0, cpu_blocks = 0;  // blocks run on each processor
+    double gpu_fixed_s = 0, cpu_fixed_s = 0;  // fixed costs, unit scale (in gpu_s/cpu_s: not)
 };
 Observation observe(const Placement& placement, const TensorTable& table,
                     const HardwareProfile& profile, const CostParams& params,
@@ -97,18 +97,21 @@ Observation observe(const Placement& placement, const TensorTable& table,
 // measured time is not used): the same sum as CostModel::combine.
 double predict_decode(const CostParams& params, const Observation& o);
 
-// Least-squares fit of the scales, overhead_s and the per-block corrections (all >= 0) to
-// measured = T + max(gpu_scale·G + cpu_scale·C + gpu_block_s·Bg + cpu_block_s·Bc, disk_scale·D)
-// + overhead_s, in relative error (each run weighted by 1/measured²), alternating between
+// Least-squares fit of the six coefficients (all >= 0) to measured = overhead_s + T +
+// max(gpu_scale·G + cpu_scale·C + gpu_fixed_scale·Gf + cpu_fixed_scale·Cf, disk_scale·D),
+// in relative error (each run weighted by 1/measured²), alternating between
 // classifying each run as compute- or disk-bound and solving that linear model. Closed form:
 // the normal equations on every subset of the coefficients, keeping the best non-negative
 // solution. A pull toward the current values (the prior: the profile's measured rates and op
 // costs) of `prior_weight` per coefficient, in units of the coefficient's size (1 for scales,
-// 1 ms overhead, 20 µs per block): with the default, doubling a scale costs as much as a 14%
+// 1 ms overhead): with the default, doubling a scale costs as much as a 14%
 // error on one run, so a few runs of one kind cannot carry a coefficient they barely
 // determine far from what the machine measured. ArgumentError on no observations or a measured
 // time <= 0.
 constexpr double kDefaultPriorWeight = 0.02;
+// "overhead 0.12 ms, gpu x1.00, cpu x1.16, disk x1.33, gpu fixed costs x1.10, cpu fixed costs
+// x0.40": the fitted coefficients, for reading.
+std::string describe_fit(const CostParams& params);
 void fit(CostParams& params, const std::vector<Observation>& observations,
          double prior_weight = kDefaultPriorWeight);
 
@@ -137,7 +140,7 @@ struct CostTerms {
     double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;
     int transfers = 0;
     double pf_gpu_s = 0, pf_cpu_s = 0, pf_disk_s = 0, pf_transfer_s = 0;  // per prompt token
-    double gpu_blocks = 0, cpu_blocks = 0;  // attention and FFN blocks homed on each processor
+    double gpu_fixed_s = 0, cpu_fixed_s = 0;  // small ops, products' floors, attention (not in gpu_s/cpu_s)
     // For the CUDA graph a decode step runs as when nothing is on the host (host_parts == 0):
     // GPU kernels (products and small ops), and weights, KV caches or tables on the host.
     double gpu_kernels = 0, host_parts = 0;
@@ -181,9 +184,10 @@ class CostModel {
     CostTerms segment(const Layout& layout, int s) const;
     CostTerms terms(const Layout& layout) const;
     CostEstimate combine(const CostTerms& total) const;
-    // The unit-scale GPU seconds of `total`: its gpu_s, plus what recording the step as a CUDA
-    // graph adds per kernel when nothing is on the host (the layer program then does).
-    double gpu_unit_s(const CostTerms& total) const;
+    // The unit-scale fixed GPU seconds of `total`: its gpu_fixed_s, plus what recording the
+    // step as a CUDA graph adds per kernel when nothing is on the host (the layer program
+    // then does).
+    double gpu_fixed_unit_s(const CostTerms& total) const;
     CostEstimate estimate(const Layout& layout) const { return combine(terms(layout)); }
 
   private:

@@ -195,6 +195,7 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["cpu_op_us"] = p.cpu_op_us;
     j["cpu_gemv_floor_us"] = p.cpu_gemv_floor_us;
     j["cpu_gemv_tiny_floor_us"] = p.cpu_gemv_tiny_floor_us;
+    j["cpu_attention_us"] = p.cpu_attention_us;
     j["disk_read_gbs"] = p.disk_read_gbs;
     j["disk_direct_io"] = p.disk_direct_io;
     j["disk_queue_depth"] = p.disk_queue_depth;
@@ -214,6 +215,7 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["gpu_gemv_floor_us"] = p.gpu_gemv_floor_us;
     j["gpu_gemv_tiny_floor_us"] = p.gpu_gemv_tiny_floor_us;
     j["gpu_graph_node_us"] = p.gpu_graph_node_us;
+    j["gpu_attention_us"] = p.gpu_attention_us;
     j["cpu_prefill_gflops"] = p.cpu_prefill_gflops;
     j["gpu_prefill_gflops"] = p.gpu_prefill_gflops;
     return j.dump(2) + "\n";
@@ -247,6 +249,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.cpu_op_us = r.rate("cpu_op_us");
     p.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
     p.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
+    p.cpu_attention_us = r.rate("cpu_attention_us");
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
     read_disk_config(r, p);
@@ -261,6 +264,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.gpu_gemv_floor_us = r.rate("gpu_gemv_floor_us");
     p.gpu_gemv_tiny_floor_us = r.rate("gpu_gemv_tiny_floor_us");
     p.gpu_graph_node_us = r.rate("gpu_graph_node_us");
+    p.gpu_attention_us = r.rate("gpu_attention_us");
     p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
     p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
     return p;
@@ -393,6 +397,43 @@ OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeas
     return out;
 }
 
+double measure_attention_us(Backend& backend, std::chrono::duration<double> budget) {
+    constexpr int kHead = 32, kHeadKv = 8, kDim = 128, kCells = 64, kReps = 20;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> q(kDim * kHead), kv(static_cast<size_t>(kDim * kHeadKv * kCells));
+    for (float& v : q) v = uniform(rng);
+    for (float& v : kv) v = uniform(rng);
+    std::vector<uint8_t> kv_f16(row_bytes(GgmlType::F16, kDim * kHeadKv) * kCells);
+    type_traits(GgmlType::F16).quantize(kv.data(), kv_f16.data(), static_cast<int64_t>(kv.size()));
+
+    const uint64_t cache_bytes = kv_f16.size();
+    Buffer bq = backend.allocate(q.size() * sizeof(float), "attention profile q");
+    Buffer bk = backend.allocate(cache_bytes, "attention profile K");
+    Buffer bv = backend.allocate(cache_bytes, "attention profile V");
+    Buffer bo = backend.allocate(q.size() * sizeof(float), "attention profile output");
+    Tensor tq = bq.tensor(GgmlType::F32, {kDim, kHead, 1});
+    Tensor tk = bk.tensor(GgmlType::F16, {kDim * kHeadKv, kCells});
+    Tensor tv = bv.tensor(GgmlType::F16, {kDim * kHeadKv, kCells});
+    Tensor to = bo.tensor(GgmlType::F32, {kDim, kHead, 1});
+    backend.copy_in(Tensor::contiguous(GgmlType::F32, q.data(), {kDim, kHead, 1}), tq);
+    backend.copy_in(Tensor::contiguous(GgmlType::F16, kv_f16.data(), {kDim * kHeadKv, kCells}), tk);
+    backend.copy_in(Tensor::contiguous(GgmlType::F16, kv_f16.data(), {kDim * kHeadKv, kCells}), tv);
+    AttentionParams ap;
+    ap.n_head = kHead;
+    ap.n_head_kv = kHeadKv;
+    ap.head_dim_k = ap.head_dim_v = kDim;
+    ap.scale = 0.088f;
+    const int32_t position = kCells - 1;
+    const double s = best_time(
+        [&] {
+            for (int r = 0; r < kReps; ++r) backend.attention(tq, tk, tv, kCells, &position, ap, to);
+            backend.synchronize();
+        },
+        budget);
+    return s / kReps * 1e6;
+}
+
 double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options) {
     const int n_tokens = options.n_tokens > 1 ? options.n_tokens : 64;
     Matmul m = make_matmul(cpu, type, options.weight_bytes, n_tokens);
@@ -430,6 +471,7 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
         p.cpu_op_us = c.op_us;
         p.cpu_gemv_floor_us = c.gemv_floor_us;
         p.cpu_gemv_tiny_floor_us = c.gemv_tiny_floor_us;
+        p.cpu_attention_us = measure_attention_us(cpu, options.budget_per_step);
     }
     step("cpu prefill");
     p.cpu_prefill_gflops = measure_cpu_prefill_gflops(

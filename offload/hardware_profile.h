@@ -36,6 +36,9 @@ struct HardwareProfile {
     double cpu_op_us = 0;
     double cpu_gemv_floor_us = 0;
     double cpu_gemv_tiny_floor_us = 0;
+    // One decode step's attention of a layer at a short context (measure_attention_us): its
+    // fixed cost; the KV bytes of longer contexts are counted on top at the read bandwidth.
+    double cpu_attention_us = 0;
     double disk_read_gbs = 0;                   // sequential, on the model's file system
     bool disk_direct_io = false;                // whether disk_read_gbs was read with O_DIRECT
     // O_DIRECT only: the sweep of queue depths and block sizes, and the point chosen from it
@@ -57,6 +60,7 @@ struct HardwareProfile {
     double gpu_gemv_floor_us = 0;
     double gpu_gemv_tiny_floor_us = 0;
     double gpu_graph_node_us = 0;
+    double gpu_attention_us = 0;
 
     double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
     double gpu_prefill_gflops = 0;
@@ -115,6 +119,10 @@ struct OpCosts {
     double gemv_tiny_floor_us = 0;  // at kGemvTinyFloorBytes
 };
 OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeasureOptions& options = {});
+
+// µs of one decode-step attention on `backend` (any backend: its ops, its memory): 32 query
+// heads over 8 KV heads of 128, an f16 cache of 64 cells, one token.
+double measure_attention_us(Backend& backend, std::chrono::duration<double> budget);
 
 // Weight bytes/s (GB/s) of `cpu`.matmul on a `type` matrix [4096, n] of valid blocks (rows
 // quantized from random floats, repeated), one token: the decode rate. UnsupportedError when

@@ -107,7 +107,7 @@ void print_fit(const Runtime& runtime, const TgRun& run) {
     std::printf("| term | ms |\n| --- | ---: |\n");
     std::printf("| gpu | %.3f |\n| cpu | %.3f |\n| disk exposed (of %.3f read) | %.3f |\n", e->gpu_s * 1e3,
                 e->cpu_s * 1e3, e->disk_s * 1e3, e->disk_exposed_s * 1e3);
-    std::printf("| small ops per block | %.3f |\n", e->block_s * 1e3);
+    std::printf("| fixed costs (in gpu and cpu) | %.3f |\n", e->fixed_s * 1e3);
     std::printf("| transfers (%d) | %.3f |\n| overhead | %.3f |\n| **predicted** | %.3f |\n", e->transfers,
                 e->transfer_s * 1e3, e->overhead_s * 1e3, e->decode_s_per_token * 1e3);
     std::printf("| measured %s | %.3f (x%.2f) |\n", run.test.c_str(), run.measured_s * 1e3,
@@ -180,7 +180,7 @@ void bench(const BenchArgs& args) {
                 terms.push_back({{"test", r.test}, {"kv_cells", r.params.n_ctx_used}, {"decode_s", e.decode_s_per_token},
                                  {"gpu_s", e.gpu_s}, {"cpu_s", e.cpu_s}, {"disk_s", e.disk_s},
                                  {"disk_exposed_s", e.disk_exposed_s}, {"transfer_s", e.transfer_s},
-                                 {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"block_s", e.block_s}});
+                                 {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"fixed_s", e.fixed_s}});
             }
             out["cost_model"] = terms;
         }

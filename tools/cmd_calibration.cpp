@@ -26,15 +26,6 @@ std::string fixed(double x, int digits) {
     return buf;
 }
 
-std::string describe(const CostParams& c) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "overhead %.3f ms, gpu x%.2f, cpu x%.2f, disk x%.2f, %.4f ms per GPU block, %.4f ms per CPU block",
-                  c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale, c.gpu_block_s * 1e3,
-                  c.cpu_block_s * 1e3);
-    return buf;
-}
-
 void report(const CalibrationArgs& args) {
     const std::string path = args.file.empty() ? default_calibration_path() : args.file;
     const CalibrationFile file = read_calibration(path);
@@ -47,7 +38,7 @@ void report(const CalibrationArgs& args) {
     CostParams fitted;
     fit(fitted, all);
     std::printf("%s: %zu run(s) on %s\n", path.c_str(), all.size(), file.machine.c_str());
-    std::printf("fitted to all: %s\n\n", describe(fitted).c_str());
+    std::printf("fitted to all: %s\n\n", describe_fit(fitted).c_str());
     std::printf("| run | measured t/s | profile only | fitted to all | fitted to the others |\n");
     std::printf("| --- | ---: | ---: | ---: | ---: |\n");
     const CostParams unfitted;

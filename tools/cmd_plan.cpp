@@ -209,10 +209,8 @@ void plan(const PlanArgs& args) {
     }
     const CostParams& c = runtime.cost_params();
     if (runtime.calibration_runs() > 0) {
-        std::printf("cost model: fitted to %d measured run(s): overhead %.2f ms, gpu x%.2f, cpu x%.2f, disk x%.2f,"
-                    " %.3f ms per GPU block, %.3f ms per CPU block\n",
-                    runtime.calibration_runs(), c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale,
-                    c.gpu_block_s * 1e3, c.cpu_block_s * 1e3);
+        std::printf("cost model: fitted to %d measured run(s): %s\n", runtime.calibration_runs(),
+                    describe_fit(c).c_str());
     } else {
         std::printf("cost model: default constants (`strata bench --fit` records runs to fit them to)\n");
     }

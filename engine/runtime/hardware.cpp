@@ -51,6 +51,7 @@ void fill_fake_gpu(HardwareProfile& p, const FakeDeviceBackend& fake) {
     p.gpu_gemv_floor_us = p.cpu_gemv_floor_us;
     p.gpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us;
     p.gpu_graph_node_us = p.cpu_op_us;  // the fake device has no graphs: same as eager
+    p.gpu_attention_us = p.cpu_attention_us;
     p.gpu_prefill_gflops = p.cpu_prefill_gflops * kSpeedup;
 }
 
@@ -82,6 +83,8 @@ void measure_gpu(HardwareProfile& p, Backend& gpu, [[maybe_unused]] bool quick, 
         p.gpu_gemv_floor_us = g.gemv_floor_us;
         p.gpu_gemv_tiny_floor_us = g.gemv_tiny_floor_us;
         p.gpu_graph_node_us = g.graph_node_us;
+        steps("gpu attention");
+        p.gpu_attention_us = measure_attention_us(gpu, quick ? Seconds(0.01) : Seconds(0.1));
         p.gpu_prefill_gflops = g.prefill_gflops;
         return;
     }
@@ -95,7 +98,7 @@ void clear_gpu(HardwareProfile& p) {
     p.gpu_read_gbs = 0;
     p.gpu_gemv_gbs.clear();
     p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
-    p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = 0;
+    p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = p.gpu_attention_us = 0;
     p.gpu_prefill_gflops = 0;
 }
 

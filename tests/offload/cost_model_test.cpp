@@ -248,35 +248,35 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
 }
 
 TEST(CostModel, FitPullsTowardTheMeasuredPrior) {
-    // Two runs whose GPU bytes and GPU blocks grow together: scale and per-block cost cannot be
-    // told apart from them. Without a prior any mix fits; with it, the scale (whose prior is
-    // the profile's rate) takes the change and the per-block correction stays near its 0.
+    // Two runs whose GPU bytes and fixed GPU costs grow together: the two GPU scales cannot
+    // be told apart from them. Without a prior any mix fits; with it, both share the change
+    // evenly (their priors, the profile's, are both 1) instead of one going to 0.
     std::vector<Observation> obs;
     for (double g : {0.004, 0.008}) {
-        Observation o{g, 0.001, 0, 0, 1.3 * g + 0.001};
-        o.gpu_blocks = 10000 * g;
+        Observation o{g, 0.001, 0, 0, 1.3 * 2 * g + 0.001};
+        o.gpu_fixed_s = g;
         obs.push_back(o);
     }
     CostParams p;
     p.overhead_s = 0;
     fit(p, obs);
-    EXPECT_NEAR(p.gpu_scale, 1.3, 0.1);
-    EXPECT_LT(p.gpu_block_s, 2e-6);
+    EXPECT_NEAR(p.gpu_scale, 1.3, 0.05);
+    EXPECT_NEAR(p.gpu_fixed_scale, 1.3, 0.05);
     EXPECT_NEAR(p.cpu_scale, 1.0, 0.1);
+    EXPECT_NEAR(p.cpu_fixed_scale, 1.0, 1e-6);  // no run has CPU fixed costs: unmoved
 }
 
 TEST(CostModel, FitRecoversKnownCoefficients) {
     std::mt19937 rng(5);
     std::uniform_real_distribution<double> u(0.001, 0.2);
-    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004, e = 2e-4, f = 5e-4;
-    std::uniform_int_distribution<int> blocks(0, 160);
+    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004, e = 0.6, f = 1.7;
     std::vector<Observation> obs;
     for (int i = 0; i < 60; ++i) {
         Observation o{u(rng), u(rng), u(rng) * 3, u(rng) * 0.01, 0};
-        o.gpu_blocks = blocks(rng);
-        o.cpu_blocks = blocks(rng);
+        o.gpu_fixed_s = u(rng) * 0.2;
+        o.cpu_fixed_s = u(rng) * 0.2;
         // The model: compute and the disk stream overlap; the slower one sets the pace.
-        const double compute = a * o.gpu_s + b * o.cpu_s + e * o.gpu_blocks + f * o.cpu_blocks;
+        const double compute = a * o.gpu_s + b * o.cpu_s + e * o.gpu_fixed_s + f * o.cpu_fixed_s;
         o.measured_s_per_token = o.transfer_s + std::max(compute, c * o.disk_s) + d;
         obs.push_back(o);
     }
@@ -286,8 +286,8 @@ TEST(CostModel, FitRecoversKnownCoefficients) {
     EXPECT_NEAR(p.cpu_scale, b, 1e-4);
     EXPECT_NEAR(p.disk_scale, c, 1e-4);
     EXPECT_NEAR(p.overhead_s, d, 1e-6);
-    EXPECT_NEAR(p.gpu_block_s, e, 1e-7);
-    EXPECT_NEAR(p.cpu_block_s, f, 1e-7);
+    EXPECT_NEAR(p.gpu_fixed_scale, e, 1e-4);
+    EXPECT_NEAR(p.cpu_fixed_scale, f, 1e-4);
 }
 
 TEST(CostModel, FitKeepsCoefficientsNonNegativeAndUnexercisedOnes) {

@@ -25,6 +25,8 @@ HardwareProfile sample_profile() {
     p.cpu_gemv_gbs = {{"q4_K", 48.5}, {"q6_K", 41.0}, {"f16", 30.125}};
     p.cpu_op_us = 2.75;
     p.cpu_gemv_floor_us = 6.5;
+    p.cpu_gemv_tiny_floor_us = 3.5;
+    p.cpu_attention_us = 21.25;
     p.disk_read_gbs = 3.2;
     p.disk_direct_io = true;
     p.disk_sweep = {{4, 1u << 20, 2.875}, {16, 1u << 20, 3.2}, {8, 256u << 10, 1.5}};
@@ -39,6 +41,9 @@ HardwareProfile sample_profile() {
     p.transfer_latency_us = 18.5;
     p.gpu_op_us = 3.25;
     p.gpu_gemv_floor_us = 4.5;
+    p.gpu_gemv_tiny_floor_us = 4.25;
+    p.gpu_graph_node_us = 2.5;
+    p.gpu_attention_us = 11.75;
     p.cpu_prefill_gflops = 310.0;
     p.gpu_prefill_gflops = 14000.0;
     return p;
@@ -209,6 +214,11 @@ TEST(HardwareProfile, CpuOpCostsArePlausible) {
     // Without a rate to subtract, the floor is the whole product: at least its bytes at any
     // plausible speed (4.7 MB at 1 TB/s is 4.7 us).
     EXPECT_GT(measure_cpu_op_costs(cpu, 0, o).gemv_floor_us, 4.7);
+    EXPECT_GE(c.gemv_tiny_floor_us, 0.0);
+    // 32 heads over 64 cells of 8 x 128 f16 (256 KiB of K and V): far under a second.
+    const double attention = measure_attention_us(cpu, o.budget);
+    EXPECT_GT(attention, 0.05);
+    EXPECT_LT(attention, 1e6);
 }
 
 }  // namespace

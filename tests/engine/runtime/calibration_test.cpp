@@ -29,8 +29,8 @@ class CalibrationFileTest : public ::testing::Test {
 
 Observation run(double g, double c, double measured) {
     Observation o{g, c, 0.25 * c, 1e-4, measured};
-    o.gpu_blocks = 12;
-    o.cpu_blocks = 7;
+    o.gpu_fixed_s = 0.5 * g;
+    o.cpu_fixed_s = 0.125 * c;
     return o;
 }
 
@@ -45,7 +45,7 @@ TEST_F(CalibrationFileTest, RunsRoundTripWithLabels) {
     EXPECT_DOUBLE_EQ(o.cpu_s, 0.2);
     EXPECT_DOUBLE_EQ(o.disk_s, 0.05);
     EXPECT_DOUBLE_EQ(o.measured_s_per_token, 0.21);
-    EXPECT_DOUBLE_EQ(o.cpu_blocks, 7);
+    EXPECT_DOUBLE_EQ(o.cpu_fixed_s, 0.025);
     EXPECT_EQ(load_calibration(path_, "cpu | gpu").size(), 2u);
     EXPECT_TRUE(load_calibration(path_, "cpu | other gpu").empty());
 }
@@ -99,7 +99,7 @@ TEST(PredictDecode, MatchesTheFittedModelOnItsRuns) {
             runs.push_back(o);
         }
     }
-    EXPECT_NEAR(runs[4].measured_s_per_token, 5e-4 + 1e-4 + 1.3 * 0.004 + 0.9 * 0.01, 1e-12);
+    EXPECT_NEAR(runs[4].measured_s_per_token, 5e-4 + 1e-4 + 1.3 * 0.004 + 0.9 * 0.01 + 0.002 + 0.00125, 1e-12);
     CostParams fitted;
     fit(fitted, runs, /*prior_weight=*/0);
     for (const Observation& o : runs) EXPECT_NEAR(predict_decode(fitted, o), o.measured_s_per_token, 1e-6);
@@ -107,6 +107,9 @@ TEST(PredictDecode, MatchesTheFittedModelOnItsRuns) {
     Observation d = run(0.001, 0.001, 0);
     d.disk_s = 1.0;
     EXPECT_NEAR(predict_decode(truth, d), 5e-4 + 1e-4 + 1.0, 1e-12);
+    // Fixed costs scale apart from bytes.
+    truth.gpu_fixed_scale = 2;
+    EXPECT_NEAR(predict_decode(truth, runs[4]), runs[4].measured_s_per_token + 0.002, 1e-12);
 }
 
 }  // namespace
