@@ -122,6 +122,14 @@ CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
         throw ArgumentError(cat("cost model: n_prompt must be positive and n_ctx_used >= 0, got ",
                                 params.n_prompt, " and ", params.n_ctx_used));
     }
+    // The attention of this model's shape as measured (0: unmeasured, costed as a small op).
+    const std::string shape = attention_key({table.n_head, table.n_head_kv, table.head_dim});
+    const auto measured = [&](const std::map<std::string, double>& m) {
+        const auto it = m.find(shape);
+        return it != m.end() ? it->second * 1e-6 : 0.0;
+    };
+    cpu_attention_s_ = measured(profile.cpu_attention_us);
+    gpu_attention_s_ = measured(profile.gpu_attention_us);
     prefill_known_ = profile.cpu_prefill_gflops > 0 &&
                      (!profile.has_gpu() || profile.gpu_prefill_gflops > 0);
     const int n_layer = std::max(table.n_layer, 0);
@@ -355,9 +363,9 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
     // The attention kernel itself costs what the profile measured at a short context; the
     // KV bytes of the context come on top (kv_read).
-    const double attention_us = ah == kGpu ? profile_.gpu_attention_us : profile_.cpu_attention_us;
+    const double attention_s = ah == kGpu ? gpu_attention_s_ : cpu_attention_s_;
     w.ops(ah, L.attn_ops - 1);
-    w.fixed(ah, attention_us > 0 ? attention_us * 1e-6 : op_s(ah), 1);
+    w.fixed(ah, attention_s > 0 ? attention_s : op_s(ah), 1);
     if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 

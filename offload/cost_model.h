@@ -11,7 +11,8 @@
 //   Gf, Cf  fixed GPU and CPU seconds: each product's floor (gpu_gemv_floor_us..., by its
 //         size), each block's small ops (norms, RoPE, KV stores, quantizations, activations,
 //         adds: 8 per attention and 5 per FFN, plus optional ones) × the measured op cost,
-//         each attention's measured cost at a short context; when nothing is on the host the
+//         each attention's cost at a short context as measured for the model's shape
+//         (cpu_attention_us, gpu_attention_us; a small op when not measured); when nothing is on the host the
 //         step is a CUDA graph and every GPU kernel costs gpu_graph_node_us - gpu_op_us more.
 //         A split FFN adds only its longer part (its parts run concurrently).
 //   D     DISK bytes / disk_read_gbs. The disk stream reads ahead while the CPU and GPU work,
@@ -223,6 +224,7 @@ class CostModel {
     double n_embd_ = 0;
     double n_vocab_ = 0;
     bool prefill_known_ = false;
+    double cpu_attention_s_ = 0, gpu_attention_s_ = 0;  // one attention at a short context; 0: unknown
 };
 
 }  // namespace strata

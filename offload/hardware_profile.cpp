@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +60,22 @@ class Reader {
             if (!value.is_number()) fail(path, "must be a number");
             if (find_type_traits_by_name(type) == nullptr) fail(path, "is not a ggml type name");
             out[type] = non_negative(path, value);
+        }
+        return out;
+    }
+    // An object of attention shapes ("32x8x128") to non-negative numbers.
+    std::map<std::string, double> per_shape(const char* key) const {
+        std::map<std::string, double> out;
+        for (const auto& [shape, value] : field(key, &Json::is_object, "an object").items()) {
+            const std::string path = cat(key, ".", shape);
+            AttentionShape s;
+            char tail = 0;
+            if (std::sscanf(shape.c_str(), "%dx%dx%d%c", &s.n_head, &s.n_head_kv, &s.head_dim, &tail) != 3 ||
+                attention_key(s) != shape) {
+                fail(path, "is not an attention shape (heads x KV heads x head dim)");
+            }
+            if (!value.is_number()) fail(path, "must be a number");
+            out[shape] = non_negative(path, value);
         }
         return out;
     }
@@ -249,7 +267,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.cpu_op_us = r.rate("cpu_op_us");
     p.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
     p.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
-    p.cpu_attention_us = r.rate("cpu_attention_us");
+    p.cpu_attention_us = r.per_shape("cpu_attention_us");
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
     read_disk_config(r, p);
@@ -264,7 +282,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.gpu_gemv_floor_us = r.rate("gpu_gemv_floor_us");
     p.gpu_gemv_tiny_floor_us = r.rate("gpu_gemv_tiny_floor_us");
     p.gpu_graph_node_us = r.rate("gpu_graph_node_us");
-    p.gpu_attention_us = r.rate("gpu_attention_us");
+    p.gpu_attention_us = r.per_shape("gpu_attention_us");
     p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
     p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
     return p;
@@ -397,8 +415,18 @@ OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeas
     return out;
 }
 
-double measure_attention_us(Backend& backend, std::chrono::duration<double> budget) {
-    constexpr int kHead = 32, kHeadKv = 8, kDim = 128, kCells = 64, kReps = 20;
+std::string attention_key(const AttentionShape& s) {
+    if (s.n_head <= 0 || s.n_head_kv <= 0 || s.head_dim <= 0) return "";
+    return cat(s.n_head, "x", s.n_head_kv, "x", s.head_dim);
+}
+
+double measure_attention_us(Backend& backend, const AttentionShape& shape, std::chrono::duration<double> budget) {
+    if (attention_key(shape).empty() || shape.n_head % shape.n_head_kv != 0) {
+        throw ArgumentError(cat("attention shape ", shape.n_head, " heads over ", shape.n_head_kv, " KV heads of ",
+                                shape.head_dim, " cannot be measured"));
+    }
+    constexpr int kCells = 64, kReps = 20;
+    const int64_t kHead = shape.n_head, kHeadKv = shape.n_head_kv, kDim = shape.head_dim;
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     std::vector<float> q(kDim * kHead), kv(static_cast<size_t>(kDim * kHeadKv * kCells));
@@ -420,10 +448,10 @@ double measure_attention_us(Backend& backend, std::chrono::duration<double> budg
     backend.copy_in(Tensor::contiguous(GgmlType::F16, kv_f16.data(), {kDim * kHeadKv, kCells}), tk);
     backend.copy_in(Tensor::contiguous(GgmlType::F16, kv_f16.data(), {kDim * kHeadKv, kCells}), tv);
     AttentionParams ap;
-    ap.n_head = kHead;
-    ap.n_head_kv = kHeadKv;
-    ap.head_dim_k = ap.head_dim_v = kDim;
-    ap.scale = 0.088f;
+    ap.n_head = shape.n_head;
+    ap.n_head_kv = shape.n_head_kv;
+    ap.head_dim_k = ap.head_dim_v = shape.head_dim;
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     const int32_t position = kCells - 1;
     const double s = best_time(
         [&] {
@@ -471,7 +499,6 @@ HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
         p.cpu_op_us = c.op_us;
         p.cpu_gemv_floor_us = c.gemv_floor_us;
         p.cpu_gemv_tiny_floor_us = c.gemv_tiny_floor_us;
-        p.cpu_attention_us = measure_attention_us(cpu, options.budget_per_step);
     }
     step("cpu prefill");
     p.cpu_prefill_gflops = measure_cpu_prefill_gflops(

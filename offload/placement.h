@@ -37,6 +37,8 @@ struct TensorTable {
     std::vector<TensorEntry> tensors;
     int n_layer = 0;
     std::string architecture;
+    // Layer 0's attention (for the cost model's measured attention cost); 0: unknown.
+    int n_head = 0, n_head_kv = 0, head_dim = 0;
 };
 
 // Identifies one model file: its total size and a hash of its header and tensor table (not of

@@ -51,7 +51,6 @@ void fill_fake_gpu(HardwareProfile& p, const FakeDeviceBackend& fake) {
     p.gpu_gemv_floor_us = p.cpu_gemv_floor_us;
     p.gpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us;
     p.gpu_graph_node_us = p.cpu_op_us;  // the fake device has no graphs: same as eager
-    p.gpu_attention_us = p.cpu_attention_us;
     p.gpu_prefill_gflops = p.cpu_prefill_gflops * kSpeedup;
 }
 
@@ -83,8 +82,6 @@ void measure_gpu(HardwareProfile& p, Backend& gpu, [[maybe_unused]] bool quick, 
         p.gpu_gemv_floor_us = g.gemv_floor_us;
         p.gpu_gemv_tiny_floor_us = g.gemv_tiny_floor_us;
         p.gpu_graph_node_us = g.graph_node_us;
-        steps("gpu attention");
-        p.gpu_attention_us = measure_attention_us(gpu, quick ? Seconds(0.01) : Seconds(0.1));
         p.gpu_prefill_gflops = g.prefill_gflops;
         return;
     }
@@ -98,7 +95,8 @@ void clear_gpu(HardwareProfile& p) {
     p.gpu_read_gbs = 0;
     p.gpu_gemv_gbs.clear();
     p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
-    p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = p.gpu_attention_us = 0;
+    p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = 0;
+    p.gpu_attention_us.clear();
     p.gpu_prefill_gflops = 0;
 }
 
@@ -117,6 +115,36 @@ std::string summary(const HardwareProfile& p) {
     }
     return s;
 }
+
+// Measures request.attention's shape on the CPU (and GPU) backend where `p` lacks it; whether
+// it measured anything.
+bool add_attention(HardwareProfile& p, const ProfileRequest& request, bool quick, StepLog& steps) {
+    const std::string key = attention_key(request.attention);
+    if (key.empty() || request.cpu == nullptr) return false;
+    const Seconds budget = quick ? Seconds(0.01) : Seconds(0.1);
+    bool measured = false;
+    if (!p.cpu_attention_us.count(key)) {
+        steps(cat("cpu attention ", key));
+        p.cpu_attention_us[key] = measure_attention_us(*request.cpu, request.attention, budget);
+        measured = true;
+    }
+    if (request.gpu != nullptr && !p.gpu_attention_us.count(key)) {
+        steps(cat("gpu attention ", key));
+        p.gpu_attention_us[key] = measure_attention_us(*request.gpu, request.attention, budget);
+        measured = true;
+    }
+    return measured;
+}
+
+void save(const HardwareProfile& p, const std::string& path, std::ostream& log) {
+    try {
+        save_profile(p, path);
+        log << "hardware profile saved to " << path << ": " << summary(p) << "\n";
+    } catch (const SystemError& e) {
+        log << "hardware profile not saved (" << e.what() << "): " << summary(p) << "\n";
+    }
+}
+
 
 }  // namespace
 
@@ -168,7 +196,14 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
         cached.reset();
     }
     // Without a GPU backend the GPU half is not used: any GPU it records will do.
-    if (cached && (gpu_name.empty() || cached->gpu_name == gpu_name)) return *cached;
+    if (cached && (gpu_name.empty() || cached->gpu_name == gpu_name)) {
+        StepLog steps{log};
+        if (add_attention(*cached, request, quick, steps)) {
+            log << "\n";
+            save(*cached, path, log);
+        }
+        return *cached;
+    }
 
     const auto t0 = std::chrono::steady_clock::now();
     StepLog steps{log};
@@ -204,14 +239,10 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     }
     clear_gpu(p);
     if (request.gpu != nullptr) measure_gpu(p, *request.gpu, quick, steps);
+    add_attention(p, request, quick, steps);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!steps.first) log << " (" << fixed1(seconds) << " s)\n";
-    try {
-        save_profile(p, path);
-        log << "hardware profile saved to " << path << ": " << summary(p) << "\n";
-    } catch (const SystemError& e) {
-        log << "hardware profile not saved (" << e.what() << "): " << summary(p) << "\n";
-    }
+    save(p, path, log);
     return p;
 }
 

@@ -22,6 +22,10 @@ struct ProfileRequest {
     std::string model_path;   // the disk rate is measured on its file system
     bool reprofile = false;   // measure even when the cache matches
     bool quick = false;       // short measurements (as STRATA_QUICK_PROFILE=1)
+    // The model's attention: measured on `cpu` (and `gpu`) when the profile lacks its shape,
+    // and saved with it. Nothing when the shape is incomplete or `cpu` is null.
+    AttentionShape attention;
+    Backend* cpu = nullptr;
 };
 
 // The name a profile records for `gpu`: the CUDA device's name, "fake-gpu" for the fake device,
@@ -37,6 +41,8 @@ std::optional<HardwareProfile> cached_profile(const Backend* gpu);
 // set. A cached profile of this CPU keeps its CPU half when only the GPU is measured; with no
 // GPU backend, a cached profile of this CPU is used whatever GPU it records. The CPU is measured
 // with one thread per physical core. Says on `log` what it measures and where it saves.
+// A profile used as it is still gets the attention of request.attention's shape measured and
+// saved when it lacks it (a fraction of a second, once per shape and machine).
 // The disk rate is 0 when the model's folder cannot be measured, and the profile is used unsaved
 // when the cache cannot be written (both said on `log`); other errors of the measurements pass
 // through.

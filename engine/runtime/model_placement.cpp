@@ -13,6 +13,12 @@ TensorTable tensor_table(const Model& model) {
     TensorTable table;
     table.n_layer = static_cast<int>(model.config().n_layer);
     table.architecture = model.file().architecture();
+    const ModelConfig& c = model.config();
+    if (c.n_layer > 0) {
+        table.n_head = static_cast<int>(c.n_head[0]);
+        table.n_head_kv = static_cast<int>(c.n_head_kv[0]);
+        table.head_dim = static_cast<int>(c.head_dim_k);
+    }
     for (const TensorInfo& info : model.file().tensors()) {
         table.tensors.push_back({info.name, info.type, info.ne, info.n_bytes});
     }

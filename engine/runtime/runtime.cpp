@@ -107,7 +107,12 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
     const bool planning = options_.plan_path.empty() && options_.placer == Placer::Plan;
     if (planning || options_.reprofile || options_.want_estimate) {
         try {
-            profile_ = load_or_measure_profile({gpu_.get(), model_path, options_.reprofile, false}, log);
+            ProfileRequest request{gpu_.get(), model_path, options_.reprofile, false};
+            const ModelConfig& c = model_->config();
+            request.attention = {static_cast<int>(c.n_head.at(0)), static_cast<int>(c.n_head_kv.at(0)),
+                                 static_cast<int>(c.head_dim_k)};
+            request.cpu = cpu_.get();
+            profile_ = load_or_measure_profile(request, log);
         } catch (const Error& e) {
             if (!planning) throw;
             log << "cannot profile this machine (" << e.what() << "): using the built-in placement\n";

@@ -245,6 +245,19 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     const double with_tiny = estimate(all, t, tiny, params).gpu_s;
     EXPECT_LT(with_tiny, g.gpu_s);
     EXPECT_GT(with_tiny, g.gpu_s - (n * 7 + 1) * 3e-6);
+
+    // The attention measured for this model's shape takes the place of one small op per layer;
+    // another shape's measurement is not used.
+    TensorTable shaped = t;
+    shaped.n_head = 16;
+    shaped.n_head_kv = 4;
+    shaped.head_dim = 128;
+    HardwareProfile attn = costly;
+    attn.gpu_attention_us = {{"16x4x128", 50}, {"32x8x128", 1000}};
+    const double with_attention = estimate(all, shaped, attn, params).gpu_s;
+    EXPECT_NEAR(with_attention - g.gpu_s, n * (50 - 5) * 1e-6, 1e-9);
+    attn.gpu_attention_us = {{"32x8x128", 1000}};
+    EXPECT_NEAR(estimate(all, shaped, attn, params).gpu_s, g.gpu_s, 1e-12);
 }
 
 TEST(CostModel, FitPullsTowardTheMeasuredPrior) {
