@@ -124,12 +124,16 @@ CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
     }
     // The attention of this model's shape as measured (0: unmeasured, costed as a small op).
     const std::string shape = attention_key({table.n_head, table.n_head_kv, table.head_dim});
-    const auto measured = [&](const std::map<std::string, double>& m) {
-        const auto it = m.find(shape);
-        return it != m.end() ? it->second * 1e-6 : 0.0;
+    const auto measured = [&](const std::map<std::string, double>& short_us,
+                              const std::map<std::string, double>& long_us) -> std::optional<AttentionLine> {
+        const auto a = short_us.find(shape), b = long_us.find(shape);
+        if (a == short_us.end() || b == long_us.end()) return std::nullopt;
+        // Through the two measured points; never below the short context's cost.
+        const double slope = std::max(0.0, (b->second - a->second) / (kAttentionLongCells - kAttentionShortCells));
+        return AttentionLine{(a->second - slope * kAttentionShortCells) * 1e-6, slope * 1e-6, a->second * 1e-6};
     };
-    cpu_attention_s_ = measured(profile.cpu_attention_us);
-    gpu_attention_s_ = measured(profile.gpu_attention_us);
+    cpu_attention_ = measured(profile.cpu_attention_us, profile.cpu_attention_long_us);
+    gpu_attention_ = measured(profile.gpu_attention_us, profile.gpu_attention_long_us);
     prefill_known_ = profile.cpu_prefill_gflops > 0 &&
                      (!profile.has_gpu() || profile.gpu_prefill_gflops > 0);
     const int n_layer = std::max(table.n_layer, 0);
@@ -356,16 +360,17 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     }
     const double n_embd = n_embd_ > 0 ? n_embd_ : 0;
     w.copy(4.0 * n_embd, home_out(layout, s - 1), ah);
-    const double kv_read = L.kv_cell_bytes * static_cast<double>(params_.n_ctx_used) /
-                           ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kGiga);
+    const double cells = static_cast<double>(params_.n_ctx_used);
+    const std::optional<AttentionLine>& line = ah == kGpu ? gpu_attention_ : cpu_attention_;
+    // Measured for this shape: the line at this context (the KV bytes included); otherwise a
+    // small op plus the KV bytes at the read bandwidth.
+    const double kv_read = line ? 0.0
+                                : L.kv_cell_bytes * cells / ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kGiga);
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
-    // The attention kernel itself costs what the profile measured at a short context; the
-    // KV bytes of the context come on top (kv_read).
-    const double attention_s = ah == kGpu ? gpu_attention_s_ : cpu_attention_s_;
     w.ops(ah, L.attn_ops - 1);
-    w.fixed(ah, attention_s > 0 ? attention_s : op_s(ah), 1);
+    w.fixed(ah, line ? std::max(line->floor_s, line->at0_s + line->per_cell_s * cells) : op_s(ah), 1);
     if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 

@@ -6,13 +6,13 @@
 //   G, C  GPU and CPU seconds of bytes on the critical path. The layer program is
 //         sequential, so each weight adds bytes / gemv rate of its type on the processor of
 //         its tier (GPU tier: gpu_gemv_gbs; RAM and DISK: cpu_gemv_gbs, else host_read_gbs ×
-//         0.7; GPU unknown type: gpu_read_gbs × 0.7), each attention its KV bytes at
-//         n_ctx_used cells / the read bandwidth of the KV's tier.
+//         0.7; GPU unknown type: gpu_read_gbs × 0.7).
 //   Gf, Cf  fixed GPU and CPU seconds: each product's floor (gpu_gemv_floor_us..., by its
 //         size), each block's small ops (norms, RoPE, KV stores, quantizations, activations,
 //         adds: 8 per attention and 5 per FFN, plus optional ones) × the measured op cost,
-//         each attention's cost at a short context as measured for the model's shape
-//         (cpu_attention_us, gpu_attention_us; a small op when not measured); when nothing is on the host the
+//         each attention's cost at n_ctx_used cells on the line through its two measured
+//         points for the model's shape (cpu_attention_us..., KV bytes included; when not
+//         measured: a small op, and the KV bytes at the read bandwidth in G or C); when nothing is on the host the
 //         step is a CUDA graph and every GPU kernel costs gpu_graph_node_us - gpu_op_us more.
 //         A split FFN adds only its longer part (its parts run concurrently).
 //   D     DISK bytes / disk_read_gbs. The disk stream reads ahead while the CPU and GPU work,
@@ -224,7 +224,11 @@ class CostModel {
     double n_embd_ = 0;
     double n_vocab_ = 0;
     bool prefill_known_ = false;
-    double cpu_attention_s_ = 0, gpu_attention_s_ = 0;  // one attention at a short context; 0: unknown
+    // One attention of the model's shape, as measured: at0 + per_cell · cells, at least floor.
+    struct AttentionLine {
+        double at0_s = 0, per_cell_s = 0, floor_s = 0;
+    };
+    std::optional<AttentionLine> cpu_attention_, gpu_attention_;  // nullopt: not measured
 };
 
 }  // namespace strata

@@ -214,6 +214,7 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["cpu_gemv_floor_us"] = p.cpu_gemv_floor_us;
     j["cpu_gemv_tiny_floor_us"] = p.cpu_gemv_tiny_floor_us;
     j["cpu_attention_us"] = p.cpu_attention_us;
+    j["cpu_attention_long_us"] = p.cpu_attention_long_us;
     j["disk_read_gbs"] = p.disk_read_gbs;
     j["disk_direct_io"] = p.disk_direct_io;
     j["disk_queue_depth"] = p.disk_queue_depth;
@@ -234,6 +235,7 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["gpu_gemv_tiny_floor_us"] = p.gpu_gemv_tiny_floor_us;
     j["gpu_graph_node_us"] = p.gpu_graph_node_us;
     j["gpu_attention_us"] = p.gpu_attention_us;
+    j["gpu_attention_long_us"] = p.gpu_attention_long_us;
     j["cpu_prefill_gflops"] = p.cpu_prefill_gflops;
     j["gpu_prefill_gflops"] = p.gpu_prefill_gflops;
     return j.dump(2) + "\n";
@@ -268,6 +270,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
     p.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
     p.cpu_attention_us = r.per_shape("cpu_attention_us");
+    p.cpu_attention_long_us = r.per_shape("cpu_attention_long_us");
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
     read_disk_config(r, p);
@@ -283,6 +286,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.gpu_gemv_tiny_floor_us = r.rate("gpu_gemv_tiny_floor_us");
     p.gpu_graph_node_us = r.rate("gpu_graph_node_us");
     p.gpu_attention_us = r.per_shape("gpu_attention_us");
+    p.gpu_attention_long_us = r.per_shape("gpu_attention_long_us");
     p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
     p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
     return p;
@@ -420,12 +424,14 @@ std::string attention_key(const AttentionShape& s) {
     return cat(s.n_head, "x", s.n_head_kv, "x", s.head_dim);
 }
 
-double measure_attention_us(Backend& backend, const AttentionShape& shape, std::chrono::duration<double> budget) {
-    if (attention_key(shape).empty() || shape.n_head % shape.n_head_kv != 0) {
+double measure_attention_us(Backend& backend, const AttentionShape& shape, int cells,
+                            std::chrono::duration<double> budget) {
+    if (attention_key(shape).empty() || shape.n_head % shape.n_head_kv != 0 || cells <= 0) {
         throw ArgumentError(cat("attention shape ", shape.n_head, " heads over ", shape.n_head_kv, " KV heads of ",
-                                shape.head_dim, " cannot be measured"));
+                                shape.head_dim, " over ", cells, " cells cannot be measured"));
     }
-    constexpr int kCells = 64, kReps = 20;
+    constexpr int kReps = 20;
+    const int64_t kCells = cells;
     const int64_t kHead = shape.n_head, kHeadKv = shape.n_head_kv, kDim = shape.head_dim;
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -452,7 +458,7 @@ double measure_attention_us(Backend& backend, const AttentionShape& shape, std::
     ap.n_head_kv = shape.n_head_kv;
     ap.head_dim_k = ap.head_dim_v = shape.head_dim;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-    const int32_t position = kCells - 1;
+    const auto position = static_cast<int32_t>(kCells - 1);
     const double s = best_time(
         [&] {
             for (int r = 0; r < kReps; ++r) backend.attention(tq, tk, tv, kCells, &position, ap, to);

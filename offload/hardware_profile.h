@@ -36,12 +36,13 @@ struct HardwareProfile {
     double cpu_op_us = 0;
     double cpu_gemv_floor_us = 0;
     double cpu_gemv_tiny_floor_us = 0;
-    // One decode step's attention of one layer at a short context, µs, per attention shape
-    // (attention_key: "32x8x128" = query heads x KV heads x head dim), measured for each
-    // model's shape when first planned (the kernels' speed depends on it: how many thread
-    // blocks the heads give the GPU): its fixed cost; the KV bytes of longer contexts are
-    // counted on top at the read bandwidth.
+    // One decode step's attention of one layer, µs, per attention shape (attention_key:
+    // "32x8x128" = query heads x KV heads x head dim), over kAttentionShortCells and
+    // kAttentionLongCells of f16 cache; measured for each model's shape when first planned
+    // (the kernels' speed depends on the shape, and on the GPU it is not bound by the KV
+    // bytes). The cost model takes the line through the two points at its context.
     std::map<std::string, double> cpu_attention_us;
+    std::map<std::string, double> cpu_attention_long_us;
     double disk_read_gbs = 0;                   // sequential, on the model's file system
     bool disk_direct_io = false;                // whether disk_read_gbs was read with O_DIRECT
     // O_DIRECT only: the sweep of queue depths and block sizes, and the point chosen from it
@@ -64,6 +65,7 @@ struct HardwareProfile {
     double gpu_gemv_tiny_floor_us = 0;
     double gpu_graph_node_us = 0;
     std::map<std::string, double> gpu_attention_us;
+    std::map<std::string, double> gpu_attention_long_us;
 
     double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
     double gpu_prefill_gflops = 0;
@@ -126,10 +128,13 @@ OpCosts measure_cpu_op_costs(Backend& cpu, double q4k_gemv_gbs, const MatmulMeas
 struct AttentionShape {
     int n_head = 0, n_head_kv = 0, head_dim = 0;
 };
+constexpr int kAttentionShortCells = 16;
+constexpr int kAttentionLongCells = 256;
 std::string attention_key(const AttentionShape& shape);  // "32x8x128"; "" when any is 0
-// µs of one decode-step attention of `shape` on `backend` (any backend: its ops, its memory):
-// an f16 cache of 64 cells, one token. ArgumentError for an incomplete shape.
-double measure_attention_us(Backend& backend, const AttentionShape& shape, std::chrono::duration<double> budget);
+// µs of one decode-step attention of `shape` over `cells` cells of an f16 cache on `backend`
+// (any backend: its ops, its memory), one token. ArgumentError for an incomplete shape.
+double measure_attention_us(Backend& backend, const AttentionShape& shape, int cells,
+                            std::chrono::duration<double> budget);
 
 // Weight bytes/s (GB/s) of `cpu`.matmul on a `type` matrix [4096, n] of valid blocks (rows
 // quantized from random floats, repeated), one token: the decode rate. UnsupportedError when

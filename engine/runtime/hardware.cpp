@@ -97,6 +97,7 @@ void clear_gpu(HardwareProfile& p) {
     p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
     p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = 0;
     p.gpu_attention_us.clear();
+    p.gpu_attention_long_us.clear();
     p.gpu_prefill_gflops = 0;
 }
 
@@ -123,15 +124,18 @@ bool add_attention(HardwareProfile& p, const ProfileRequest& request, bool quick
     if (key.empty() || request.cpu == nullptr) return false;
     const Seconds budget = quick ? Seconds(0.01) : Seconds(0.1);
     bool measured = false;
-    if (!p.cpu_attention_us.count(key)) {
+    const auto both = [&](Backend& b, std::map<std::string, double>& short_us, std::map<std::string, double>& long_us) {
+        short_us[key] = measure_attention_us(b, request.attention, kAttentionShortCells, budget);
+        long_us[key] = measure_attention_us(b, request.attention, kAttentionLongCells, budget);
+        measured = true;
+    };
+    if (!p.cpu_attention_us.count(key) || !p.cpu_attention_long_us.count(key)) {
         steps(cat("cpu attention ", key));
-        p.cpu_attention_us[key] = measure_attention_us(*request.cpu, request.attention, budget);
-        measured = true;
+        both(*request.cpu, p.cpu_attention_us, p.cpu_attention_long_us);
     }
-    if (request.gpu != nullptr && !p.gpu_attention_us.count(key)) {
+    if (request.gpu != nullptr && (!p.gpu_attention_us.count(key) || !p.gpu_attention_long_us.count(key))) {
         steps(cat("gpu attention ", key));
-        p.gpu_attention_us[key] = measure_attention_us(*request.gpu, request.attention, budget);
-        measured = true;
+        both(*request.gpu, p.gpu_attention_us, p.gpu_attention_long_us);
     }
     return measured;
 }

@@ -246,16 +246,26 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     EXPECT_LT(with_tiny, g.gpu_s);
     EXPECT_GT(with_tiny, g.gpu_s - (n * 7 + 1) * 3e-6);
 
-    // The attention measured for this model's shape takes the place of one small op per layer;
-    // another shape's measurement is not used.
+    // The attention measured for this model's shape (on the line through its two points, the
+    // KV bytes included) takes the place of one small op and the KV bytes per layer; another
+    // shape's measurement is not used.
     TensorTable shaped = t;
     shaped.n_head = 16;
     shaped.n_head_kv = 4;
     shaped.head_dim = 128;
     HardwareProfile attn = costly;
     attn.gpu_attention_us = {{"16x4x128", 50}, {"32x8x128", 1000}};
-    const double with_attention = estimate(all, shaped, attn, params).gpu_s;
-    EXPECT_NEAR(with_attention - g.gpu_s, n * (50 - 5) * 1e-6, 1e-9);
+    attn.gpu_attention_long_us = {{"16x4x128", 74}, {"32x8x128", 2000}};
+    const double kv_cell_bytes = 2 * 4 * 128 * 2;  // K and V, 4 KV heads of 128, f16
+    for (const int64_t cells : {16, 1024}) {
+        CostParams at = params;
+        at.n_ctx_used = cells;
+        const double line_us = 50 + (74 - 50) / 240.0 * static_cast<double>(cells - 16);
+        const double kv_read = kv_cell_bytes * static_cast<double>(cells) / 250e9;  // laptop gpu_read_gbs
+        const double without = estimate(all, shaped, costly, at).gpu_s;
+        EXPECT_NEAR(estimate(all, shaped, attn, at).gpu_s - without, n * ((line_us - 5) * 1e-6 - kv_read), 1e-9)
+            << cells << " cells";
+    }
     attn.gpu_attention_us = {{"32x8x128", 1000}};
     EXPECT_NEAR(estimate(all, shaped, attn, params).gpu_s, g.gpu_s, 1e-12);
 }

@@ -27,6 +27,7 @@ HardwareProfile sample_profile() {
     p.cpu_gemv_floor_us = 6.5;
     p.cpu_gemv_tiny_floor_us = 3.5;
     p.cpu_attention_us = {{"32x8x128", 21.25}, {"4x1x256", 9.5}};
+    p.cpu_attention_long_us = {{"32x8x128", 61.25}, {"4x1x256", 19.5}};
     p.disk_read_gbs = 3.2;
     p.disk_direct_io = true;
     p.disk_sweep = {{4, 1u << 20, 2.875}, {16, 1u << 20, 3.2}, {8, 256u << 10, 1.5}};
@@ -44,6 +45,7 @@ HardwareProfile sample_profile() {
     p.gpu_gemv_tiny_floor_us = 4.25;
     p.gpu_graph_node_us = 2.5;
     p.gpu_attention_us = {{"32x8x128", 11.75}};
+    p.gpu_attention_long_us = {{"32x8x128", 14.5}};
     p.cpu_prefill_gflops = 310.0;
     p.gpu_prefill_gflops = 14000.0;
     return p;
@@ -219,12 +221,13 @@ TEST(HardwareProfile, CpuOpCostsArePlausible) {
     EXPECT_GT(measure_cpu_op_costs(cpu, 0, o).gemv_floor_us, 4.7);
     EXPECT_GE(c.gemv_tiny_floor_us, 0.0);
     // 32 heads over 64 cells of 8 x 128 f16 (256 KiB of K and V): far under a second.
-    const double attention = measure_attention_us(cpu, {32, 8, 128}, o.budget);
+    const double attention = measure_attention_us(cpu, {32, 8, 128}, 64, o.budget);
     EXPECT_GT(attention, 0.05);
     EXPECT_LT(attention, 1e6);
-    EXPECT_GT(measure_attention_us(cpu, {4, 1, 256}, o.budget), 0.05);
-    EXPECT_THROW(measure_attention_us(cpu, {32, 0, 128}, o.budget), ArgumentError);
-    EXPECT_THROW(measure_attention_us(cpu, {30, 8, 128}, o.budget), ArgumentError);  // 30 % 8
+    EXPECT_GT(measure_attention_us(cpu, {4, 1, 256}, 16, o.budget), 0.05);
+    EXPECT_THROW(measure_attention_us(cpu, {32, 0, 128}, 64, o.budget), ArgumentError);
+    EXPECT_THROW(measure_attention_us(cpu, {30, 8, 128}, 64, o.budget), ArgumentError);  // 30 % 8
+    EXPECT_THROW(measure_attention_us(cpu, {32, 8, 128}, 0, o.budget), ArgumentError);
     EXPECT_EQ(attention_key({32, 8, 128}), "32x8x128");
     EXPECT_EQ(attention_key({32, 0, 128}), "");
 }
