@@ -401,7 +401,7 @@ CostEstimate CostModel::combine(const CostTerms& t) const {
     e.cpu_s = params_.cpu_scale * t.cpu_s + cpu_fixed;
     e.fixed_s = gpu_fixed + cpu_fixed;
     e.disk_s = t.disk_s;
-    e.transfer_s = t.transfer_s;
+    e.transfer_s = params_.transfer_scale * t.transfer_s;
     e.transfers = t.transfers;
     e.overhead_s = params_.overhead_s;
     // The disk reads ahead while the processors work: only what compute does not cover costs.
@@ -494,23 +494,26 @@ Observation observe(const Placement& placement, const TensorTable& table,
 std::string describe_fit(const CostParams& c) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "overhead %.3f ms, gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f, cpu fixed costs x%.2f",
-                  c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale, c.gpu_fixed_scale, c.cpu_fixed_scale);
+                  "overhead %.3f ms, gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f, cpu fixed costs x%.2f,"
+                  " transfers x%.2f",
+                  c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale, c.gpu_fixed_scale, c.cpu_fixed_scale,
+                  c.transfer_scale);
     return buf;
 }
 
 double predict_decode(const CostParams& params, const Observation& o) {
     const double compute = params.gpu_scale * o.gpu_s + params.cpu_scale * o.cpu_s +
                            params.gpu_fixed_scale * o.gpu_fixed_s + params.cpu_fixed_scale * o.cpu_fixed_s;
-    return params.overhead_s + o.transfer_s + std::max(compute, params.disk_scale * o.disk_s);
+    return params.overhead_s + params.transfer_scale * o.transfer_s + std::max(compute, params.disk_scale * o.disk_s);
 }
 
 namespace {
 
-constexpr int kCoef = 6;  // gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_fixed_scale, cpu_fixed_scale
+// gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_fixed_scale, cpu_fixed_scale, transfer_scale
+constexpr int kCoef = 7;
 using Vec = std::array<double, kCoef>;
 // The size of a coefficient's typical change, for the pull toward the prior when it is 0.
-constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 1.0, 1.0};
+constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 1.0, 1.0, 1.0};
 using Mat = std::array<Vec, kCoef>;
 
 // Solves A x = b for the variables in `mask` (others 0) by Gaussian elimination with partial
@@ -557,8 +560,8 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
     // measured = T + overhead + max(gs·G + cs·C, ds·D) is piecewise linear: each run is either
     // compute-bound or disk-bound. Alternate: classify every run with the current scales, fit
     // the linear model of its side, until the classes stop changing.
-    const Vec prior{params.gpu_scale,  params.cpu_scale,       params.disk_scale,
-                    params.overhead_s, params.gpu_fixed_scale, params.cpu_fixed_scale};
+    const Vec prior{params.gpu_scale,       params.cpu_scale,       params.disk_scale,    params.overhead_s,
+                    params.gpu_fixed_scale, params.cpu_fixed_scale, params.transfer_scale};
     Vec current = prior;
     std::vector<bool> disk_bound(observations.size(), false);
     for (int iteration = 0; iteration < 16; ++iteration) {
@@ -578,9 +581,10 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
         for (size_t i = 0; i < observations.size(); ++i) {
             const Observation& o = observations[i];
             const double w = 1.0 / o.measured_s_per_token;
-            const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w, 0, 0}
-                                        : Vec{o.gpu_s * w, o.cpu_s * w, 0, w, o.gpu_fixed_s * w, o.cpu_fixed_s * w};
-            const double y = (o.measured_s_per_token - o.transfer_s) * w;
+            const double t = o.transfer_s * w;
+            const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w, 0, 0, t}
+                                        : Vec{o.gpu_s * w, o.cpu_s * w, 0, w, o.gpu_fixed_s * w, o.cpu_fixed_s * w, t};
+            const double y = o.measured_s_per_token * w;
             rows.emplace_back(f, y);
             for (int r = 0; r < kCoef; ++r) {
                 for (int c = 0; c < kCoef; ++c) a[r][c] += f[r] * f[c];
@@ -625,6 +629,7 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
     params.overhead_s = current[3];
     params.gpu_fixed_scale = current[4];
     params.cpu_fixed_scale = current[5];
+    params.transfer_scale = current[6];
 }
 
 }  // namespace strata

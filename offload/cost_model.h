@@ -22,8 +22,8 @@
 //         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
 //         input there, its output back), a split FFN's input and partial sum, and the hidden
 //         state and logits at the end when the output matrix or the last block is on the GPU.
-//   decode = overhead_s + T + max(gpu_scale·G + cpu_scale·C + gpu_fixed_scale·Gf +
-//                                 cpu_fixed_scale·Cf, disk_scale·D)
+//   decode = overhead_s + transfer_scale·T + max(gpu_scale·G + cpu_scale·C +
+//                                 gpu_fixed_scale·Gf + cpu_fixed_scale·Cf, disk_scale·D)
 // With unit scales this is overhead + T + max(G + Gf + C + Cf, D): the roofline of
 // docs/measuring.md made sequential, plus the measured fixed costs and transfers.
 //
@@ -63,6 +63,9 @@ struct CostParams {
     // and ops out of the caches, runs may do better or worse.
     double gpu_fixed_scale = 1.0;
     double cpu_fixed_scale = 1.0;
+    // Seconds per predicted second of transfers: a copy in the executor also waits for the
+    // GPU to drain and wakes the host threads, which the isolated copy latency does not see.
+    double transfer_scale = 1.0;
 };
 
 struct CostEstimate {
@@ -98,18 +101,19 @@ Observation observe(const Placement& placement, const TensorTable& table,
 // measured time is not used): the same sum as CostModel::combine.
 double predict_decode(const CostParams& params, const Observation& o);
 
-// Least-squares fit of the six coefficients (all >= 0) to measured = overhead_s + T +
+// Least-squares fit of the seven coefficients (all >= 0) to measured = overhead_s + transfer_scale·T +
 // max(gpu_scale·G + cpu_scale·C + gpu_fixed_scale·Gf + cpu_fixed_scale·Cf, disk_scale·D),
 // in relative error (each run weighted by 1/measured²), alternating between
 // classifying each run as compute- or disk-bound and solving that linear model. Closed form:
 // the normal equations on every subset of the coefficients, keeping the best non-negative
 // solution. A pull toward the current values (the prior: the profile's measured rates and op
 // costs) of `prior_weight` per coefficient, in units of the coefficient's size (1 for scales,
-// 1 ms overhead): with the default, doubling a scale costs as much as a 14%
-// error on one run, so a few runs of one kind cannot carry a coefficient they barely
-// determine far from what the machine measured. ArgumentError on no observations or a measured
+// 1 ms overhead): with the default, doubling a scale costs as much as a 7%
+// error on one run (0.005 gave the best leave-one-out predictions of 0.001-0.5 on three
+// 20-run calibrations on the H200 machine), so a few runs of one kind cannot carry a
+// coefficient they barely determine far from what the machine measured. ArgumentError on no observations or a measured
 // time <= 0.
-constexpr double kDefaultPriorWeight = 0.02;
+constexpr double kDefaultPriorWeight = 0.005;
 // "overhead 0.12 ms, gpu x1.00, cpu x1.16, disk x1.33, gpu fixed costs x1.10, cpu fixed costs
 // x0.40": the fitted coefficients, for reading.
 std::string describe_fit(const CostParams& params);

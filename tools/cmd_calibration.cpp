@@ -18,6 +18,7 @@ namespace {
 struct CalibrationArgs {
     std::string file;  // empty: the default calibration file
     double tolerance = 0.15;
+    double prior_weight = kDefaultPriorWeight;
 };
 
 std::string fixed(double x, int digits) {
@@ -36,7 +37,7 @@ void report(const CalibrationArgs& args) {
     std::vector<Observation> all;
     for (const CalibrationRun& r : file.runs) all.push_back(r.observation);
     CostParams fitted;
-    fit(fitted, all);
+    fit(fitted, all, args.prior_weight);
     std::printf("%s: %zu run(s) on %s\n", path.c_str(), all.size(), file.machine.c_str());
     std::printf("fitted to all: %s\n\n", describe_fit(fitted).c_str());
     std::printf("| run | measured t/s | profile only | fitted to all | fitted to the others |\n");
@@ -56,7 +57,7 @@ void report(const CalibrationArgs& args) {
             std::vector<Observation> rest = all;
             rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
             CostParams c;
-            fit(c, rest);
+            fit(c, rest, args.prior_weight);
             const double ratio = 1.0 / predict_decode(c, o) / measured;
             within += std::abs(ratio - 1.0) <= args.tolerance ? 1 : 0;
             if (std::abs(ratio - 1.0) > std::abs(worst - 1.0)) worst = ratio;
@@ -80,6 +81,10 @@ void add_calibration_command(CLI::App& app) {
     cmd->add_option("--file", args->file, "calibration file (default: beside the hardware profile)");
     cmd->add_option("--tolerance", args->tolerance, "the relative error counted as a hit")
         ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    cmd->add_option("--prior-weight", args->prior_weight,
+                    "how hard the fit holds to the profile's measured rates (what run, chat and bench use)")
+        ->check(CLI::Range(0.0, 1e6))
         ->capture_default_str();
     cmd->callback([args] { report(*args); });
 }
