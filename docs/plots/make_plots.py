@@ -40,19 +40,27 @@ bars("cpu_7b_2threads.png", "Llama-2-7B synth on 2 CPU threads, quiet box (tok/s
      "tokens/s", ["prefill pp512", "decode tg32"],
      {"llama.cpp c392e50 (Feb 2025)": [13.9, 9.09], "Strata": [33.94, 10.17]}, ["#999999", "#2a7ab9"])
 
-# Predicted (cost model fitted to 7 runs) vs measured decode, H200 machine.
-configs = ["7B 2G", "7B 3G", "13B CPU", "13B 8G", "13B GPU", "70B 6G", "70B 6G\nbuilt-in", "70B 24G",
-           "70B 6G\n16G RAM+disk"]
-measured = [42.84, 53.58, 16.61, 60.44, 58.43, 3.83, 3.99, 7.11, 0.12]
-predicted = [42.09, 58.67, 17.18, 92.05, 115.53, 4.21, 4.13, 8.74, 0.117]
-fig, ax = plt.subplots(figsize=(8, 4))
-ratios = [p / m for p, m in zip(predicted, measured)]
-ax.bar(range(len(configs)), ratios, color=["#2a7ab9" if abs(r - 1) <= 0.15 else "#d9822b" for r in ratios])
-ax.axhspan(0.85, 1.15, color="#cccccc", alpha=0.5, label="target ±15%")
-ax.set_xticks(range(len(configs)))
-ax.set_xticklabels(configs, fontsize=7)
+# Predicted vs measured decode, H200 machine, 20 configurations of one call (2026-11-21, commit
+# 8b5b669): the profile alone, and fitted to the 19 other runs (leave-one-out), from
+# `strata calibration`.
+configs = ["7B GPU", "7B CPU", "7B 2G", "7B 3G", "7B 4G", "270M GPU", "270M CPU", "270M 900M", "13B GPU",
+           "13B CPU", "13B 4G", "13B 8G", "70B 6G\nbuilt-in", "70B 6G", "70B 12G", "70B 24G", "70B 40G",
+           "70B CPU", "70B 6G\n24G+disk", "70B 6G\n16G+disk"]
+profile_only = [0.94, 1.10, 1.09, 1.19, 1.06, 1.02, 0.70, 0.75, 1.03, 1.14, 1.19, 1.48, 1.15, 1.14, 1.21, 1.34, 1.00,
+                1.15, 0.84, 0.86]
+leave_one_out = [0.92, 0.97, 0.98, 1.11, 0.91, 1.08, 1.07, 0.87, 1.03, 0.98, 1.04, 1.37, 0.94, 0.95, 1.01, 1.14, 1.00,
+                 0.96, 0.98, 1.01]
+fig, ax = plt.subplots(figsize=(10, 4))
+x = range(len(configs))
+ax.bar([i - 0.2 for i in x], profile_only, width=0.4, color="#bbbbbb", label="profile only")
+ax.bar([i + 0.2 for i in x], leave_one_out, width=0.4,
+       color=["#2a7ab9" if abs(r - 1) <= 0.15 else "#d9822b" for r in leave_one_out],
+       label="fitted to the 19 other runs")
+ax.axhspan(0.85, 1.15, color="#cccccc", alpha=0.4, label="target ±15%", zorder=0)
+ax.set_xticks(list(x))
+ax.set_xticklabels([c.replace("\n", " ") for c in configs], fontsize=7, rotation=40, ha="right")
 ax.set_ylabel("predicted / measured decode tok/s")
-ax.set_title("Cost model after calibration on 7 runs (H200 machine)", fontsize=10)
+ax.set_title("Cost model: 20 configurations, synth models, H200 machine (19 of 20 within ±15%)", fontsize=10)
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(os.path.join(HERE, "plan_predicted_vs_measured.png"), dpi=110)
