@@ -48,37 +48,23 @@ bool is_small(const TensorEntry& t) {
 
 }  // namespace
 
+namespace {
+// Every summed member of CostTerms but `transfers` (an int), for += and -=.
+constexpr std::array<double CostTerms::*, 12> kSummed{
+    &CostTerms::gpu_s,       &CostTerms::cpu_s,         &CostTerms::disk_s,      &CostTerms::transfer_s,
+    &CostTerms::pf_gpu_s,    &CostTerms::pf_cpu_s,      &CostTerms::pf_disk_s,   &CostTerms::pf_transfer_s,
+    &CostTerms::gpu_fixed_s, &CostTerms::cpu_fixed_s,   &CostTerms::gpu_kernels, &CostTerms::host_parts};
+}  // namespace
+
 CostTerms& CostTerms::operator+=(const CostTerms& o) {
-    gpu_s += o.gpu_s;
-    cpu_s += o.cpu_s;
-    disk_s += o.disk_s;
-    transfer_s += o.transfer_s;
+    for (double CostTerms::*m : kSummed) this->*m += o.*m;
     transfers += o.transfers;
-    pf_gpu_s += o.pf_gpu_s;
-    pf_cpu_s += o.pf_cpu_s;
-    pf_disk_s += o.pf_disk_s;
-    pf_transfer_s += o.pf_transfer_s;
-    gpu_fixed_s += o.gpu_fixed_s;
-    cpu_fixed_s += o.cpu_fixed_s;
-    gpu_kernels += o.gpu_kernels;
-    host_parts += o.host_parts;
     return *this;
 }
 
 CostTerms& CostTerms::operator-=(const CostTerms& o) {
-    gpu_s -= o.gpu_s;
-    cpu_s -= o.cpu_s;
-    disk_s -= o.disk_s;
-    transfer_s -= o.transfer_s;
+    for (double CostTerms::*m : kSummed) this->*m -= o.*m;
     transfers -= o.transfers;
-    pf_gpu_s -= o.pf_gpu_s;
-    pf_cpu_s -= o.pf_cpu_s;
-    pf_disk_s -= o.pf_disk_s;
-    pf_transfer_s -= o.pf_transfer_s;
-    gpu_fixed_s -= o.gpu_fixed_s;
-    cpu_fixed_s -= o.cpu_fixed_s;
-    gpu_kernels -= o.gpu_kernels;
-    host_parts -= o.host_parts;
     return *this;
 }
 

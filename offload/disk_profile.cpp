@@ -14,6 +14,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/timing.h"
+#include "offload/disk_stream_engine.h"
 #include "offload/hardware_profile.h"
 #include "offload/tier.h"
 
@@ -24,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kAlign = 4096;  // O_DIRECT alignment (disk_stream_engine.h)
+constexpr uint64_t kAlign = kDiskAlign;
 constexpr uint64_t kMaxRead = 8 * kMiB;
 constexpr uint64_t kProbeBytes = 256 * kMiB;
 

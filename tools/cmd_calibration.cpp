@@ -21,12 +21,6 @@ struct CalibrationArgs {
     double prior_weight = kDefaultPriorWeight;
 };
 
-std::string fixed(double x, int digits) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-    return buf;
-}
-
 void report(const CalibrationArgs& args) {
     const std::string path = args.file.empty() ? default_calibration_path() : args.file;
     const CalibrationFile file = read_calibration(path);

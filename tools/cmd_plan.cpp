@@ -78,12 +78,7 @@ class Explainer {
     // Decode seconds per token of `l`.
     double seconds(const Layout& l) const { return cm_.estimate(l).decode_s_per_token; }
     static std::string rate(double saved_s, double bytes) {
-        return cat(fixed(saved_s * 1e3), " ms/token (", fixed(saved_s * 1e3 / (bytes / kGiB)), " ms per GiB)");
-    }
-    static std::string fixed(double x) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3f", x);
-        return buf;
+        return cat(fixed(saved_s * 1e3, 3), " ms/token (", fixed(saved_s * 1e3 / (bytes / kGiB), 3), " ms per GiB)");
     }
 
     std::string attention(int il, const std::vector<int>& attn) const {

@@ -54,6 +54,9 @@ std::string cat(Args&&... args) {
     return out.str();
 }
 
+// `x` with `digits` decimals: fixed(3.14159, 2) == "3.14".
+std::string fixed(double x, int digits);
+
 // Internal invariant: a failed check is a bug in Strata, not bad input. The message names the
 // invariant so a report says what broke.
 [[noreturn]] void invariant_failed(const char* invariant, const char* file, int line);

@@ -101,18 +101,12 @@ void clear_gpu(HardwareProfile& p) {
     p.gpu_prefill_gflops = 0;
 }
 
-std::string fixed1(double x) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", x);
-    return buf;
-}
-
 std::string summary(const HardwareProfile& p) {
-    std::string s = cat("host read ", fixed1(p.host_read_gbs), " GB/s, disk ", describe_disk(p), ", cpu op ",
-                        fixed1(p.cpu_op_us), " us");
+    std::string s = cat("host read ", fixed(p.host_read_gbs, 1), " GB/s, disk ", describe_disk(p), ", cpu op ",
+                        fixed(p.cpu_op_us, 1), " us");
     if (p.has_gpu()) {
-        s += cat(", gpu read ", fixed1(p.gpu_read_gbs), " GB/s, h2d ", fixed1(p.h2d_gbs), " GB/s, gpu op ",
-                 fixed1(p.gpu_op_us), " us");
+        s += cat(", gpu read ", fixed(p.gpu_read_gbs, 1), " GB/s, h2d ", fixed(p.h2d_gbs, 1), " GB/s, gpu op ",
+                 fixed(p.gpu_op_us, 1), " us");
     }
     return s;
 }
@@ -245,7 +239,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     if (request.gpu != nullptr) measure_gpu(p, *request.gpu, quick, steps);
     add_attention(p, request, quick, steps);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!steps.first) log << " (" << fixed1(seconds) << " s)\n";
+    if (!steps.first) log << " (" << fixed(seconds, 1) << " s)\n";
     save(p, path, log);
     return p;
 }
