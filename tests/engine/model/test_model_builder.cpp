@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "engine/gguf/gguf_writer.h"
@@ -99,7 +100,14 @@ std::string TestModel::write(const std::string& file_name) const {
 }
 
 ModelFile TestModel::open(const std::string& file_name) const {
-    return ModelFile(write(file_name));
+    const std::string path = write(file_name);
+    // The file is mapped: it can go now (and does, when opening it throws), so test runs
+    // leave nothing behind.
+    struct Remove {
+        const std::string& path;
+        ~Remove() { std::remove(path.c_str()); }
+    } remove{path};
+    return ModelFile(path);
 }
 
 ModelConfig load_config(const TestModel& model) {

@@ -39,7 +39,7 @@ class TestModel {
 
     // Writes the file (zero tensor data) under the gtest temp dir; returns its path.
     std::string write(const std::string& file_name) const;
-    // Writes and opens it.
+    // Writes and opens it; the file is removed once opened (or refused).
     ModelFile open(const std::string& file_name = "test_model.gguf") const;
 
   private:
