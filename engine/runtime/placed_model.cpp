@@ -16,8 +16,9 @@ bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
 std::string layer_name(int il, const char* suffix) { return cat("blk.", il, ".", suffix); }
 
-// After a contiguous weight was copied to the GPU, its pages of the (private, read-only) file
-// mapping are dropped from the process, so resident memory counts only RAM-tier weights. Only
+// After a contiguous weight was copied (to the GPU, or packed in RAM), its pages of the
+// (private, read-only) file mapping are dropped from the process, so resident memory counts
+// only RAM-tier weights once. Only
 // pages wholly inside the range: a neighbour's weights may share the edge pages.
 void drop_mapped_pages(const Tensor& view) {
     if (!view.is_contiguous() || view.memory != MemoryKind::Host) return;
@@ -71,6 +72,17 @@ PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tie
         case Tier::Ram:
             w.backend = tiers.cpu;
             w.tensor = view;
+            if (!view.is_contiguous()) {
+                // A split FFN's columns of ffn_down: a strided view reads a short run of each
+                // row and skips the rest, which the CPU fetches anyway (2.5-3.3x slower per
+                // byte for 1536 of 13824 columns, kernels_cpu_bench bm_gemv_slice); a packed
+                // copy reads at the full rate, and the matrix's mapped pages can go.
+                Buffer buf = tiers.cpu->allocate(view.n_bytes(), name);
+                w.tensor = Tensor::contiguous(view.type, buf.data(), {view.ne[0], view.ne[1], view.ne[2], view.ne[3]},
+                                              buf.memory());
+                copy_host_tensor(view, w.tensor);
+                owned_.push_back(std::move(buf));
+            }
             stats_.ram_weight_bytes += view.n_bytes();
             break;
         case Tier::Disk: {
@@ -210,6 +222,8 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
                 p.down = place(lw.ffn_down.columns(s->gpu_end, len), layer_name(il, "ffn_down.weight"), Tier::Ram, tiers);
                 l.ffn.push_back(p);
             }
+            // With a GPU part, both parts of ffn_down are copies (GPU memory, a packed RAM copy).
+            if (s->gpu_end > 0) drop_mapped_pages(lw.ffn_down);
         } else {
             FfnPart p{0, n_ff, {}, {}, {}};
             p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier_of(layer_name(il, "ffn_gate.weight")), tiers);

@@ -1,7 +1,8 @@
 // PlacedModel: a model's weights loaded into the tiers a Placement names (residency), as the
 // executor (LayerProgram) uses them. Each weight matrix has the backend that computes with it:
 // GPU-tier weights are copied into the GPU backend's memory, RAM-tier weights stay views of the
-// file mapping (read by the CPU backend), DISK-tier weights are read by a DiskStream at each
+// file mapping (read by the CPU backend; a split FFN's columns of ffn_down are packed into a
+// copy, since a strided view reads slowly), DISK-tier weights are read by a DiskStream at each
 // use. Small 1-D weights (norms, biases) are copied to every backend in use, so a norm runs
 // wherever the activations are. Immutable after construction; sessions share it.
 #pragma once
@@ -60,7 +61,7 @@ struct TierBackends {
 // Bytes of weights per tier, and the copies the placement adds.
 struct ResidencyStats {
     uint64_t gpu_weight_bytes = 0;
-    uint64_t ram_weight_bytes = 0;   // views of the mapping that the CPU reads
+    uint64_t ram_weight_bytes = 0;   // what the CPU reads: views of the mapping, packed copies
     uint64_t disk_weight_bytes = 0;  // streamed per token
     uint64_t small_copy_bytes = 0;   // norms/biases copied to each backend
 };

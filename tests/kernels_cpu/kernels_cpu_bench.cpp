@@ -128,6 +128,37 @@ void bm_gemv(benchmark::State& state, GgmlType type) {
     set_kernel_variant(KernelVariant::Auto);
 }
 
+// A split FFN's RAM part of ffn_down is a column slice of the mapped matrix: each of its n
+// rows reads `width` of `k` elements, then skips the rest. Args: k, width, n, view (1: the
+// slice as a strided view of [k, n] copies; 0: contiguous [width, n] copies, the same bytes).
+// Bytes/s count the slice's bytes only; the working set rotates over 1 GiB of whole matrices.
+void bm_gemv_slice(benchmark::State& state, GgmlType type) {
+    const int64_t k = state.range(0), width = state.range(1), n = state.range(2);
+    const bool view = state.range(3) != 0;
+    CpuBackend backend(threads_arg(0));
+    const int64_t k_alloc = view ? k : width;
+    const uint64_t matrix_bytes = row_bytes(type, k_alloc) * static_cast<uint64_t>(n);
+    const size_t copies = static_cast<size_t>((kWorkingSet + matrix_bytes - 1) / matrix_bytes);
+    std::vector<HostTensor> ws;
+    ws.reserve(copies);
+    for (size_t i = 0; i < copies; ++i)
+        ws.push_back(random_block_weights(type, k_alloc, n));
+    const HostTensor x = test::random_f32({width, 1});
+    HostTensor y(GgmlType::F32, {n, 1});
+    size_t next = 0;
+    for (auto _ : state) {
+        const Tensor w = view ? ws[next].t.columns(k - width, width) : ws[next].t;
+        backend.matmul(w, x.t, y.t);
+        next = next + 1 == copies ? 0 : next + 1;
+        benchmark::DoNotOptimize(y.bytes.data());
+        benchmark::ClobberMemory();
+    }
+    const double bytes = static_cast<double>(state.iterations()) *
+                         static_cast<double>(row_bytes(type, width) * static_cast<uint64_t>(n));
+    state.SetBytesProcessed(static_cast<int64_t>(bytes));
+    state.counters["threads"] = backend.n_threads();
+}
+
 double min_of(const std::vector<double>& v) {
     return *std::min_element(v.begin(), v.end());
 }
@@ -169,5 +200,21 @@ STRATA_GEMV(q8_0, GgmlType::Q8_0);
 STRATA_GEMV(q5_0, GgmlType::Q5_0);
 STRATA_GEMV(q4_0, GgmlType::Q4_0);
 STRATA_GEMV(q5_K, GgmlType::Q5_K);
+
+// Llama-2-13B's ffn_down (13824 -> 5120) and 70B's (28672 -> 8192): whole, and the RAM parts
+// of split FFNs (1536 and 13056 neurons) as views and as contiguous copies.
+#define STRATA_GEMV_SLICE(name, type)                    \
+    BENCHMARK_CAPTURE(bm_gemv_slice, name, type)         \
+        ->ArgNames({"k", "width", "n", "view"})          \
+        ->Args({13824, 13824, 5120, 0})                  \
+        ->Args({13824, 1536, 5120, 1})                   \
+        ->Args({13824, 1536, 5120, 0})                   \
+        ->Args({28672, 28672, 8192, 0})                  \
+        ->Args({28672, 13056, 8192, 1})                  \
+        ->Args({28672, 13056, 8192, 0})                  \
+        ->UseRealTime()                                  \
+        ->Unit(benchmark::kMicrosecond)
+STRATA_GEMV_SLICE(q4_K, GgmlType::Q4_K);
+STRATA_GEMV_SLICE(q6_K, GgmlType::Q6_K);
 
 BENCHMARK_MAIN();

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -210,6 +211,33 @@ TEST_P(PlacedModelTest, SplitFfnsMatchWithinRounding) {
     split_ffn(p, 2, 0, n_ff);                   // all in RAM, expressed as a split
     check_placement_for(p, *model_);
     expect_matches(p, 1e-4, {}, true);
+}
+
+TEST_P(PlacedModelTest, SplitFfnRamColumnsArePackedCopies) {
+    // The RAM part of a split ffn_down is a column slice of the mapped matrix; the CPU reads
+    // it from a packed copy (a strided view reads slowly), equal to the slice row by row.
+    Placement p = uniform(*model_, Tier::Gpu, Tier::Gpu);
+    const int64_t n_ff = config().n_ff[0];
+    const int64_t granule = find_ffn_tensors(tensor_table(*model_), 0)->granule;
+    split_ffn(p, 0, granule, n_ff);
+    split_ffn(p, 1, 0, n_ff);  // all in RAM: the whole matrix, read in place
+    FakeDeviceBackend gpu(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+    const PlacedModel placed(*model_, p, {&cpu_, &gpu});
+    const Tensor slice = model_->weights().layers[0].ffn_down.columns(granule, n_ff - granule);
+    ASSERT_FALSE(slice.is_contiguous());
+    const PlacedLayer& l0 = placed.layer(0);
+    ASSERT_EQ(l0.ffn.size(), 2u);
+    const Tensor& packed = l0.ffn[1].down.tensor;
+    EXPECT_EQ(l0.ffn[1].down.tier, Tier::Ram);
+    EXPECT_TRUE(packed.is_contiguous());
+    EXPECT_NE(packed.data, slice.data);
+    ASSERT_EQ(packed.ne, slice.ne);
+    for (int64_t r = 0; r < slice.ne[1]; ++r) {
+        ASSERT_EQ(std::memcmp(packed.row(r).data, slice.row(r).data, slice.row_bytes()), 0) << "row " << r;
+    }
+    const PlacedLayer& l1 = placed.layer(1);
+    ASSERT_EQ(l1.ffn.size(), 1u);
+    EXPECT_EQ(l1.ffn[0].down.tensor.data, model_->weights().layers[1].ffn_down.data);
 }
 
 TEST_P(PlacedModelTest, DiskWeightsStreamInProgramOrder) {
