@@ -96,23 +96,31 @@ void bm_read_bandwidth(benchmark::State& state) {
     best = std::max(best, bytes / seconds);
 }
 
-// Args: kernel variant, n_threads (0 = physical cores).
-void bm_gemv(benchmark::State& state, GgmlType type) {
-    if (!force_variant(state, variant_arg(state.range(0)))) return;
-    const int64_t k = 8192, n = 8192;
-    CpuBackend backend(threads_arg(state.range(1)));
+// Copies of a random [k, n] weight matrix that together take kWorkingSet bytes: a GEMV that
+// rotates over them reads each from memory, not from the last-level cache.
+std::vector<HostTensor> rotating_copies(GgmlType type, int64_t k, int64_t n) {
     const uint64_t matrix_bytes = row_bytes(type, k) * static_cast<uint64_t>(n);
     const size_t copies = static_cast<size_t>((kWorkingSet + matrix_bytes - 1) / matrix_bytes);
     std::vector<HostTensor> ws;
     ws.reserve(copies);
     for (size_t i = 0; i < copies; ++i)
         ws.push_back(random_block_weights(type, k, n));
+    return ws;
+}
+
+// Args: kernel variant, n_threads (0 = physical cores).
+void bm_gemv(benchmark::State& state, GgmlType type) {
+    if (!force_variant(state, variant_arg(state.range(0)))) return;
+    const int64_t k = 8192, n = 8192;
+    CpuBackend backend(threads_arg(state.range(1)));
+    const uint64_t matrix_bytes = row_bytes(type, k) * static_cast<uint64_t>(n);
+    const std::vector<HostTensor> ws = rotating_copies(type, k, n);
     const HostTensor x = test::random_f32({k, 1});
     HostTensor y(GgmlType::F32, {n, 1});
     size_t next = 0;
     for (auto _ : state) {
         backend.matmul(ws[next].t, x.t, y.t);
-        next = next + 1 == copies ? 0 : next + 1;
+        next = next + 1 == ws.size() ? 0 : next + 1;
         benchmark::DoNotOptimize(y.bytes.data());
         benchmark::ClobberMemory();
     }
@@ -136,20 +144,14 @@ void bm_gemv_slice(benchmark::State& state, GgmlType type) {
     const int64_t k = state.range(0), width = state.range(1), n = state.range(2);
     const bool view = state.range(3) != 0;
     CpuBackend backend(threads_arg(0));
-    const int64_t k_alloc = view ? k : width;
-    const uint64_t matrix_bytes = row_bytes(type, k_alloc) * static_cast<uint64_t>(n);
-    const size_t copies = static_cast<size_t>((kWorkingSet + matrix_bytes - 1) / matrix_bytes);
-    std::vector<HostTensor> ws;
-    ws.reserve(copies);
-    for (size_t i = 0; i < copies; ++i)
-        ws.push_back(random_block_weights(type, k_alloc, n));
+    const std::vector<HostTensor> ws = rotating_copies(type, view ? k : width, n);
     const HostTensor x = test::random_f32({width, 1});
     HostTensor y(GgmlType::F32, {n, 1});
     size_t next = 0;
     for (auto _ : state) {
         const Tensor w = view ? ws[next].t.columns(k - width, width) : ws[next].t;
         backend.matmul(w, x.t, y.t);
-        next = next + 1 == copies ? 0 : next + 1;
+        next = next + 1 == ws.size() ? 0 : next + 1;
         benchmark::DoNotOptimize(y.bytes.data());
         benchmark::ClobberMemory();
     }
