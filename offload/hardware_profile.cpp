@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -34,7 +35,9 @@ using Json = nlohmann::ordered_json;
 
 class Reader {
   public:
-    Reader(const Json& root, std::string_view source) : root_(root), source_(source) {}
+    // prefix: the path of `root` in the file ("cpu_at_threads.8."), for the messages.
+    Reader(const Json& root, std::string_view source, std::string prefix = "")
+        : root_(root), source_(source), prefix_(std::move(prefix)) {}
 
     const Json& field(const char* key, bool (Json::*is)() const, const char* what) const {
         const auto it = root_.find(key);
@@ -80,9 +83,10 @@ class Reader {
         return out;
     }
     [[noreturn]] void fail(std::string_view key, const std::string& why) const {
-        throw FormatError(cat("hardware profile ", source_, " $.", key, ": ", why,
+        throw FormatError(cat("hardware profile ", source_, " $.", prefix_, key, ": ", why,
                               "; delete the file to measure again"));
     }
+    std::string_view source() const { return source_; }
 
   private:
     double non_negative(std::string_view key, const Json& v) const {
@@ -92,7 +96,45 @@ class Reader {
     }
     const Json& root_;
     std::string_view source_;
+    std::string prefix_;
 };
+
+void put_rates(Json& j, const CpuRates& r) {
+    j["host_read_gbs"] = r.host_read_gbs;
+    j["cpu_gemv_gbs"] = r.cpu_gemv_gbs;
+    j["cpu_op_us"] = r.cpu_op_us;
+    j["cpu_gemv_floor_us"] = r.cpu_gemv_floor_us;
+    j["cpu_gemv_tiny_floor_us"] = r.cpu_gemv_tiny_floor_us;
+    j["cpu_attention_us"] = r.cpu_attention_us;
+    j["cpu_attention_long_us"] = r.cpu_attention_long_us;
+    j["cpu_prefill_gflops"] = r.cpu_prefill_gflops;
+}
+
+CpuRates read_rates(const Reader& r) {
+    CpuRates c;
+    c.host_read_gbs = r.rate("host_read_gbs");
+    c.cpu_gemv_gbs = r.rates("cpu_gemv_gbs");
+    c.cpu_op_us = r.rate("cpu_op_us");
+    c.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
+    c.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
+    c.cpu_attention_us = r.per_shape("cpu_attention_us");
+    c.cpu_attention_long_us = r.per_shape("cpu_attention_long_us");
+    c.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
+    return c;
+}
+
+void set_cpu_rates(HardwareProfile& p, const CpuRates& c) {
+    p.host_read_gbs = c.host_read_gbs;
+    p.cpu_gemv_gbs = c.cpu_gemv_gbs;
+    p.cpu_op_us = c.cpu_op_us;
+    p.cpu_gemv_floor_us = c.cpu_gemv_floor_us;
+    p.cpu_gemv_tiny_floor_us = c.cpu_gemv_tiny_floor_us;
+    p.cpu_attention_us = c.cpu_attention_us;
+    p.cpu_attention_long_us = c.cpu_attention_long_us;
+    p.cpu_prefill_gflops = c.cpu_prefill_gflops;
+}
+
+constexpr int kMaxThreads = 1 << 20;
 
 // Queue depth 1..4096 and a block of a positive multiple of 4096 up to 1 GiB, as DiskStream
 // takes them; FormatError naming `key` else.
@@ -208,13 +250,9 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["cpu_name"] = p.cpu_name;
     j["cpu_threads"] = p.cpu_threads;
     j["ram_total_bytes"] = p.ram_total_bytes;
-    j["host_read_gbs"] = p.host_read_gbs;
-    j["cpu_gemv_gbs"] = p.cpu_gemv_gbs;
-    j["cpu_op_us"] = p.cpu_op_us;
-    j["cpu_gemv_floor_us"] = p.cpu_gemv_floor_us;
-    j["cpu_gemv_tiny_floor_us"] = p.cpu_gemv_tiny_floor_us;
-    j["cpu_attention_us"] = p.cpu_attention_us;
-    j["cpu_attention_long_us"] = p.cpu_attention_long_us;
+    put_rates(j, cpu_rates(p));
+    j["cpu_at_threads"] = Json::object();
+    for (const auto& [threads, rates] : p.cpu_at_threads) put_rates(j["cpu_at_threads"][std::to_string(threads)], rates);
     j["disk_read_gbs"] = p.disk_read_gbs;
     j["disk_direct_io"] = p.disk_direct_io;
     j["disk_queue_depth"] = p.disk_queue_depth;
@@ -236,7 +274,6 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["gpu_graph_node_us"] = p.gpu_graph_node_us;
     j["gpu_attention_us"] = p.gpu_attention_us;
     j["gpu_attention_long_us"] = p.gpu_attention_long_us;
-    j["cpu_prefill_gflops"] = p.cpu_prefill_gflops;
     j["gpu_prefill_gflops"] = p.gpu_prefill_gflops;
     return j.dump(2) + "\n";
 }
@@ -261,16 +298,10 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     }
     p.cpu_name = r.str("cpu_name");
     const uint64_t threads = r.u64("cpu_threads");
-    if (threads > 1u << 20) r.fail("cpu_threads", cat("is implausible: ", threads));
+    if (threads > kMaxThreads) r.fail("cpu_threads", cat("is implausible: ", threads));
     p.cpu_threads = static_cast<int>(threads);
     p.ram_total_bytes = r.u64("ram_total_bytes");
-    p.host_read_gbs = r.rate("host_read_gbs");
-    p.cpu_gemv_gbs = r.rates("cpu_gemv_gbs");
-    p.cpu_op_us = r.rate("cpu_op_us");
-    p.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
-    p.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
-    p.cpu_attention_us = r.per_shape("cpu_attention_us");
-    p.cpu_attention_long_us = r.per_shape("cpu_attention_long_us");
+    set_cpu_rates(p, read_rates(r));
     p.disk_read_gbs = r.rate("disk_read_gbs");
     p.disk_direct_io = r.field("disk_direct_io", &Json::is_boolean, "true or false").get<bool>();
     read_disk_config(r, p);
@@ -287,9 +318,50 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.gpu_graph_node_us = r.rate("gpu_graph_node_us");
     p.gpu_attention_us = r.per_shape("gpu_attention_us");
     p.gpu_attention_long_us = r.per_shape("gpu_attention_long_us");
-    p.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
     p.gpu_prefill_gflops = r.rate("gpu_prefill_gflops");
+    for (const auto& [key, rates] : r.field("cpu_at_threads", &Json::is_object, "an object").items()) {
+        const std::string path = cat("cpu_at_threads.", key);
+        int n = 0;
+        char tail = 0;
+        if (std::sscanf(key.c_str(), "%d%c", &n, &tail) != 1 || std::to_string(n) != key || n < 1 || n > kMaxThreads) {
+            r.fail(path, "is not a thread count");
+        }
+        if (n == p.cpu_threads) r.fail(path, "is cpu_threads, whose rates are the top-level ones");
+        if (!rates.is_object()) r.fail(path, "must be an object");
+        p.cpu_at_threads[n] = read_rates(Reader(rates, r.source(), path + "."));
+    }
     return p;
+}
+
+CpuRates cpu_rates(const HardwareProfile& p) {
+    return {.host_read_gbs = p.host_read_gbs,
+            .cpu_gemv_gbs = p.cpu_gemv_gbs,
+            .cpu_op_us = p.cpu_op_us,
+            .cpu_gemv_floor_us = p.cpu_gemv_floor_us,
+            .cpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us,
+            .cpu_attention_us = p.cpu_attention_us,
+            .cpu_attention_long_us = p.cpu_attention_long_us,
+            .cpu_prefill_gflops = p.cpu_prefill_gflops};
+}
+
+std::optional<HardwareProfile> at_threads(const HardwareProfile& p, int threads) {
+    if (threads <= 0 || threads == p.cpu_threads) return p;
+    const auto it = p.cpu_at_threads.find(threads);
+    if (it == p.cpu_at_threads.end()) return std::nullopt;
+    HardwareProfile view = p;
+    view.cpu_threads = threads;
+    set_cpu_rates(view, it->second);
+    return view;
+}
+
+void keep_view(HardwareProfile& p, const HardwareProfile& view) {
+    if (view.cpu_threads == p.cpu_threads) {
+        set_cpu_rates(p, cpu_rates(view));
+    } else {
+        p.cpu_at_threads[view.cpu_threads] = cpu_rates(view);
+    }
+    p.gpu_attention_us = view.gpu_attention_us;
+    p.gpu_attention_long_us = view.gpu_attention_long_us;
 }
 
 void save_profile(const HardwareProfile& profile, const std::string& path) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,8 +21,21 @@ namespace strata {
 
 class Backend;
 
+// The CPU's rates at one thread count: the HardwareProfile fields of the same names.
+struct CpuRates {
+    double host_read_gbs = 0;
+    std::map<std::string, double> cpu_gemv_gbs;
+    double cpu_op_us = 0;
+    double cpu_gemv_floor_us = 0;
+    double cpu_gemv_tiny_floor_us = 0;
+    std::map<std::string, double> cpu_attention_us;
+    std::map<std::string, double> cpu_attention_long_us;
+    double cpu_prefill_gflops = 0;
+    bool operator==(const CpuRates&) const = default;
+};
+
 struct HardwareProfile {
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
     int schema_version = kSchemaVersion;
 
     std::string cpu_name;
@@ -70,11 +84,25 @@ struct HardwareProfile {
     double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
     double gpu_prefill_gflops = 0;
 
+    // The CPU rates above at other thread counts than cpu_threads (runs with -t N), measured
+    // when a run first uses the count: bandwidth, GEMV rates and fixed costs change with it.
+    std::map<int, CpuRates> cpu_at_threads;
+
     bool has_gpu() const { return !gpu_name.empty() && gpu_read_gbs > 0; }
     bool operator==(const HardwareProfile&) const = default;
 };
 
-// --- The file (JSON, one object with the fields above) ---
+// The CPU rates of `p` at its cpu_threads.
+CpuRates cpu_rates(const HardwareProfile& p);
+// `p` as a run with `threads` CPU threads sees it: cpu_threads and the CPU rates of that count
+// (itself for threads <= 0 or cpu_threads); nullopt when the count is not measured.
+std::optional<HardwareProfile> at_threads(const HardwareProfile& p, int threads);
+// Keeps the CPU rates of `view` (at_threads of `p`, measured further) in `p`, under the view's
+// thread count, with the GPU's attention costs.
+void keep_view(HardwareProfile& p, const HardwareProfile& view);
+
+// --- The file (JSON, one object with the fields above; cpu_at_threads maps "8" to an object
+// of the CpuRates fields) ---
 
 std::string profile_to_json(const HardwareProfile& profile);
 // FormatError naming `source` and the field for malformed JSON, missing or wrong-typed fields,
@@ -159,7 +187,7 @@ struct CpuProfileOptions {
 };
 // The CPU, RAM and disk half of a profile (about 3-5 s, the disk up to disk.budget more): GPU
 // fields are left empty for the caller. Types the CPU backend cannot multiply are left out of
-// cpu_gemv_gbs.
+// cpu_gemv_gbs. cpu_at_threads stays empty.
 HardwareProfile measure_cpu_profile(const CpuProfileOptions& options);
 
 }  // namespace strata

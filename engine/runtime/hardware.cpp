@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/core/error.h"
+#include "kernels_cpu/cpu_backend.h"
 #include "offload/fake_device.h"
 #if STRATA_HAVE_CUDA
 #include "kernels_cuda/cuda_backend.h"
@@ -102,8 +103,8 @@ void clear_gpu(HardwareProfile& p) {
 }
 
 std::string summary(const HardwareProfile& p) {
-    std::string s = cat("host read ", fixed(p.host_read_gbs, 1), " GB/s, disk ", describe_disk(p), ", cpu op ",
-                        fixed(p.cpu_op_us, 1), " us");
+    std::string s = cat(p.cpu_threads, " threads: host read ", fixed(p.host_read_gbs, 1), " GB/s, disk ",
+                        describe_disk(p), ", cpu op ", fixed(p.cpu_op_us, 1), " us");
     if (p.has_gpu()) {
         s += cat(", gpu read ", fixed(p.gpu_read_gbs, 1), " GB/s, h2d ", fixed(p.h2d_gbs, 1), " GB/s, gpu op ",
                  fixed(p.gpu_op_us, 1), " us");
@@ -134,6 +135,48 @@ bool add_attention(HardwareProfile& p, const ProfileRequest& request, bool quick
     return measured;
 }
 
+// The CPU measurements' options: full, or short on small buffers.
+CpuProfileOptions cpu_options(bool quick, StepLog& steps) {
+    CpuProfileOptions o;
+    o.progress = std::ref(steps);
+    if (quick) {
+        o.budget_per_step = Seconds(0.02);
+        o.gemv_bytes = 8ull << 20;
+        o.disk.grid = {{4, 256ull << 10, 0}, {8, 1ull << 20, 0}};
+        o.disk.point_bytes = 4ull << 20;
+        o.disk.mmap_bytes = 16ull << 20;
+        o.disk.budget = Seconds(0.5);
+    }
+    return o;
+}
+
+// The threads the run's CPU backend uses; 0 when unknown (the profile's own count applies).
+int run_threads(const ProfileRequest& request) {
+    const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(request.cpu);
+    return cpu != nullptr ? cpu->n_threads() : 0;
+}
+
+// `p` as the run sees it (at_threads of its CPU threads), measuring the CPU rates at that count
+// and the model's attention where `p` lacks them, kept in `p`; `measured` says whether any was.
+HardwareProfile run_view(HardwareProfile& p, const ProfileRequest& request, bool quick, StepLog& steps,
+                         bool& measured) {
+    const int threads = run_threads(request);
+    std::optional<HardwareProfile> view = at_threads(p, threads);
+    if (!view) {
+        steps(cat("cpu at ", threads, " threads"));
+        CpuProfileOptions o = cpu_options(quick, steps);
+        o.threads = threads;
+        p.cpu_at_threads[threads] = cpu_rates(measure_cpu_profile(o));
+        view = at_threads(p, threads);
+        measured = true;
+    }
+    if (add_attention(*view, request, quick, steps)) {
+        keep_view(p, *view);
+        measured = true;
+    }
+    return *view;
+}
+
 void save(const HardwareProfile& p, const std::string& path, std::ostream& log) {
     try {
         save_profile(p, path);
@@ -159,14 +202,14 @@ std::string gpu_device_name(const Backend* gpu) {
     return std::string(gpu->name());
 }
 
-std::optional<HardwareProfile> cached_profile(const Backend* gpu) {
+std::optional<HardwareProfile> cached_profile(const Backend* gpu, int threads) {
     try {
         const std::string path = default_profile_path();
         if (!std::filesystem::exists(path)) return std::nullopt;
         HardwareProfile p = load_profile(path);
         if (p.cpu_name != cpu_model_name()) return std::nullopt;
         if (gpu != nullptr && p.gpu_name != gpu_device_name(gpu)) return std::nullopt;
-        return p;
+        return at_threads(p, threads);
     } catch (const Error&) {
         return std::nullopt;
     }
@@ -196,11 +239,13 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     // Without a GPU backend the GPU half is not used: any GPU it records will do.
     if (cached && (gpu_name.empty() || cached->gpu_name == gpu_name)) {
         StepLog steps{log};
-        if (add_attention(*cached, request, quick, steps)) {
+        bool measured = false;
+        HardwareProfile view = run_view(*cached, request, quick, steps, measured);
+        if (measured) {
             log << "\n";
             save(*cached, path, log);
         }
-        return *cached;
+        return view;
     }
 
     const auto t0 = std::chrono::steady_clock::now();
@@ -216,16 +261,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
         } else {
             log << "re-profiling: " << why << "\n";
         }
-        CpuProfileOptions o;
-        o.progress = std::ref(steps);
-        if (quick) {
-            o.budget_per_step = Seconds(0.02);
-            o.gemv_bytes = 8ull << 20;
-            o.disk.grid = {{4, 256ull << 10, 0}, {8, 1ull << 20, 0}};
-            o.disk.point_bytes = 4ull << 20;
-            o.disk.mmap_bytes = 16ull << 20;
-            o.disk.budget = Seconds(0.5);
-        }
+        const CpuProfileOptions o = cpu_options(quick, steps);
         p = measure_cpu_profile(o);
         steps("disk read");
         try {
@@ -237,11 +273,12 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     }
     clear_gpu(p);
     if (request.gpu != nullptr) measure_gpu(p, *request.gpu, quick, steps);
-    add_attention(p, request, quick, steps);
+    bool measured = false;
+    const HardwareProfile view = run_view(p, request, quick, steps, measured);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!steps.first) log << " (" << fixed(seconds, 1) << " s)\n";
     save(p, path, log);
-    return p;
+    return view;
 }
 
 }  // namespace strata

@@ -25,6 +25,7 @@ struct ProfileRequest {
     // The model's attention: measured on `cpu` (and `gpu`) when the profile lacks its shape,
     // and saved with it. Nothing when the shape is incomplete or `cpu` is null.
     AttentionShape attention;
+    // The run's CPU backend: the profile is returned at its thread count (a CpuBackend's).
     Backend* cpu = nullptr;
 };
 
@@ -32,17 +33,21 @@ struct ProfileRequest {
 // "" for none.
 std::string gpu_device_name(const Backend* gpu);
 
-// The cached profile when it is readable, of this CPU and (when `gpu` is given) of this GPU;
-// nullopt otherwise. Measures nothing, prints nothing.
-std::optional<HardwareProfile> cached_profile(const Backend* gpu);
+// The cached profile when it is readable, of this CPU and (when `gpu` is given) of this GPU,
+// as a run with `threads` CPU threads sees it (at_threads; 0: the profile's own count);
+// nullopt otherwise, or when that count is not measured. Measures nothing, prints nothing.
+std::optional<HardwareProfile> cached_profile(const Backend* gpu, int threads = 0);
 
 // The cached profile, or a new one measured and saved when the cache is missing, corrupt
 // (FormatError: "re-profiling: <reason>"), of another CPU, lacks this GPU, or `reprofile` is
 // set. A cached profile of this CPU keeps its CPU half when only the GPU is measured; with no
 // GPU backend, a cached profile of this CPU is used whatever GPU it records. The CPU is measured
 // with one thread per physical core. Says on `log` what it measures and where it saves.
-// A profile used as it is still gets the attention of request.attention's shape measured and
-// saved when it lacks it (a fraction of a second, once per shape and machine).
+// Returns the profile as request.cpu's thread count sees it (at_threads): a count the profile
+// lacks has its CPU rates measured (a few seconds, once per count and machine) and saved in
+// cpu_at_threads. A profile used as it is still gets the attention of request.attention's
+// shape measured on request.cpu and saved when it lacks it (a fraction of a second, once per
+// shape, thread count and machine).
 // The disk rate is 0 when the model's folder cannot be measured, and the profile is used unsaved
 // when the cache cannot be written (both said on `log`); other errors of the measurements pass
 // through.

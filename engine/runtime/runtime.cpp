@@ -118,7 +118,7 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
             log << "cannot profile this machine (" << e.what() << "): using the built-in placement\n";
         }
     } else {
-        profile_ = cached_profile(gpu_.get());
+        profile_ = cached_profile(gpu_.get(), options_.n_threads);
     }
     // The machine as profiled (the GPU too when this run leaves it unused): runs with and
     // without the GPU calibrate one cost model.

@@ -4,8 +4,9 @@ greedy output is the same whatever the placement (GPU = the fake device here), D
 streamed (both I/O modes), --verbose accounts for every tier, and bad budgets or plans give one
 clear error line. The hardware profile the planner uses is measured quickly
 (STRATA_QUICK_PROFILE=1) into a temporary cache (XDG_CACHE_HOME), re-measured when corrupt or on
---reprofile; the planner and the built-in placement give the same text; strata plan predicts
-speeds and explains them, strata bench --fit prints the cost model's terms.
+--reprofile, and measured again at another thread count (-t) once; the planner and the
+built-in placement give the same text; strata plan predicts speeds and explains them, strata
+bench --fit prints the cost model's terms.
 
 usage: offload_cli_test.py --strata BUILD/bin/strata"""
 import argparse
@@ -69,6 +70,18 @@ def main():
         expect(json.load(open(profile))["host_read_gbs"] > 0, "profile without host_read_gbs")
         rc, _, err = run(strata, *gen, "--gpu", "none")
         expect(rc == 0 and "profil" not in err and "measuring" not in err, f"the cached profile is measured again: {err!r}")
+        # Another thread count: the CPU rates at that count are measured once and kept beside
+        # the profile's own.
+        saved = json.load(open(profile))
+        counted = {saved["cpu_threads"], *map(int, saved["cpu_at_threads"])}
+        t = next(n for n in range(1, 9) if n not in counted)
+        gen_t = [*gen[:gen.index("-t")], "-t", str(t)]
+        rc, _, err = run(strata, *gen_t, "--gpu", "none")
+        expect(rc == 0 and f"cpu at {t} threads" in err, f"-t {t}: rates not measured: {err!r}")
+        rates = json.load(open(profile))["cpu_at_threads"].get(str(t), {})
+        expect(rates.get("host_read_gbs", 0) > 0 and rates.get("cpu_gemv_gbs"), f"-t {t}: rates not saved: {rates}")
+        rc, _, err = run(strata, *gen_t, "--gpu", "none")
+        expect(rc == 0 and "profil" not in err, f"-t {t}: measured again: {err!r}")
 
         # All on the (fake) GPU: the same tokens.
         rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "512M", "-v")
