@@ -177,12 +177,13 @@ HardwareProfile run_view(HardwareProfile& p, const ProfileRequest& request, bool
     return *view;
 }
 
-void save(const HardwareProfile& p, const std::string& path, std::ostream& log) {
+// Saves `p`; says so with the rates the run uses (`view`, at its thread count).
+void save(const HardwareProfile& p, const HardwareProfile& view, const std::string& path, std::ostream& log) {
     try {
         save_profile(p, path);
-        log << "hardware profile saved to " << path << ": " << summary(p) << "\n";
+        log << "hardware profile saved to " << path << ": " << summary(view) << "\n";
     } catch (const SystemError& e) {
-        log << "hardware profile not saved (" << e.what() << "): " << summary(p) << "\n";
+        log << "hardware profile not saved (" << e.what() << "): " << summary(view) << "\n";
     }
 }
 
@@ -243,7 +244,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
         HardwareProfile view = run_view(*cached, request, quick, steps, measured);
         if (measured) {
             log << "\n";
-            save(*cached, path, log);
+            save(*cached, view, path, log);
         }
         return view;
     }
@@ -277,7 +278,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     const HardwareProfile view = run_view(p, request, quick, steps, measured);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!steps.first) log << " (" << fixed(seconds, 1) << " s)\n";
-    save(p, path, log);
+    save(p, view, path, log);
     return view;
 }
 
