@@ -40,16 +40,16 @@ bars("cpu_7b_2threads.png", "Llama-2-7B synth on 2 CPU threads, quiet box (tok/s
      "tokens/s", ["prefill pp512", "decode tg32"],
      {"llama.cpp c392e50 (Feb 2025)": [13.9, 9.09], "Strata": [33.94, 10.17]}, ["#999999", "#2a7ab9"])
 
-# Predicted vs measured decode, H200 machine, 20 configurations of one call (2026-11-21, commit
-# 8b5b669): the profile alone, and fitted to the 19 other runs (leave-one-out), from
-# `strata calibration`.
+# Predicted vs measured decode, H200 machine, 20 configurations of one call (2026-11-21, call 21,
+# commit 74db972: split-FFN RAM columns packed): the profile alone, and fitted to the 19 other
+# runs (leave-one-out), from `strata calibration`.
 configs = ["7B GPU", "7B CPU", "7B 2G", "7B 3G", "7B 4G", "270M GPU", "270M CPU", "270M 900M", "13B GPU",
            "13B CPU", "13B 4G", "13B 8G", "70B 6G\nbuilt-in", "70B 6G", "70B 12G", "70B 24G", "70B 40G",
            "70B CPU", "70B 6G\n24G+disk", "70B 6G\n16G+disk"]
-profile_only = [0.94, 1.10, 1.09, 1.19, 1.06, 1.02, 0.70, 0.75, 1.03, 1.14, 1.19, 1.48, 1.15, 1.14, 1.21, 1.34, 1.00,
-                1.15, 0.84, 0.86]
-leave_one_out = [0.92, 0.97, 0.98, 1.11, 0.91, 1.08, 1.07, 0.87, 1.03, 0.98, 1.04, 1.37, 0.94, 0.95, 1.01, 1.14, 1.00,
-                 0.96, 0.98, 1.01]
+profile_only = [0.92, 1.13, 1.13, 1.05, 1.02, 1.00, 0.68, 0.71, 1.00, 1.12, 1.09, 1.04, 1.15, 1.17, 1.22, 1.20, 0.99,
+                1.12, 0.85, 0.82]
+leave_one_out = [0.92, 1.03, 1.05, 1.02, 1.08, 1.17, 1.07, 0.89, 1.02, 0.98, 0.97, 1.01, 0.96, 0.99, 1.04, 1.04, 1.02,
+                 0.94, 1.03, 0.97]
 fig, ax = plt.subplots(figsize=(10, 4))
 x = range(len(configs))
 ax.bar([i - 0.2 for i in x], profile_only, width=0.4, color="#bbbbbb", label="profile only")
@@ -60,8 +60,17 @@ ax.axhspan(0.85, 1.15, color="#cccccc", alpha=0.4, label="target ±15%", zorder=
 ax.set_xticks(list(x))
 ax.set_xticklabels([c.replace("\n", " ") for c in configs], fontsize=7, rotation=40, ha="right")
 ax.set_ylabel("predicted / measured decode tok/s")
-ax.set_title("Cost model: 20 configurations, synth models, H200 machine (19 of 20 within ±15%)", fontsize=10)
+ax.set_title("Cost model: 20 configurations, synth models, H200 machine (19 of 20 within ±15% leave-one-out)", fontsize=10)
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(os.path.join(HERE, "plan_predicted_vs_measured.png"), dpi=110)
 plt.close(fig)
+
+# A split FFN's RAM columns of ffn_down as a strided view of the mapping (before) and packed
+# into a copy (after), same plan files, one call (2026-11-21, call 20, H200 machine, 16 threads,
+# `strata bench -t 16 -c 1024 -p 0 -n 16 -r 2 --plan P`, 70B -n 8).
+bars("split_ffn_packed.png", "Split FFNs: RAM columns of ffn_down packed (same plan files)",
+     "decode tokens/s",
+     ["7B 3G", "13B 4G", "13B 8G", "70B 12G", "70B 24G"],
+     {"strided view (9d215fc)": [62.42, 25.79, 64.50, 4.74, 7.37], "packed copy": [65.32, 28.77, 80.45, 4.93, 8.02]},
+     ["#999999", "#2a7ab9"])
