@@ -207,8 +207,10 @@ double CostModel::gemv_floor_s(int proc, double bytes) const {
     return (tiny + f * (small - tiny)) * 1e-6;
 }
 
+bool CostModel::is_graph(const CostTerms& t) { return t.host_parts <= 0 && t.gpu_kernels > 0; }
+
 double CostModel::gpu_fixed_unit_s(const CostTerms& t) const {
-    if (t.host_parts > 0 || t.gpu_kernels <= 0) return t.gpu_fixed_s;
+    if (!is_graph(t)) return t.gpu_fixed_s;
     return t.gpu_fixed_s + t.gpu_kernels * std::max(0.0, profile_.gpu_graph_node_us - profile_.gpu_op_us) * 1e-6;
 }
 
@@ -389,7 +391,7 @@ CostEstimate CostModel::combine(const CostTerms& t) const {
     e.disk_s = t.disk_s;
     e.transfer_s = params_.transfer_scale * t.transfer_s;
     e.transfers = t.transfers;
-    e.overhead_s = params_.overhead_s;
+    e.overhead_s = is_graph(t) ? params_.graph_overhead_s : params_.overhead_s;
     // The disk reads ahead while the processors work: only what compute does not cover costs.
     e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s);
     e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.disk_exposed_s;
@@ -474,32 +476,35 @@ Observation observe(const Placement& placement, const TensorTable& table,
     Observation o{t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
     o.gpu_fixed_s = model.gpu_fixed_unit_s(t);
     o.cpu_fixed_s = t.cpu_fixed_s;
+    o.graph = CostModel::is_graph(t);
     return o;
 }
 
 std::string describe_fit(const CostParams& c) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "overhead %.3f ms, gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f, cpu fixed costs x%.2f,"
-                  " transfers x%.2f",
-                  c.overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale, c.gpu_fixed_scale, c.cpu_fixed_scale,
-                  c.transfer_scale);
+                  "overhead %.3f ms (graph steps %.3f ms), gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f,"
+                  " cpu fixed costs x%.2f, transfers x%.2f",
+                  c.overhead_s * 1e3, c.graph_overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale,
+                  c.gpu_fixed_scale, c.cpu_fixed_scale, c.transfer_scale);
     return buf;
 }
 
 double predict_decode(const CostParams& params, const Observation& o) {
     const double compute = params.gpu_scale * o.gpu_s + params.cpu_scale * o.cpu_s +
                            params.gpu_fixed_scale * o.gpu_fixed_s + params.cpu_fixed_scale * o.cpu_fixed_s;
-    return params.overhead_s + params.transfer_scale * o.transfer_s + std::max(compute, params.disk_scale * o.disk_s);
+    return (o.graph ? params.graph_overhead_s : params.overhead_s) + params.transfer_scale * o.transfer_s +
+           std::max(compute, params.disk_scale * o.disk_s);
 }
 
 namespace {
 
-// gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_fixed_scale, cpu_fixed_scale, transfer_scale
-constexpr int kCoef = 7;
+// gpu_scale, cpu_scale, disk_scale, overhead_s, gpu_fixed_scale, cpu_fixed_scale, transfer_scale,
+// graph_overhead_s
+constexpr int kCoef = 8;
 using Vec = std::array<double, kCoef>;
 // The size of a coefficient's typical change, for the pull toward the prior when it is 0.
-constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 1.0, 1.0, 1.0};
+constexpr Vec kTypical{1.0, 1.0, 1.0, 1e-3, 1.0, 1.0, 1.0, 1e-3};
 using Mat = std::array<Vec, kCoef>;
 
 // Solves A x = b for the variables in `mask` (others 0) by Gaussian elimination with partial
@@ -546,8 +551,8 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
     // measured = T + overhead + max(gs·G + cs·C, ds·D) is piecewise linear: each run is either
     // compute-bound or disk-bound. Alternate: classify every run with the current scales, fit
     // the linear model of its side, until the classes stop changing.
-    const Vec prior{params.gpu_scale,       params.cpu_scale,       params.disk_scale,    params.overhead_s,
-                    params.gpu_fixed_scale, params.cpu_fixed_scale, params.transfer_scale};
+    const Vec prior{params.gpu_scale,       params.cpu_scale,       params.disk_scale,     params.overhead_s,
+                    params.gpu_fixed_scale, params.cpu_fixed_scale, params.transfer_scale, params.graph_overhead_s};
     Vec current = prior;
     std::vector<bool> disk_bound(observations.size(), false);
     for (int iteration = 0; iteration < 16; ++iteration) {
@@ -568,8 +573,11 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
             const Observation& o = observations[i];
             const double w = 1.0 / o.measured_s_per_token;
             const double t = o.transfer_s * w;
-            const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, w, 0, 0, t}
-                                        : Vec{o.gpu_s * w, o.cpu_s * w, 0, w, o.gpu_fixed_s * w, o.cpu_fixed_s * w, t};
+            // One of the two overheads: the graph steps' or the others'.
+            const double eager = o.graph ? 0 : w, graph = o.graph ? w : 0;
+            const Vec f = disk_bound[i]
+                              ? Vec{0, 0, o.disk_s * w, eager, 0, 0, t, graph}
+                              : Vec{o.gpu_s * w, o.cpu_s * w, 0, eager, o.gpu_fixed_s * w, o.cpu_fixed_s * w, t, graph};
             const double y = o.measured_s_per_token * w;
             rows.emplace_back(f, y);
             for (int r = 0; r < kCoef; ++r) {
@@ -616,6 +624,7 @@ void fit(CostParams& params, const std::vector<Observation>& observations, doubl
     params.gpu_fixed_scale = current[4];
     params.cpu_fixed_scale = current[5];
     params.transfer_scale = current[6];
+    params.graph_overhead_s = current[7];
 }
 
 }  // namespace strata

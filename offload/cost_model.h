@@ -22,8 +22,10 @@
 //         KV's tier, an FFN's the tier of its first part), a weight off its block's home (its
 //         input there, its output back), a split FFN's input and partial sum, and the hidden
 //         state and logits at the end when the output matrix or the last block is on the GPU.
-//   decode = overhead_s + transfer_scale·T + max(gpu_scale·G + cpu_scale·C +
+//   decode = overhead + transfer_scale·T + max(gpu_scale·G + cpu_scale·C +
 //                                 gpu_fixed_scale·Gf + cpu_fixed_scale·Cf, disk_scale·D)
+// where overhead is graph_overhead_s for a step run as one CUDA graph (nothing on the host)
+// and overhead_s for the others.
 // With unit scales this is overhead + T + max(G + Gf + C + Cf, D): the roofline of
 // docs/measuring.md made sequential, plus the measured fixed costs and transfers.
 //
@@ -66,6 +68,11 @@ struct CostParams {
     // Seconds per predicted second of transfers: a copy in the executor also waits for the
     // GPU to drain and wakes the host threads, which the isolated copy latency does not see.
     double transfer_scale = 1.0;
+    // The per-token overhead of a step recorded and launched as one CUDA graph (every weight
+    // and KV cache on the GPU): recording and updating a graph of the whole step costs a
+    // per-step amount that the profile's small graphs do not show (fitted 0.25-1.4 ms on the
+    // H200 machine, where the eager steps' overhead_s fitted 0).
+    double graph_overhead_s = 1e-3;
 };
 
 struct CostEstimate {
@@ -76,7 +83,7 @@ struct CostEstimate {
     double cpu_s = 0;           // cpu_scale · C
     double disk_exposed_s = 0;  // max(0, disk_scale·D − gpu_s − cpu_s)
     double transfer_s = 0;      // T
-    double overhead_s = 0;
+    double overhead_s = 0;      // overhead_s or graph_overhead_s, as the step runs
     double fixed_s = 0;         // the fixed costs within gpu_s and cpu_s
     // For reading: D (all disk time, mostly hidden) and the copies per decode step.
     double disk_s = 0;
@@ -93,6 +100,7 @@ struct Observation {
     double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;  // G, C, D, T
     double measured_s_per_token = 0;
     double gpu_fixed_s = 0, cpu_fixed_s = 0;  // fixed costs, unit scale (in gpu_s/cpu_s: not)
+    bool graph = false;                        // the step ran as one CUDA graph
 };
 Observation observe(const Placement& placement, const TensorTable& table,
                     const HardwareProfile& profile, const CostParams& params,
@@ -101,21 +109,22 @@ Observation observe(const Placement& placement, const TensorTable& table,
 // measured time is not used): the same sum as CostModel::combine.
 double predict_decode(const CostParams& params, const Observation& o);
 
-// Least-squares fit of the seven coefficients (all >= 0) to measured = overhead_s + transfer_scale·T +
-// max(gpu_scale·G + cpu_scale·C + gpu_fixed_scale·Gf + cpu_fixed_scale·Cf, disk_scale·D),
+// Least-squares fit of the eight coefficients (all >= 0) to measured = overhead + transfer_scale·T +
+// max(gpu_scale·G + cpu_scale·C + gpu_fixed_scale·Gf + cpu_fixed_scale·Cf, disk_scale·D)
+// (overhead: graph_overhead_s for graph steps, overhead_s for the others),
 // in relative error (each run weighted by 1/measured²), alternating between
 // classifying each run as compute- or disk-bound and solving that linear model. Closed form:
 // the normal equations on every subset of the coefficients, keeping the best non-negative
 // solution. A pull toward the current values (the prior: the profile's measured rates and op
 // costs) of `prior_weight` per coefficient, in units of the coefficient's size (1 for scales,
-// 1 ms overhead): with the default, doubling a scale costs as much as a 7%
+// 1 ms overheads): with the default, doubling a scale costs as much as a 7%
 // error on one run (0.005 gave the best leave-one-out predictions of 0.001-0.5 on three
 // 20-run calibrations on the H200 machine), so a few runs of one kind cannot carry a
 // coefficient they barely determine far from what the machine measured. ArgumentError on no observations or a measured
 // time <= 0.
 constexpr double kDefaultPriorWeight = 0.005;
-// "overhead 0.12 ms, gpu x1.00, cpu x1.16, disk x1.33, gpu fixed costs x1.10, cpu fixed costs
-// x0.40": the fitted coefficients, for reading.
+// "overhead 0.12 ms (graph steps 0.70 ms), gpu x1.00, cpu x1.16, disk x1.33, gpu fixed costs
+// x1.10, cpu fixed costs x0.40, transfers x1.20": the fitted coefficients, for reading.
 std::string describe_fit(const CostParams& params);
 void fit(CostParams& params, const std::vector<Observation>& observations,
          double prior_weight = kDefaultPriorWeight);
@@ -193,6 +202,8 @@ class CostModel {
     // step as a CUDA graph adds per kernel when nothing is on the host (the layer program
     // then does).
     double gpu_fixed_unit_s(const CostTerms& total) const;
+    // Whether the layer program runs the step as one CUDA graph: GPU kernels, nothing on the host.
+    static bool is_graph(const CostTerms& total);
     CostEstimate estimate(const Layout& layout) const { return combine(terms(layout)); }
 
   private:

@@ -47,6 +47,7 @@ CalibrationFile read_calibration(const std::string& path) {
             o.measured_s_per_token = r.at("measured_s").get<double>();
             o.gpu_fixed_s = r.at("gpu_fixed_s").get<double>();
             o.cpu_fixed_s = r.at("cpu_fixed_s").get<double>();
+            o.graph = r.at("graph").get<bool>();
             run.label = r.value("label", std::string());
             if (o.measured_s_per_token > 0) file.runs.push_back(std::move(run));
         } catch (const nlohmann::json::exception&) {
@@ -74,7 +75,7 @@ void append_calibration(const std::string& path, const std::string& machine, con
     j["runs"].push_back({{"gpu_s", run.gpu_s}, {"cpu_s", run.cpu_s}, {"disk_s", run.disk_s},
                          {"transfer_s", run.transfer_s}, {"measured_s", run.measured_s_per_token},
                          {"gpu_fixed_s", run.gpu_fixed_s}, {"cpu_fixed_s", run.cpu_fixed_s},
-                         {"label", label}});
+                         {"graph", run.graph}, {"label", label}});
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     const std::string tmp = path + ".tmp";

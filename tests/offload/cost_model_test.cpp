@@ -237,6 +237,21 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     const CostEstimate g = estimate(all, t, costly, params);
     const CostEstimate g0 = estimate(all, t, free_ops, params);
     EXPECT_NEAR(g.gpu_s - g0.gpu_s, want + kernels * (7 - 5) * 1e-6, want * 1e-9);
+    // A graph step pays the graph steps' overhead, an eager one (the token table on the host)
+    // overhead_s; observe() says which the run was.
+    CostParams two = params;
+    two.overhead_s = 2e-3;
+    two.graph_overhead_s = 5e-3;
+    Placement eager = all;
+    set_tier(eager, "token_embd.weight", Tier::Ram);
+    EXPECT_EQ(estimate(all, t, costly, two).overhead_s, 5e-3);
+    EXPECT_EQ(estimate(eager, t, costly, two).overhead_s, 2e-3);
+    EXPECT_NEAR(estimate(all, t, costly, two).decode_s_per_token - g.decode_s_per_token,
+                5e-3 - params.graph_overhead_s, 1e-12);
+    EXPECT_TRUE(observe(all, t, costly, two, 0.01).graph);
+    EXPECT_FALSE(observe(eager, t, costly, two, 0.01).graph);
+    EXPECT_NEAR(predict_decode(two, observe(all, t, costly, two, 0.01)), estimate(all, t, costly, two).decode_s_per_token,
+                1e-12);
 
     // The floor between its two measured sizes: the layers' matrices (2.4-6.5 MB) lie above
     // the 4.7 MB point or between the points, so a smaller tiny floor lowers the total.
@@ -292,19 +307,22 @@ TEST(CostModel, FitPullsTowardTheMeasuredPrior) {
 TEST(CostModel, FitRecoversKnownCoefficients) {
     std::mt19937 rng(5);
     std::uniform_real_distribution<double> u(0.001, 0.2);
-    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004, e = 0.6, f = 1.7;
+    const double a = 1.35, b = 0.8, c = 1.1, d = 0.004, e = 0.6, f = 1.7, ts = 1.4, dg = 0.0015;
     std::vector<Observation> obs;
     for (int i = 0; i < 60; ++i) {
         Observation o{u(rng), u(rng), u(rng) * 3, u(rng) * 0.01, 0};
         o.gpu_fixed_s = u(rng) * 0.2;
         o.cpu_fixed_s = u(rng) * 0.2;
+        o.graph = i % 3 == 0;  // a third of the steps ran as CUDA graphs: their own overhead
         // The model: compute and the disk stream overlap; the slower one sets the pace.
         const double compute = a * o.gpu_s + b * o.cpu_s + e * o.gpu_fixed_s + f * o.cpu_fixed_s;
-        o.measured_s_per_token = o.transfer_s + std::max(compute, c * o.disk_s) + d;
+        o.measured_s_per_token = ts * o.transfer_s + std::max(compute, c * o.disk_s) + (o.graph ? dg : d);
         obs.push_back(o);
     }
     CostParams p;
     fit(p, obs, /*prior_weight=*/0);
+    EXPECT_NEAR(p.transfer_scale, ts, 1e-4);
+    EXPECT_NEAR(p.graph_overhead_s, dg, 1e-6);
     EXPECT_NEAR(p.gpu_scale, a, 1e-4);
     EXPECT_NEAR(p.cpu_scale, b, 1e-4);
     EXPECT_NEAR(p.disk_scale, c, 1e-4);

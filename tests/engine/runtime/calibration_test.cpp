@@ -36,17 +36,22 @@ Observation run(double g, double c, double measured) {
 
 TEST_F(CalibrationFileTest, RunsRoundTripWithLabels) {
     append_calibration(path_, "cpu | gpu", run(0.002, 0.03, 0.035), "7b tg16");
+    Observation graph = run(0.004, 0, 0.006);
+    graph.graph = true;
     append_calibration(path_, "cpu | gpu", run(0.001, 0.2, 0.21), "70b tg8");
+    append_calibration(path_, "cpu | gpu", graph, "7b all gpu");
     const CalibrationFile f = read_calibration(path_);
     EXPECT_EQ(f.machine, "cpu | gpu");
-    ASSERT_EQ(f.runs.size(), 2u);
+    ASSERT_EQ(f.runs.size(), 3u);
     EXPECT_EQ(f.runs[1].label, "70b tg8");
     const Observation& o = f.runs[1].observation;
     EXPECT_DOUBLE_EQ(o.cpu_s, 0.2);
     EXPECT_DOUBLE_EQ(o.disk_s, 0.05);
     EXPECT_DOUBLE_EQ(o.measured_s_per_token, 0.21);
     EXPECT_DOUBLE_EQ(o.cpu_fixed_s, 0.025);
-    EXPECT_EQ(load_calibration(path_, "cpu | gpu").size(), 2u);
+    EXPECT_FALSE(o.graph);
+    EXPECT_TRUE(f.runs[2].observation.graph);
+    EXPECT_EQ(load_calibration(path_, "cpu | gpu").size(), 3u);
     EXPECT_TRUE(load_calibration(path_, "cpu | other gpu").empty());
 }
 
