@@ -74,9 +74,10 @@ PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tie
             w.tensor = view;
             if (!view.is_contiguous()) {
                 // A split FFN's columns of ffn_down: a strided view reads a short run of each
-                // row and skips the rest, which the CPU fetches anyway (2.5-3.3x slower per
-                // byte for 1536 of 13824 columns, kernels_cpu_bench bm_gemv_slice); a packed
-                // copy reads at the full rate, and the matrix's mapped pages can go.
+                // row and skips the rest, which the CPU fetches anyway (1536 of 13824 columns:
+                // 1.7-2.3x slower per byte on 16 threads, 3.3x on 2; kernels_cpu_bench
+                // bm_gemv_slice); a packed copy reads at the full rate, and the matrix's mapped
+                // pages can go.
                 Buffer buf = tiers.cpu->allocate(view.n_bytes(), name);
                 w.tensor = Tensor::contiguous(view.type, buf.data(), {view.ne[0], view.ne[1], view.ne[2], view.ne[3]},
                                               buf.memory());
