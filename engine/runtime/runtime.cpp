@@ -46,6 +46,14 @@ uint64_t available_ram() {
     return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
+// Resident bytes now (/proc/self/statm), 0 when unknown.
+uint64_t current_rss_bytes() {
+    std::ifstream in("/proc/self/statm");
+    uint64_t size = 0, resident = 0;
+    if (!(in >> size >> resident)) return 0;
+    return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
 uint64_t peak_rss_bytes() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -181,7 +189,8 @@ void Runtime::make_gpu(const RuntimeOptions& o) {
 #endif
 }
 
-Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) : options_(options) {
+Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
+    : options_(options), rss_before_model_(current_rss_bytes()) {
     model_ = std::make_unique<Model>(model_path);
     cpu_ = std::make_unique<cpu::CpuBackend>(options.n_threads);
     make_gpu(options);
@@ -373,7 +382,8 @@ std::string Runtime::accounting(const Session* session) const {
     if (session != nullptr) ram_held += session->kv_cache().bytes_on(cpu_.get());
     out << "ram: weights + staging + kv " << format_bytes(ram_held) << " (budget "
         << format_bytes(placement_.budgets.ram_bytes > 0 ? placement_.budgets.ram_bytes : options_.ram_mem)
-        << ") | peak RSS " << format_bytes(peak_rss_bytes()) << "\n";
+        << ") | peak RSS " << format_bytes(peak_rss_bytes()) << ", of which "
+        << format_bytes(rss_before_model_) << " before the model was opened (libraries, runtime)\n";
     return out.str();
 }
 
