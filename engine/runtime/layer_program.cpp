@@ -20,8 +20,11 @@ bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
 }  // namespace
 
-LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens)
-    : model_(model), config_(model.model().config()), gpu_prefill_min_tokens_(gpu_prefill_min_tokens) {
+LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens, uint64_t gpu_staging_limit)
+    : model_(model),
+      config_(model.model().config()),
+      gpu_prefill_min_tokens_(gpu_prefill_min_tokens),
+      gpu_staging_limit_(gpu_staging_limit) {
     if (static_cast<int>(model.backends().size()) > kMaxBackends) {
         throw UnsupportedError(cat("the executor runs on at most ", kMaxBackends, " backends"));
     }
@@ -195,8 +198,8 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
                 consider(p.down);
             }
         }
-        if (largest == 0) {
-            shipping_ok_ = false;
+        if (largest == 0 || largest > gpu_staging_limit_) {
+            shipping_ok_ = false;  // nothing to ship, or no room the activations do not need
         } else {
             try {
                 ship_ = backend(gpu_).allocate(largest, "prefill weight staging");

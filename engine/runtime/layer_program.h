@@ -38,8 +38,10 @@ struct PlacedWeight;
 class LayerProgram {
   public:
     // The placed model (and its backends) must outlive the program. gpu_prefill_min_tokens: 0
-    // never ships host weights to the GPU.
-    explicit LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens = 64);
+    // never ships host weights to the GPU; gpu_staging_limit: the most GPU bytes the staging of a
+    // shipped weight may take (a larger weight is computed where it lives).
+    explicit LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens = 64,
+                          uint64_t gpu_staging_limit = UINT64_MAX);
     ~LayerProgram();
 
     // Evaluates `tokens` at positions kv.n_used() .. kv.n_used()+n-1, appending their keys and
@@ -92,6 +94,7 @@ class LayerProgram {
     bool all_on_gpu_ = false;   // every weight and KV on the device backend: decode as a graph
     int64_t forwards_ = 0;      // single-token steps run; graphs start after an eager one
     int64_t gpu_prefill_min_tokens_;
+    uint64_t gpu_staging_limit_;
     bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer
     Buffer ship_;              // GPU staging of a host weight during prefill
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;

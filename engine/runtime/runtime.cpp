@@ -77,6 +77,17 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
     return activations + (cuda ? 96 * kMiB : 0);
 }
 
+// Bytes the GPU backend can still allocate (0 without one).
+uint64_t gpu_free_bytes(Backend* gpu) {
+    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu)) return fake->budget_bytes() - fake->stats().used_bytes;
+#if STRATA_HAVE_CUDA
+    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(gpu)) {
+        return cuda_backend->arena().capacity() - cuda_backend->arena().used();
+    }
+#endif
+    return 0;
+}
+
 // The largest tensor that may be streamed from disk (the staging ring holds two of them, so
 // one is read while the other is used: disk_stream_options).
 uint64_t largest_streamed_bytes(const TensorTable& table) {
@@ -206,15 +217,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     const TensorTable table = tensor_table(*model_);
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
-    uint64_t gpu_free = 0;
-    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu_.get())) {
-        gpu_free = fake->budget_bytes() - fake->stats().used_bytes;
-    }
-#if STRATA_HAVE_CUDA
-    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(gpu_.get())) {
-        gpu_free = cuda_backend->arena().capacity() - cuda_backend->arena().used();
-    }
-#endif
+    const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
     const bool fake_gpu = dynamic_cast<FakeDeviceBackend*>(gpu_.get()) != nullptr;
     const uint64_t gpu_reserved =
         gpu_ ? gpu_scratch_estimate(config, options_.session.n_batch, model_->weights().output.ne[1], !fake_gpu) : 0;
@@ -332,6 +335,18 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     if (!options.load_weights) return;
     placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+    // What the placement left on the GPU beyond its weights, the KV caches and the activation
+    // reserve: the most that prefill may take to stage shipped weights.
+    if (gpu_) {
+        uint64_t kv_gpu = 0;
+        for (int il = 0; il < config.n_layer; ++il) {
+            if (placement_.kv[static_cast<size_t>(il)] == Tier::Gpu) {
+                kv_gpu += kv_bytes_per_layer(table, il, n_ctx, options.session.kv_type);
+            }
+        }
+        const uint64_t left = gpu_free_bytes(gpu_.get());
+        options_.session.gpu_staging_limit = left > kv_gpu + gpu_reserved ? left - kv_gpu - gpu_reserved : 0;
+    }
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {
