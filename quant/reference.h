@@ -38,6 +38,15 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_q6_k(const void* src, float* dst, int64_t n);
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
 void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
+void dequantize_iq2_xxs(const void* src, float* dst, int64_t n);
+void dequantize_iq2_xs(const void* src, float* dst, int64_t n);
+void dequantize_iq2_s(const void* src, float* dst, int64_t n);
+void dequantize_iq3_xxs(const void* src, float* dst, int64_t n);
+void dequantize_iq3_s(const void* src, float* dst, int64_t n);
+void dequantize_iq1_s(const void* src, float* dst, int64_t n);
+void dequantize_iq1_m(const void* src, float* dst, int64_t n);
+void dequantize_tq1_0(const void* src, float* dst, int64_t n);
+void dequantize_tq2_0(const void* src, float* dst, int64_t n);
 
 // ---- quantize. Bounds hold for finite inputs (F16/BF16/F32 also take inf/NaN); other
 // non-finite inputs give unspecified blocks, never undefined behaviour. Error bounds are per

@@ -30,7 +30,11 @@ F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
     T.IQ4_NL: [0], T.IQ4_XS: [0],
+    T.IQ2_XXS: [0], T.IQ2_XS: [0], T.IQ2_S: [0], T.IQ3_XXS: [0], T.IQ3_S: [0], T.IQ1_S: [0],
+    T.TQ1_0: [52], T.TQ2_0: [64],
 }
+# IQ1_M spreads its f16 d over the top nibbles of its four scale words (bytes 48..55).
+IQ1_M_SCALE_WORDS = 48
 # Halves that scale fields must also survive: ±0, subnormals, negative, largest finite.
 SPECIAL_HALVES = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x83FF, 0x0400, 0xBC00, 0xC500, 0x7BFF, 0xFBFF]
 
@@ -115,6 +119,12 @@ def random_blocks(rng, qtype, n_blocks):
     blocks = rng.integers(0, 256, (n_blocks, type_size), dtype=np.uint8)
     for off in F16_FIELDS.get(qtype, []):
         blocks[:, off:off + 2] = random_scales(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
+    if qtype == T.IQ1_M:
+        words = blocks[:, IQ1_M_SCALE_WORDS:].copy().view(np.uint16)  # [n_blocks, 4]
+        d = random_scales(rng, n_blocks)
+        for w in range(4):
+            words[:, w] = (words[:, w] & 0x0FFF) | (((d >> (4 * w)) & 0xF) << 12)
+        blocks[:, IQ1_M_SCALE_WORDS:] = words.view(np.uint8)
     if qtype == T.Q8_K:
         d = (10.0 ** rng.uniform(-8, 2, n_blocks) * rng.choice([-1.0, 1.0], n_blocks)).astype(np.float32)
         d[:4] = [0.0, -0.0, 1e-40, -3e-39]  # zeros and float32 subnormals
@@ -123,7 +133,8 @@ def random_blocks(rng, qtype, n_blocks):
 
 
 DEQUANT_TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
-                 T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS, T.MXFP4]
+                 T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS, T.MXFP4,
+                 T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M, T.TQ1_0, T.TQ2_0]
 # Quantizers gguf also implements (bit-identical to ggml's reference in both).
 QUANT_TYPES = [T.F16, T.BF16, T.Q4_0, T.Q5_0, T.Q8_0]
 
