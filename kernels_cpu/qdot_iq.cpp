@@ -11,14 +11,17 @@ namespace {
 
 template <GgmlType T, bool Avx2>
 void dot_rows(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
-    static const IqDecodeFn decode = find_iq_decode(T);
+    static const IqGatherFn gather = find_iq_gather(T);
+    static const IqFinishFn finish = Avx2 ? iq_finish_avx2() : iq_finish_scalar;
     static const IqIsumFn isum = Avx2 ? iq_isum_avx2() : iq_isum_scalar;
     const size_t block_bytes = type_traits(T).type_size;
     const auto* wb = static_cast<const uint8_t*>(w);
     float sum[kQDotMaxCols] = {};
+    IqGathered gathered;
     IqDecoded dec;
     for (int64_t b = 0; b < n_blocks; ++b) {
-        decode(wb + static_cast<size_t>(b) * block_bytes, dec);
+        gather(wb + static_cast<size_t>(b) * block_bytes, gathered);
+        finish(gathered, dec);
         for (int c = 0; c < n_cols; ++c) {
             const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x.row(c))[b];
             sum[c] += xb.d * (dec.dw * static_cast<float>(isum(dec, xb.qs)));

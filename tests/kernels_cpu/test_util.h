@@ -97,6 +97,16 @@ inline std::vector<size_t> half_fields(GgmlType type) {
     }
 }
 
+// Writes the f16 d of an IQ1_M block: nibble i of it tops scale word i (bytes 48..55).
+inline void set_iq1_m_scale(uint8_t* block, uint16_t h) {
+    for (int i = 0; i < 4; ++i) {
+        uint16_t word;
+        std::memcpy(&word, block + 48 + 2 * i, sizeof(word));
+        word = static_cast<uint16_t>((word & 0x0FFF) | (((h >> (4 * i)) & 0xF) << 12));
+        std::memcpy(block + 48 + 2 * i, &word, sizeof(word));
+    }
+}
+
 // True for the lattice i-quants, whose reference quantizers search a grid per group (up to
 // ~7 ms a block): tests take random blocks of them, which also reach every grid point.
 inline bool slow_quantizer(GgmlType type) {
@@ -137,15 +147,7 @@ inline HostTensor random_weights(GgmlType type, int64_t k, int64_t n) {
             const uint16_t h = fp32_to_fp16(uniform(0.005f, 0.05f));
             std::memcpy(block + offset, &h, sizeof(h));
         }
-        if (type == GgmlType::IQ1_M) {  // nibble w of d tops scale word w (bytes 48..55)
-            const uint16_t h = fp32_to_fp16(uniform(0.005f, 0.05f));
-            for (int i = 0; i < 4; ++i) {
-                uint16_t word;
-                std::memcpy(&word, block + 48 + 2 * i, sizeof(word));
-                word = static_cast<uint16_t>((word & 0x0FFF) | (((h >> (4 * i)) & 0xF) << 12));
-                std::memcpy(block + 48 + 2 * i, &word, sizeof(word));
-            }
-        }
+        if (type == GgmlType::IQ1_M) set_iq1_m_scale(block, fp32_to_fp16(uniform(0.005f, 0.05f)));
     }
     return w;
 }
