@@ -6,6 +6,7 @@
 
 #include "kernels_cpu/quantize_act.h"
 #include "quant/half.h"
+#include "quant/iq_grids.h"
 
 namespace strata::cpu {
 namespace {
@@ -76,18 +77,9 @@ GgmlType qdot_partner_type(GgmlType type) {
         case GgmlType::Q5_K:
         case GgmlType::Q6_K:
         case GgmlType::IQ4_XS:
-        case GgmlType::IQ2_XXS:
-        case GgmlType::IQ2_XS:
-        case GgmlType::IQ2_S:
-        case GgmlType::IQ3_XXS:
-        case GgmlType::IQ3_S:
-        case GgmlType::IQ1_S:
-        case GgmlType::IQ1_M:
-        case GgmlType::TQ1_0:
-        case GgmlType::TQ2_0:
             return GgmlType::Q8_K;
         default:
-            return GgmlType::F32;
+            return is_iq_lattice(type) || is_ternary(type) ? GgmlType::Q8_K : GgmlType::F32;
     }
 }
 

@@ -106,6 +106,16 @@ const TypeTraits* find_type_traits_by_name(std::string_view name) {
     return nullptr;
 }
 
+std::string dequantizable_type_names() {
+    std::string names;
+    for (const TypeTraits& t : kTraits) {
+        if (t.dequantize == nullptr) continue;
+        if (!names.empty()) names += ", ";
+        names += t.name;
+    }
+    return names;
+}
+
 void require_whole_blocks(std::string_view type_name, int64_t n, int64_t block_size) {
     if (n < 0 || n % block_size != 0) {
         throw std::invalid_argument(std::string(type_name) + ": " + std::to_string(n) +

@@ -6,7 +6,14 @@
 #include <bit>
 #include <cstdint>
 
+#include "quant/ggml_type.h"
+
 namespace strata {
+
+// The lattice i-quants: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S.
+bool is_iq_lattice(GgmlType type);
+// The ternary formats TQ1_0 and TQ2_0 (no grid, but unpacked like the i-quants downstream).
+constexpr bool is_ternary(GgmlType type) { return type == GgmlType::TQ1_0 || type == GgmlType::TQ2_0; }
 
 // Entry i is grid point i; byte j of it is element j of the group (see iq_grid_data.h).
 extern const uint64_t kIq2xxsGrid[256];   // magnitudes 8, 25, 43

@@ -16,6 +16,7 @@
 #include "kernels_cpu/qdot.h"
 #include "quant/ggml_type.h"
 #include "quant/half.h"
+#include "quant/iq_grids.h"
 
 namespace strata {
 // Readable test names in gtest output ("q4_K" rather than bytes).
@@ -110,18 +111,7 @@ inline void set_iq1_m_scale(uint8_t* block, uint16_t h) {
 // True for the lattice i-quants, whose reference quantizers search a grid per group (up to
 // ~7 ms a block): tests take random blocks of them, which also reach every grid point.
 inline bool slow_quantizer(GgmlType type) {
-    switch (type) {
-        case GgmlType::IQ2_XXS:
-        case GgmlType::IQ2_XS:
-        case GgmlType::IQ2_S:
-        case GgmlType::IQ3_XXS:
-        case GgmlType::IQ3_S:
-        case GgmlType::IQ1_S:
-        case GgmlType::IQ1_M:
-            return true;
-        default:
-            return false;
-    }
+    return is_iq_lattice(type);
 }
 
 // A weight matrix [k, n] of `type`: random floats through the reference quantizer, or random

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "quant/ggml_type.h"
 #include "quant/reference.h"
 
@@ -94,6 +95,16 @@ TEST(QuantTraits, BlockStructsMatchTraits) {
     EXPECT_EQ(offsetof(BlockQ6_K, d), 208u);
     EXPECT_EQ(offsetof(BlockQ4_K, scales), 4u);  // d, dmin first in Q4_K/Q5_K
     EXPECT_EQ(offsetof(BlockQ8_K, qs), 4u);      // Q8_K's d is a float
+}
+
+TEST(QuantTraits, IqFamilies) {
+    int lattice = 0;
+    for (const Expected& e : kExpected) lattice += is_iq_lattice(find_type_traits(e.id)->type);
+    EXPECT_EQ(lattice, 7);
+    EXPECT_TRUE(is_iq_lattice(GgmlType::IQ1_M));
+    EXPECT_FALSE(is_iq_lattice(GgmlType::IQ4_XS));  // a plain table, no lattice
+    EXPECT_TRUE(is_ternary(GgmlType::TQ2_0));
+    EXPECT_FALSE(is_ternary(GgmlType::Q2_K));
 }
 
 TEST(QuantTraits, UnknownAndRemovedIdsAreNull) {
