@@ -14,7 +14,12 @@ uint16_t ternarize(const float* x, uint8_t* t) {
     float amax = 0.0f;
     for (int e = 0; e < kQkK; ++e) amax = std::fmax(amax, std::fabs(x[e]));
     const float id = amax == 0.0f ? 0.0f : 1.0f / amax;
-    for (int e = 0; e < kQkK; ++e) t[e] = static_cast<uint8_t>(static_cast<int>(std::round(x[e] * id)) + 1);
+    for (int e = 0; e < kQkK; ++e) {
+        // round(x/d) is -1, 0 or 1 for finite x; NaN (from non-finite inputs) becomes 0 here
+        // instead of an undefined float-to-int conversion.
+        const float r = std::round(x[e] * id);
+        t[e] = r > 0.5f ? 2 : (r < -0.5f ? 0 : 1);
+    }
     return fp32_to_fp16(amax);
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -112,6 +113,25 @@ TEST_P(IqQuantize, ZeroBlocksDequantizeToZero) {
     for (int i = 0; i < kQkK; ++i) ASSERT_EQ(y[i], 0.0f) << t.name << " element " << i;
     // The sparse block keeps its sign pattern: its largest values come back positive.
     for (int i = kQkK; i < 2 * kQkK; i += 7) EXPECT_GT(y[i], 0.0f) << t.name << " element " << i;
+}
+
+// Non-finite inputs give unspecified blocks (quant/reference.h), but no undefined behaviour
+// (the sanitizer build runs this) and blocks that still dequantize without trapping.
+TEST(IqQuantizeNonFinite, NanAndInfInputsStillGiveBlocks) {
+    std::vector<float> x(2 * kQkK);
+    for (int i = 0; i < 2 * kQkK; ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    x[kQkK + 5] = std::numeric_limits<float>::infinity();
+    x[kQkK + 9] = -std::numeric_limits<float>::infinity();
+    for (GgmlType type : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                          GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0}) {
+        const TypeTraits& t = type_traits(type);
+        std::vector<uint8_t> blocks(2 * t.type_size);
+        std::vector<float> y(2 * kQkK);
+        t.quantize(x.data(), blocks.data(), 2 * kQkK);
+        t.dequantize(blocks.data(), y.data(), 2 * kQkK);
+        SUCCEED() << t.name;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, IqQuantize,
