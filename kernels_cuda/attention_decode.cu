@@ -1,4 +1,5 @@
-// Flash-decoding attention for few query tokens. A block takes one token, one kv head with up to
+// Flash-decoding attention for few query tokens (f16 caches of the common head dims take the
+// vectorized kernel of attention_decode_f16.cu; this one serves every cache type). A block takes one token, one kv head with up to
 // 8 of its query heads (GQA: K/V read once for the group) and one split of the token's visible
 // keys; the split's size is worked out on the device from the token's position, so one launch
 // shape serves every position (a replayed graph). Keys go in tiles of kTile cells: each warp
@@ -12,7 +13,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxGroup = 8;                  // query heads per block
+constexpr int kMaxGroup = kDecodeMaxGroup;    // query heads per block
 constexpr int kMaxE = kAttnMaxHeadDim / 32;   // key elements per lane
 constexpr int kTile = 64;                     // key cells per tile
 constexpr int kCellsPerWarp = 8;              // cells one warp scores together (loads in flight)
@@ -22,22 +23,6 @@ constexpr int kMaxVE = kAttnMaxHeadDim / kThreads;  // value elements per thread
 size_t decode_smem_bytes(int dk) {
     return sizeof(float) * (static_cast<size_t>(kMaxGroup) * dk + kTile * kMaxGroup + 3 * kMaxGroup +
                             static_cast<size_t>(kThreads) * kMaxGroup);
-}
-
-// Writes the merged (max, sum, acc) of query row `row` for this split: the final output when
-// there is one split, else the partial slot.
-__device__ __forceinline__ void write_result(const AttentionLaunch& a, int64_t row, int split, int e,
-                                             float m, float l, float acc) {
-    if (a.n_splits == 1) {
-        a.out.row(row)[e] = acc * (l > 0.0f ? 1.0f / l : 0.0f);
-        return;
-    }
-    const int64_t slot = row * a.n_splits + split;
-    a.part_acc[slot * a.dv + e] = acc;
-    if (e == 0) {
-        a.part_ml[2 * slot] = m;
-        a.part_ml[2 * slot + 1] = l;
-    }
 }
 
 // Element e of a cache row: f16 caches (the common case) read directly, others dequantized.
@@ -85,32 +70,6 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
                 const float v = softcapped(warp_sum(s[u]) * a.scale, a.softcap, inv_cap);
                 if (lane == 0 && j0 + u < n) sc[(j0 + u) * kMaxGroup + g] = v;
             }
-        }
-    }
-}
-
-// Online-softmax step of one tile: per head, the new running max, sc turned into p = e^(s - m),
-// the running sum, and corr = the factor the earlier accumulators are scaled by.
-__device__ __forceinline__ void softmax_tile(int gb, int n, float* sc, float* rm, float* rl, float* rc) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int g = warp; g < gb; g += kWarps) {
-        float mx = -CUDART_INF_F;
-        for (int j = lane; j < n; j += 32) mx = fmaxf(mx, sc[j * kMaxGroup + g]);
-        mx = warp_max(mx);
-        const float m_old = rm[g];
-        const float m_new = fmaxf(m_old, mx);
-        float sum = 0.0f;
-        for (int j = lane; j < n; j += 32) {
-            const float p = expf(sc[j * kMaxGroup + g] - m_new);
-            sc[j * kMaxGroup + g] = p;
-            sum += p;
-        }
-        sum = warp_sum(sum);
-        if (lane == 0) {
-            const float corr = m_old == -CUDART_INF_F ? 0.0f : expf(m_old - m_new);
-            rc[g] = corr;
-            rl[g] = rl[g] * corr + sum;
-            rm[g] = m_new;
         }
     }
 }
@@ -273,7 +232,9 @@ void attention_decode(const AttentionLaunch& a, cudaStream_t stream) {
     const int n_hgroups = (group + kMaxGroup - 1) / kMaxGroup;
     const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv * n_hgroups),
                     static_cast<unsigned>(a.n_tokens));
-    if (a.k.type == GgmlType::F16 && a.v.type == GgmlType::F16) {
+    if (attention_decode_f16(a, n_hgroups, grid, stream)) {
+        // f16 caches with head dim 64/128/256: 16-byte loads (attention_decode_f16.cu)
+    } else if (a.k.type == GgmlType::F16 && a.v.type == GgmlType::F16) {
         attention_decode_kernel<true><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);
     } else {
         attention_decode_kernel<false><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);

@@ -136,8 +136,8 @@ void bm_matmul(benchmark::State& state, GgmlType type, int64_t m, int variant) {
 
 // Decode GEMV at the 7B shapes, one token, y = W [k, n] · x: enough copies of W to pass 240 MB
 // (4x the L2) are cycled, so every launch reads its weights from HBM as a decode step does.
-void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n) {
-    CudaBackend* b = backend(4);  // the default options
+void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n, int variant = 4) {
+    CudaBackend* b = backend(variant);  // 4: the default options
     if (b == nullptr) return state.SkipWithError("no CUDA device");
     const HostTensor w = random_blocks(type, k, n);
     const int copies = static_cast<int>(240e6 / static_cast<double>(w.t.n_bytes())) + 1;
@@ -147,7 +147,7 @@ void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n
     DeviceTensor yd = b->allocate(GgmlType::F32, {n, 1});
     const double bytes = static_cast<double>(w.t.n_bytes()) + 4.0 * static_cast<double>(k + n);
     const std::string name = std::string(strata::type_traits(type).name) + " " + std::to_string(k) + "x" +
-                             std::to_string(n) + " m=1";
+                             std::to_string(n) + " m=1" + (variant == 4 ? "" : ", rows/warp " + std::to_string(variant));
     int next = 0;
     timed_batches(state, *b, [&] { b->matmul(ws[static_cast<size_t>(next++ % copies)].tensor, xd.tensor, yd.tensor); },
                   bytes, name);
@@ -212,6 +212,14 @@ STRATA_DECODE_BENCH(q6_K_11008x4096, GgmlType::Q6_K, 11008, 4096);
 STRATA_DECODE_BENCH(q6_K_4096x32000, GgmlType::Q6_K, 4096, 32000);
 STRATA_DECODE_BENCH(q8_0_4096x4096, GgmlType::Q8_0, 4096, 4096);
 STRATA_DECODE_BENCH(q8_0_4096x11008, GgmlType::Q8_0, 4096, 11008);
+#define STRATA_DECODE_BENCH_R(tag, type, k, n, r) \
+    BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n, r)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_DECODE_BENCH_R(q4_K_4096x4096_r1, GgmlType::Q4_K, 4096, 4096, 1);
+STRATA_DECODE_BENCH_R(q4_K_4096x4096_r2, GgmlType::Q4_K, 4096, 4096, 2);
+STRATA_DECODE_BENCH_R(q4_K_4096x11008_r1, GgmlType::Q4_K, 4096, 11008, 1);
+STRATA_DECODE_BENCH_R(q4_K_4096x11008_r2, GgmlType::Q4_K, 4096, 11008, 2);
+STRATA_DECODE_BENCH_R(q4_K_11008x4096_r2, GgmlType::Q4_K, 11008, 4096, 2);
+STRATA_DECODE_BENCH_R(q6_K_4096x4096_r1, GgmlType::Q6_K, 4096, 4096, 1);
 #define STRATA_ATTN_BENCH(tag, type, cells) \
     BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_ATTN_BENCH(f16_16, GgmlType::F16, 16);
