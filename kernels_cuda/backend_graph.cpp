@@ -41,15 +41,15 @@ const void* CudaBackend::Impl::stage_bytes(const void* host, size_t bytes) {
     if (host == step.token_host && bytes == sizeof(int32_t)) return slot;
     if (host == step.position_host && bytes == sizeof(int32_t)) return slot + 1;
     // Any other argument is a constant of the step: it goes with the recording.
+    const ArenaBuffer& dev = current_step().args_dev;
     const size_t at = step.args_host.size();
     const size_t size = (bytes + kArgAlign - 1) / kArgAlign * kArgAlign;
-    if (at + size > step.args_dev.size()) {
-        throw UnsupportedError(cat("step graph: op arguments beyond ", step.args_dev.size(),
-                                   " bytes in one decode step"));
+    if (at + size > dev.size()) {
+        throw UnsupportedError(cat("step graph: op arguments beyond ", dev.size(), " bytes in one decode step"));
     }
     step.args_host.resize(at + size);
     std::memcpy(step.args_host.data() + at, host, bytes);
-    return static_cast<const uint8_t*>(step.args_dev.data()) + at;
+    return static_cast<const uint8_t*>(dev.data()) + at;
 }
 
 const int32_t* CudaBackend::Impl::step_cell(int64_t first_cell, int64_t n) const {
@@ -67,16 +67,27 @@ void CudaBackend::begin_graph() {
     s.capturing = true;
 }
 
-void CudaBackend::begin_step_graph(const int32_t* token, const int32_t* position) {
+void CudaBackend::begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) {
     Impl& s = *impl_;
-    if (token == nullptr || position == nullptr) {
-        throw ArgumentError("begin_step_graph: needs the step's token and position arrays");
+    if (owner == nullptr || token == nullptr || position == nullptr) {
+        throw ArgumentError("begin_step_graph: needs an owner and the step's token and position arrays");
     }
     if (!s.step.slot) s.step.slot = ArenaBuffer(s.arena, 2 * sizeof(int32_t), "step graph slot");
-    if (!s.step.args_dev) s.step.args_dev = ArenaBuffer(s.arena, kStepArgBytes, "step graph arguments");
-    s.step.ready = false;  // whatever was recorded before is replaced
+    if (s.step.by_owner.count(owner) == 0 && s.step.by_owner.size() >= Impl::kStepOwners) {
+        // The least recently used recording goes; its last launch may still be running.
+        auto oldest = s.step.by_owner.begin();
+        for (auto it = s.step.by_owner.begin(); it != s.step.by_owner.end(); ++it)
+            if (it->second.used < oldest->second.used) oldest = it;
+        CUDA_CHECK(cudaStreamSynchronize(s.stream));
+        if (oldest->second.exec != nullptr) cudaGraphExecDestroy(oldest->second.exec);
+        s.step.by_owner.erase(oldest);
+    }
+    Impl::StepRecording& rec = s.step.by_owner[owner];
+    if (!rec.args_dev) rec.args_dev = ArenaBuffer(s.arena, kStepArgBytes, "step graph arguments");
+    rec.ready = false;  // whatever this owner recorded before is replaced
     begin_graph();
     s.step.recording = true;
+    s.step.owner = owner;
     s.step.token_host = token;
     s.step.position_host = position;
     s.step.token = *token;
@@ -94,7 +105,7 @@ void CudaBackend::end_graph() {
     cudaGraph_t graph = nullptr;
     CUDA_CHECK(cudaStreamEndCapture(s.stream, &graph));
     const auto captured = std::chrono::steady_clock::now();
-    cudaGraphExec_t& exec = step ? s.step.exec : s.graph_exec;
+    cudaGraphExec_t& exec = step ? s.current_step().exec : s.graph_exec;
     bool updated = false;
     try {
         updated = instantiate_or_update(exec, graph);
@@ -107,8 +118,8 @@ void CudaBackend::end_graph() {
     if (step) {
         // The constants first (rarely: once per recording), then this step's slot values.
         if (!s.step.args_host.empty()) {
-            CUDA_CHECK(cudaMemcpyAsync(s.step.args_dev.data(), s.step.args_host.data(), s.step.args_host.size(),
-                                       cudaMemcpyHostToDevice, s.stream));
+            CUDA_CHECK(cudaMemcpyAsync(s.current_step().args_dev.data(), s.step.args_host.data(),
+                                       s.step.args_host.size(), cudaMemcpyHostToDevice, s.stream));
         }
         set_step_slot(static_cast<int32_t*>(s.step.slot.data()), s.step.token, s.step.position, s.stream);
     }
@@ -117,8 +128,10 @@ void CudaBackend::end_graph() {
     s.retired.clear();  // later users of these bytes are ordered after the launch
     ++s.graph_launches;
     if (step) {
-        s.step.ready = true;
-        s.step.epoch = s.scratch_epoch;
+        Impl::StepRecording& rec = s.current_step();
+        rec.ready = true;
+        rec.epoch = s.scratch_epoch;
+        rec.used = ++s.step.clock;
     }
     if (s.timer != nullptr) {
         const auto launched = std::chrono::steady_clock::now();
@@ -133,13 +146,16 @@ void CudaBackend::end_graph() {
     }
 }
 
-bool CudaBackend::replay_step(int32_t token, int32_t position) {
+bool CudaBackend::replay_step(const void* owner, int32_t token, int32_t position) {
     Impl& s = *impl_;
     // The op timer reads each step's events once: it records every step instead.
-    if (s.capturing || !s.step.ready || s.step.epoch != s.scratch_epoch || s.timer != nullptr) return false;
+    if (s.capturing || s.timer != nullptr) return false;
+    const auto it = s.step.by_owner.find(owner);
+    if (it == s.step.by_owner.end() || !it->second.ready || it->second.epoch != s.scratch_epoch) return false;
     s.forget_quantized_x();  // the graph writes activations
     set_step_slot(static_cast<int32_t*>(s.step.slot.data()), token, position, s.stream);
-    CUDA_CHECK(cudaGraphLaunch(s.step.exec, s.stream));
+    CUDA_CHECK(cudaGraphLaunch(it->second.exec, s.stream));
+    it->second.used = ++s.step.clock;
     ++s.graph_launches;
     return true;
 }
@@ -147,7 +163,7 @@ bool CudaBackend::replay_step(int32_t token, int32_t position) {
 void CudaBackend::abort_graph() {
     Impl& s = *impl_;
     s.forget_quantized_x();  // the recorded quantizations never run
-    if (s.step.recording) s.step.ready = false;
+    if (s.step.recording) s.current_step().ready = false;
     s.step.recording = false;
     if (!s.capturing) return;
     s.capturing = false;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -75,19 +76,29 @@ struct CudaBackend::Impl {
     std::chrono::steady_clock::time_point capture_started;  // begin_graph (op timer only)
     std::vector<ArenaBuffer> retired;  // scratch outgrown while recording
     cudaGraphExec_t graph_exec = nullptr;
-    // The replayable decode step (begin_step_graph / replay_step).
+    // Replayable decode steps (begin_step_graph / replay_step), one recording per owner (each
+    // sequence's executor) so that sequences taking turns keep theirs; at most kStepOwners.
+    struct StepRecording {
+        cudaGraphExec_t exec = nullptr;
+        ArenaBuffer args_dev;   // constant op arguments of the recording
+        bool ready = false;
+        uint64_t epoch = 0;     // scratch_epoch of the recording
+        uint64_t used = 0;      // step clock of the last record or replay (least recent goes first)
+    };
     struct StepGraph {
         bool recording = false;
+        const void* owner = nullptr;             // of the recording under way
         const int32_t* token_host = nullptr;     // the executor's arrays, matched by pointer
         const int32_t* position_host = nullptr;
         int32_t token = 0, position = 0;         // their values while recording
         ArenaBuffer slot;                        // device int32 [token, position], set per launch
-        ArenaBuffer args_dev;                    // constant op arguments of the recording
         std::vector<uint8_t> args_host;          // gathered while recording, copied at its end
-        cudaGraphExec_t exec = nullptr;
-        bool ready = false;
-        uint64_t epoch = 0;                      // scratch_epoch of the recording
+        std::map<const void*, StepRecording> by_owner;
+        uint64_t clock = 0;
     } step;
+    static constexpr size_t kStepOwners = 16;
+    // The recording of the owner being recorded (begin_step_graph made it).
+    StepRecording& current_step() { return step.by_owner.at(step.owner); }
     uint64_t graph_launches = 0;
     uint64_t graph_instantiations = 0;
 };

@@ -117,7 +117,8 @@ CudaBackend::Impl::~Impl() {
         if (g != nullptr) cudaGraphDestroy(g);
     }
     if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
-    if (step.exec != nullptr) cudaGraphExecDestroy(step.exec);
+    for (auto& [owner, rec] : step.by_owner)
+        if (rec.exec != nullptr) cudaGraphExecDestroy(rec.exec);
     if (stream != nullptr) cudaStreamSynchronize(stream);
     if (timer != nullptr) {
         timer->collect();

@@ -213,7 +213,7 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
     const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_};
-    if (graph != nullptr && step_key_ == key && graph->replay_step(tokens[0], positions_[0])) {
+    if (graph != nullptr && step_key_ == key && graph->replay_step(this, tokens[0], positions_[0])) {
         kv.set_used(pos0 + n);
         hidden.resize(static_cast<size_t>(config_.n_embd));
         Tensor host = Tensor::contiguous(GgmlType::F32, hidden.data(), {config_.n_embd, 1});
@@ -222,7 +222,7 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     }
     if (graph != nullptr) {
         step_key_ = StepKey{};
-        graph->begin_step_graph(tokens.data(), positions_.data());
+        graph->begin_step_graph(this, tokens.data(), positions_.data());
     }
     Tensor out;
     try {

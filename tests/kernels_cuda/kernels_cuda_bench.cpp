@@ -172,13 +172,13 @@ void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cell
     p.head_dim_k = p.head_dim_v = kDim;
     p.scale = 0.088f;
     const int32_t token = 0, pos = static_cast<int32_t>(cells - 1);
-    b->begin_step_graph(&token, &pos);
+    b->begin_step_graph(b, &token, &pos);
     for (int i = 0; i < kPerGraph; ++i) b->attention(qd.tensor, kd.tensor, vd.tensor, cells, &pos, p, od.tensor);
     b->end_graph();
     const double bytes = 2.0 * static_cast<double>(kc.t.n_bytes()) * kPerGraph;
     const std::string name = std::string("attention ") + std::string(strata::type_traits(kv_type).name) + " " +
                              std::to_string(cells) + " cells, x" + std::to_string(kPerGraph);
-    timed_batches(state, *b, [&] { b->replay_step(token, pos); }, bytes, name);
+    timed_batches(state, *b, [&] { b->replay_step(b, token, pos); }, bytes, name);
     state.counters["us/attention"] = bytes / (g_bandwidth[name] * 1e9) / kPerGraph * 1e6;
 }
 
