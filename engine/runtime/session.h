@@ -26,6 +26,9 @@ struct SessionParams {
     // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
     // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
     int64_t gpu_prefill_min_tokens = 64;
+    // Sessions of these params the budgets must hold at once (strata serve --parallel): the
+    // runtime counts n_sequences KV caches of n_ctx cells and as many activation scratches.
+    int64_t n_sequences = 1;
 };
 
 class Session {
@@ -39,6 +42,8 @@ public:
     // of the last one (valid until the next call). Throws ArgumentError if the context would
     // overflow, naming the sizes.
     std::span<const float> feed(std::span<const TokenId> tokens);
+    // As feed(), without computing logits: a prompt chunk that is not the prompt's last.
+    void prefill(std::span<const TokenId> tokens);
 
     // Keeps the first n tokens (and their KV), forgetting the rest: reuse of a shared prefix.
     void truncate(int64_t n);
