@@ -146,7 +146,7 @@ std::map<int32_t, float> parse_logit_bias(const json& body, const RequestLimits&
         if (used != key.size() || key.empty() || id < 0 || id > kMaxInt32) {
             throw ApiError(400, cat("'logit_bias' key \"", key, "\" is not a token id"), where);
         }
-        bias[static_cast<int32_t>(id)] = static_cast<float>(*FieldReader(*it).number(key, -100, 100));
+        bias[static_cast<int32_t>(id)] = static_cast<float>(*FieldReader(*it, "logit_bias").number(key, -100, 100));
     }
     return bias;
 }
