@@ -51,8 +51,7 @@ bool stream_job(const EndpointContext& c, const std::shared_ptr<Job>& job, const
             count_finished(c, u.result);
             const JobResult& r = u.result;
             if (r.status != 200) {
-                const ApiError e = job_error(r);
-                send(sse_event(nlohmann::json::parse(error_body(e))));
+                send("data: " + error_body(job_error(r)) + "\n\n");
                 sink.done();
                 return true;
             }
@@ -93,12 +92,12 @@ void answer_whole(const EndpointContext& c, const std::shared_ptr<Job>& job, con
 
 }  // namespace
 
-void handle_completion(Endpoint endpoint, const EndpointContext& c, const httplib::Request& req,
-                       httplib::Response& res) {
+void handle_completion(Endpoint endpoint, const EndpointContext& c, const std::string& body,
+                       const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<Job> job;
     CompletionRequest request;
     try {
-        request = parse_request(endpoint, req.body, c.defaults, c.limits);
+        request = parse_request(endpoint, body, c.defaults, c.limits);
         job = std::make_shared<Job>(make_job_spec(request, c.prompt));
         c.scheduler->submit(job);
     } catch (const ApiError& e) {

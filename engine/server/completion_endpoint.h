@@ -26,7 +26,8 @@ struct EndpointContext {
     std::string model_id;
 };
 
-void handle_completion(Endpoint endpoint, const EndpointContext& context, const httplib::Request& request,
-                       httplib::Response& response);
+// `body`: the request body, read by the caller (within the server's size limit).
+void handle_completion(Endpoint endpoint, const EndpointContext& context, const std::string& body,
+                       const httplib::Request& request, httplib::Response& response);
 
 }  // namespace strata::server

@@ -60,6 +60,8 @@ nlohmann::json parse_body(std::string_view body, int max_depth) {
             throw ApiError(400, cat("the request body is not valid UTF-8 JSON (at byte ", e.byte, ")"));
         }
         throw ApiError(400, cat("the request body is not valid JSON: ", what));
+    } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond a double (1e400)
+        throw ApiError(400, cat("the request body holds a value JSON cannot represent here: ", e.what()));
     }
     if (!j.is_object()) {
         throw ApiError(400, cat("the request body must be a JSON object, got ", json_kind(j)));

@@ -2,6 +2,7 @@
 #include "engine/server/server.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <httplib.h>
@@ -49,7 +50,7 @@ struct Server::Impl {
     ServerOptions options;
     Metrics metrics;
     std::unique_ptr<Scheduler> scheduler;
-    EndpointContext endpoint;
+    EndpointContext endpoint_context;
     httplib::Server http;
     std::thread listener;
     int port = 0;
@@ -119,12 +120,32 @@ void Server::Impl::routes() {
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics.prometheus(scheduler->gauges()), "text/plain; version=0.0.4");
     });
-    auto chat = [this](const httplib::Request& req, httplib::Response& res) {
-        handle_completion(Endpoint::Chat, endpoint, req, res);
+    // The body is read here rather than by httplib, which would parse a body sent as
+    // application/x-www-form-urlencoded (curl -d, urllib's default) as a form and refuse one
+    // over 8 KiB: a JSON body is JSON whatever its content type says.
+    auto generation = [this](Endpoint endpoint) {
+        return [this, endpoint](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
+            std::string body;
+            const size_t limit = options.max_body_bytes;
+            // Refused from the header alone, before any of the body is read.
+            bool too_large = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > limit;
+            const bool complete = too_large || reader([&](const char* data, size_t n) {
+                too_large = body.size() + n > limit;
+                if (!too_large) body.append(data, n);
+                return !too_large;
+            });
+            if (too_large) {
+                metrics.count_response(413);
+                return set_error(res, 413, cat("the request body is larger than the server's limit of ", limit,
+                                               " bytes"), "request_too_large");
+            }
+            if (!complete) return set_error(res, 400, "the request body could not be read");
+            handle_completion(endpoint, endpoint_context, body, req, res);
+        };
     };
-    auto completion = [this](const httplib::Request& req, httplib::Response& res) {
-        handle_completion(Endpoint::Completion, endpoint, req, res);
-    };
+    const auto chat = generation(Endpoint::Chat);
+    const auto completion = generation(Endpoint::Completion);
     http.Post("/v1/chat/completions", chat);
     http.Post("/chat/completions", chat);
     http.Post("/v1/completions", completion);
@@ -147,13 +168,13 @@ Server::Server(const Runtime& runtime, const ServerOptions& options) : impl_(std
     so.chunk_tokens = options.chunk_tokens;
     s.scheduler = std::make_unique<Scheduler>(make_sessions(runtime, options.n_parallel), so, &s.metrics);
     const Model& model = runtime.model();
-    s.endpoint.scheduler = s.scheduler.get();
-    s.endpoint.metrics = &s.metrics;
-    s.endpoint.prompt = PromptContext{&model.tokenizer(), options.chat_format,
+    s.endpoint_context.scheduler = s.scheduler.get();
+    s.endpoint_context.metrics = &s.metrics;
+    s.endpoint_context.prompt = PromptContext{&model.tokenizer(), options.chat_format,
                                       static_cast<int32_t>(model.weights().output.ne[1]), s.scheduler->n_ctx(),
                                       options.max_tokens};
-    s.endpoint.defaults = options.sampler;
-    s.endpoint.model_id = options.model_id;
+    s.endpoint_context.defaults = options.sampler;
+    s.endpoint_context.model_id = options.model_id;
     s.created = std::chrono::duration_cast<std::chrono::seconds>(
                     std::chrono::system_clock::now().time_since_epoch()).count();
 

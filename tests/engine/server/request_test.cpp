@@ -104,6 +104,8 @@ TEST(Request, WrongTypesAndRangesNameTheField) {
     expect_refused(C, R"({"prompt": "x", "max_tokens": 0})", "max_tokens");
     expect_refused(C, R"({"prompt": "x", "max_tokens": 2.5})", "max_tokens");
     expect_refused(C, R"({"prompt": "x", "max_tokens": 99999999999999999999999})", "max_tokens");
+    EXPECT_EQ(refusal(C, R"({"prompt": "x", "max_tokens": 1e400})").status(), 400);  // beyond a double
+    EXPECT_EQ(refusal(C, R"({"prompt": "x", "temperature": -1e999})").status(), 400);
     expect_refused(C, R"({"prompt": "x", "temperature": 1e308})", "temperature", "range");
     expect_refused(C, R"({"prompt": "x", "temperature": -0.5})", "temperature");
     expect_refused(C, R"({"prompt": "x", "temperature": true})", "temperature", "number");
