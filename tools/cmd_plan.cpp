@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
 #include "offload/cost_model.h"
@@ -167,6 +168,7 @@ void plan(const PlanArgs& args) {
     if (!ro.plan_path.empty()) throw ArgumentError("strata plan makes a placement; --plan reads one");
     ro.load_weights = false;
     ro.want_estimate = args.explain;
+    check_write_target(args.output, "placement file");  // before measuring and planning
     if (!args.stats.empty()) {
         std::printf("note: --stats %s: the planner does not use activation statistics yet (a split FFN"
                     " computes every neuron, so its GPU share does its byte share of the work)\n",

@@ -20,6 +20,7 @@
 #include "engine/server/server.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -91,7 +92,13 @@ void serve(ServeArgs& args) {
     args.engine.sampler.validate();
     server::ServerOptions& so = args.server;
     if (so.n_parallel < 1) throw ArgumentError(cat("--parallel must be at least 1, got ", so.n_parallel));
-    so.max_body_bytes = parse_byte_size(args.max_body);
+    if (so.max_tokens == 0) throw ArgumentError("-n 0 would let no request generate anything (-1: up to the context)");
+    try {
+        so.max_body_bytes = parse_byte_size(args.max_body);
+    } catch (const ArgumentError& e) {
+        throw ArgumentError(cat("--max-body: ", e.what()));
+    }
+    if (so.max_body_bytes < 1024) throw ArgumentError(cat("--max-body ", args.max_body, " is below 1 KiB"));
     if (!args.chat_template.empty()) so.chat_format = chat_format_from_name(args.chat_template);
     SignalWaiter signals;
 
@@ -135,15 +142,15 @@ void add_serve_command(CLI::App& app) {
     add_engine_options(*cmd, args->engine);
     server::ServerOptions& so = args->server;
     cmd->add_option("--host", so.host, "address to listen on")->capture_default_str();
-    cmd->add_option("--port", so.port, "port (0 = any free one)")->capture_default_str()->check(CLI::Range(0, 65535));
+    cmd->add_option("--port", so.port, "port (0 = any free one)")->capture_default_str()->check(int_in(0, 65535));
     cmd->add_option("--parallel", so.n_parallel, "requests generated at once (slots); each has its own -c context")
-        ->capture_default_str();
+        ->capture_default_str()->check(int_in(1, 1024));
     cmd->add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
     cmd->add_option("--alias", args->alias, "model name /v1/models gives (default: the file name)");
     cmd->add_option("-n,--n-predict", so.max_tokens, "most tokens a request may generate (-1 = the context)")
-        ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
+        ->capture_default_str()->check(int_in(-1, kMaxContext));
     cmd->add_option("--max-queue", so.max_queue, "requests waiting for a slot before 429")
-        ->capture_default_str()->check(CLI::Range(0, 4096));
+        ->capture_default_str()->check(int_in(0, 4096));
     cmd->add_option("--max-body", args->max_body, "largest request body, e.g. 4M (larger: 413)")->capture_default_str();
     std::string names;
     for (std::string_view n : chat_format_names()) names += (names.empty() ? "" : ", ") + std::string(n);

@@ -191,6 +191,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     const ModelConfig& config = model_->config();
     const int64_t n_ctx = options.session.n_ctx <= 0 ? config.n_ctx_train
                                                       : std::min(options.session.n_ctx, config.n_ctx_train);
+    // A batch longer than the context is never used; its activations are not reserved.
+    options_.session.n_batch = std::min(options_.session.n_batch, n_ctx);
+    if (options.session.n_ctx > config.n_ctx_train && options.log != nullptr) {
+        *options.log << "note: -c " << options.session.n_ctx << " is more than the model's training context ("
+                     << config.n_ctx_train << "); using " << config.n_ctx_train << "\n";
+    }
     if (options.session.n_sequences < 1) {
         throw ArgumentError(cat("sessions to hold must be at least 1, got ", options.session.n_sequences));
     }
@@ -209,7 +215,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
 #endif
     const bool fake_gpu = dynamic_cast<FakeDeviceBackend*>(gpu_.get()) != nullptr;
     const uint64_t gpu_reserved =
-        gpu_ ? gpu_scratch_estimate(config, options.session.n_batch, model_->weights().output.ne[1],
+        gpu_ ? gpu_scratch_estimate(config, options_.session.n_batch, model_->weights().output.ne[1],
                                     options.session.n_sequences, !fake_gpu) : 0;
     const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
                                              : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
@@ -226,12 +232,17 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
         // The cost model's constants, fitted to the decode runs measured on this machine.
         const std::vector<Observation> runs = load_calibration(default_calibration_path(), machine_key());
         if (!runs.empty()) {
-            fit(cost_params_, runs);
-            calibration_runs_ = static_cast<int>(runs.size());
+            if (fit(cost_params_, runs)) {
+                calibration_runs_ = static_cast<int>(runs.size());
+            } else {
+                log << "note: the " << runs.size() << " calibration run(s) in " << default_calibration_path()
+                    << " cannot be fitted (they would predict no time or infinite time); predicting from the"
+                       " hardware profile alone\n";
+            }
         }
     }
     cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
-    cost_params_.n_prompt = std::max<int64_t>(1, std::min(options.session.n_batch, n_ctx));
+    cost_params_.n_prompt = std::max<int64_t>(1, options_.session.n_batch);
 
     if (!options.plan_path.empty()) {
         placement_ = read_placement(options.plan_path);

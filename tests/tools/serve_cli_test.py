@@ -386,9 +386,21 @@ def check_sigint(srv):
     expect("error" in last, f"SIGINT: the stream's last event is not an error: {events[-2:]}")
 
 
+def check_flags(strata, model, srv):
+    """Bad flags and a port in use: one error line, a non-zero exit, no crash."""
+    for args, fragment in [(["--parallel", "0"], "--parallel"), (["--port", "70000"], "--port"),
+                           (["-n", "0"], "-n 0"), (["--max-body", "lots"], "lots"),
+                           (["--port", str(srv.port)], "cannot listen")]:
+        p = subprocess.run([strata, "serve", "-m", model, "-t", "2", *args], capture_output=True, timeout=300)
+        err = p.stderr.decode("utf-8", "replace").strip().splitlines()
+        expect(0 < p.returncode < 128 and err and err[-1].startswith("strata: error:") and fragment in err[-1],
+               f"serve {args}: exit {p.returncode}, stderr {err[-2:]}")
+
+
 def api_suite(strata, model):
     srv = Server(strata, model, "--parallel", "4", "-c", "512")
     try:
+        check_flags(strata, model, srv)
         check_basics(srv, model)
         check_against_run(srv, strata, model)
         check_openai_client(srv)
