@@ -3,34 +3,10 @@
 
 #include <cmath>
 
+#include "engine/core/bounded_read.h"
 #include "engine/server/api_error.h"
 
 namespace strata::server {
-namespace {
-
-// Deepest nesting of arrays and objects, by a scan that skips strings: deep nesting is refused
-// before the parser (whose recursion and memory it would drive) ever sees it.
-int nesting_depth(std::string_view text, int limit) {
-    int depth = 0, deepest = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-            if (deepest > limit) return deepest;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
-}  // namespace
 
 std::string_view json_kind(const nlohmann::json& v) {
     switch (v.type()) {
@@ -46,10 +22,13 @@ std::string_view json_kind(const nlohmann::json& v) {
     }
 }
 
-nlohmann::json parse_body(std::string_view body, int max_depth) {
+nlohmann::json parse_body(std::string_view body) {
     if (body.empty()) throw ApiError(400, "the request body is empty: expected a JSON object");
-    if (nesting_depth(body, max_depth) > max_depth) {
-        throw ApiError(400, cat("the request body nests arrays and objects deeper than ", max_depth, " levels"));
+    // Deep nesting is refused before the parser (whose recursion and memory it would drive) sees it.
+    try {
+        check_json_depth(body, "the request body");
+    } catch (const FormatError&) {
+        throw ApiError(400, cat("the request body nests arrays and objects deeper than ", kMaxJsonDepth, " levels"));
     }
     nlohmann::json j;
     try {

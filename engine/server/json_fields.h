@@ -13,8 +13,9 @@
 namespace strata::server {
 
 // Parses a request body: ApiError 400 for invalid JSON (naming the byte offset, and invalid
-// UTF-8 as such), nesting deeper than max_depth, or a top level that is not an object.
-nlohmann::json parse_body(std::string_view body, int max_depth = 32);
+// UTF-8 as such), nesting deeper than kMaxJsonDepth (engine/core/bounded_read.h), or a top
+// level that is not an object.
+nlohmann::json parse_body(std::string_view body);
 
 class FieldReader {
 public:

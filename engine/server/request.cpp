@@ -200,7 +200,7 @@ SamplerParams parse_sampler(const FieldReader& r, const SamplerParams& defaults)
 
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const SamplerParams& defaults,
                                 const RequestLimits& limits) {
-    const json j = parse_body(body, limits.max_depth);
+    const json j = parse_body(body);
     const FieldReader r(j);
     CompletionRequest req;
     req.endpoint = endpoint;

@@ -24,7 +24,6 @@ struct RequestLimits {
     size_t max_stop_bytes = 256;     // bytes per stop string
     size_t max_messages = 4096;      // chat messages per request
     size_t max_logit_bias = 1024;    // logit_bias entries
-    int max_depth = 32;              // JSON nesting
 };
 
 struct CompletionRequest {
