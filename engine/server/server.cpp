@@ -1,6 +1,8 @@
 // The HTTP server: routes, API key, limits, OpenAI-shaped errors (server.h).
 #include "engine/server/server.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -183,6 +185,12 @@ Server::Server(const Runtime& runtime, const ServerOptions& options) : impl_(std
     const size_t n_threads = static_cast<size_t>(options.n_parallel + options.max_queue + 4);
     s.http.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
     s.http.set_payload_max_length(options.max_body_bytes);
+    // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second server bind the same
+    // port and silently share its connections instead of failing.
+    s.http.set_socket_options([](int sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     s.http.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle connections
     s.http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
     s.guards();
