@@ -108,11 +108,12 @@ async function readEvents(response, onData) {
 }
 
 async function send(text) {
-  messages.push({ role: "user", content: text });
+  const conversation = messages;  // "Clear" during the answer starts a new one; this answer stays here
+  conversation.push({ role: "user", content: text });
   addMessage("user", text);
   const out = addMessage("assistant", "");
   const request = {
-    messages: ($("system").value ? [{ role: "system", content: $("system").value }] : []).concat(messages),
+    messages: ($("system").value ? [{ role: "system", content: $("system").value }] : []).concat(conversation),
     stream: true,
     temperature: Number($("temp").value),
     max_tokens: Number($("max").value),
@@ -149,7 +150,7 @@ async function send(text) {
     controller = null;
     busy(false);
   }
-  messages.push({ role: "assistant", content: answer });
+  conversation.push({ role: "assistant", content: answer });
 }
 
 $("form").addEventListener("submit", (e) => {
