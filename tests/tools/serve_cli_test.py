@@ -390,6 +390,9 @@ def check_flags(strata, model, srv):
     """Bad flags and a port in use: one error line, a non-zero exit, no crash."""
     for args, fragment in [(["--parallel", "0"], "--parallel"), (["--port", "70000"], "--port"),
                            (["-n", "0"], "-n 0"), (["--max-body", "lots"], "lots"),
+                           # The budgets hold --parallel KV caches: 64 x 32768 cells do not fit 1 GiB.
+                           (["--parallel", "64", "-c", "32768", "--ram-mem", "1G", "--gpu", "none"],
+                            "KV cache of 2097152 cells"),
                            (["--port", str(srv.port)], "cannot listen")]:
         p = subprocess.run([strata, "serve", "-m", model, "-t", "2", *args], capture_output=True, timeout=300)
         err = p.stderr.decode("utf-8", "replace").strip().splitlines()
