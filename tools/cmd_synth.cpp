@@ -64,7 +64,7 @@ void add_synth_command(CLI::App& app) {
         "synth", "Write a GGUF model of a real model's shape with random weights");
     cmd->add_option("--preset", args->preset, "Model shape (see the list below)")->required();
     cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
-    cmd->add_option("--type", args->type, "Weight types: q4_k_m, q8_0 or f16")
+    cmd->add_option("--type", args->type, "Weight types: " + synth_type_names())
         ->capture_default_str();
     cmd->add_option("--layers", args->n_layer, "Number of layers (default: the preset's)")
         ->check(int_in(1, 4096));

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "engine/core/error.h"
@@ -25,9 +26,17 @@ namespace {
 
 using FileId = std::pair<dev_t, ino_t>;
 
+// An input is its inode and its modification time: an inode number that a deleted input freed
+// and a new file reuses is not that input.
+using InputId = std::tuple<dev_t, ino_t, int64_t>;
+
+InputId input_id(const struct stat& st) {
+    return {st.st_dev, st.st_ino, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
 std::mutex g_inputs_mutex;
-std::set<FileId>& inputs() {
-    static std::set<FileId> files;
+std::set<InputId>& inputs() {
+    static std::set<InputId> files;
     return files;
 }
 
@@ -89,7 +98,7 @@ void note_input_file(const std::string& path) {
     struct stat st {};
     if (path.empty() || ::stat(path.c_str(), &st) != 0) return;
     const std::lock_guard<std::mutex> lock(g_inputs_mutex);
-    inputs().insert({st.st_dev, st.st_ino});
+    inputs().insert(input_id(st));
 }
 
 void check_write_target(const std::string& path, std::string_view what) {
@@ -120,7 +129,7 @@ void check_write_target(const std::string& path, std::string_view what) {
     bool is_input = false;
     {
         const std::lock_guard<std::mutex> lock(g_inputs_mutex);
-        is_input = inputs().count(id) != 0;
+        is_input = inputs().count(input_id(st)) != 0;
     }
     if (is_input || open_or_mapped(id)) {
         throw ArgumentError(cat("refusing to write ", what, " to '", path,
