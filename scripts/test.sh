@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the unit and oracle tests (ctest),
 # the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader
-# fuzzer for a bounded time. Ends with one line "tests: N passed, N failed".
+# and server-request fuzzers for a bounded time. Ends with one line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
@@ -40,20 +40,26 @@ else
   failed=$((failed + 1)); echo "sanitizer build FAILED"
 fi
 
-echo "== fuzz (libFuzzer, ${fuzz_seconds}s)"
-if STRATA_BUILD_DIR=build-fuzz STRATA_BUILD_TARGET=gguf_fuzz scripts/build.sh -DSTRATA_FUZZ=ON -DSTRATA_CUDA=OFF -DSTRATA_TESTS=OFF \
-     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++; then
-  corpus=$(mktemp -d); cp tests/fuzz/corpus/* "$corpus"/
-  if build-fuzz/bin/gguf_fuzz -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 \
-       "$corpus" tests/fuzz/corpus >build-fuzz/fuzz.log 2>&1; then
-    passed=$((passed + 1)); tail -n 3 build-fuzz/fuzz.log
+# run_fuzzer TARGET CORPUS SECONDS: builds one libFuzzer target and runs it on a copy of its corpus.
+run_fuzzer() {
+  local target=$1 seeds=$2 seconds=$3
+  echo "== fuzz: $target (libFuzzer, ${seconds}s)"
+  if STRATA_BUILD_DIR=build-fuzz STRATA_BUILD_TARGET=$target scripts/build.sh -DSTRATA_FUZZ=ON -DSTRATA_CUDA=OFF \
+       -DSTRATA_TESTS=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++; then
+    local corpus; corpus=$(mktemp -d); cp "$seeds"/* "$corpus"/
+    if build-fuzz/bin/"$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+         "$corpus" "$seeds" >build-fuzz/"$target".log 2>&1; then
+      passed=$((passed + 1)); tail -n 3 build-fuzz/"$target".log
+    else
+      failed=$((failed + 1)); tail -n 40 build-fuzz/"$target".log; echo "$target FAILED (crash input above)"
+    fi
+    rm -rf "$corpus"
   else
-    failed=$((failed + 1)); tail -n 40 build-fuzz/fuzz.log; echo "fuzzer FAILED (crash input above)"
+    failed=$((failed + 1)); echo "$target build FAILED"
   fi
-  rm -rf "$corpus"
-else
-  failed=$((failed + 1)); echo "fuzzer build FAILED"
-fi
+}
+run_fuzzer gguf_fuzz tests/fuzz/corpus "$fuzz_seconds"
+run_fuzzer request_fuzz tests/fuzz/request_corpus "$((fuzz_seconds / 2))"
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

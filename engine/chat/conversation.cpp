@@ -28,15 +28,21 @@ std::vector<ChatMessage> Conversation::with_system(std::vector<ChatMessage> mess
     return messages;
 }
 
-std::vector<TokenId> Conversation::render_tokens(bool add_generation_prompt) const {
-    const Tokenizer& tok = session_.model().tokenizer();
-    const std::string text = render_chat(format_, with_system(messages_), add_generation_prompt);
+std::vector<TokenId> render_chat_tokens(const Tokenizer& tok, ChatFormat format,
+                                        std::span<const ChatMessage> messages,
+                                        bool add_generation_prompt) {
+    const std::string text = render_chat(format, messages, add_generation_prompt);
     // The tokenizer adds BOS itself when the vocabulary asks for it: no second BOS.
     std::string_view body = text;
     if (tok.vocab().add_bos && tok.bos() != kNoToken) {
         body = strip_bos_text(body, tok.token_to_piece(tok.bos(), /*special=*/true));
     }
     return tok.encode(body, /*add_special=*/true, /*parse_special=*/true);
+}
+
+std::vector<TokenId> Conversation::render_tokens(bool add_generation_prompt) const {
+    return render_chat_tokens(session_.model().tokenizer(), format_, with_system(messages_),
+                              add_generation_prompt);
 }
 
 std::string Conversation::reply(std::string_view user_text, const GenerateParams& params,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,14 @@
 namespace strata {
 
 class Session;
+class Tokenizer;
+
+// The prompt tokens of `messages` in `format`: the rendered text tokenized with control tokens
+// parsed, and one BOS (the format's spelled BOS is dropped when the tokenizer adds its own).
+// Throws ArgumentError for an unknown role.
+std::vector<TokenId> render_chat_tokens(const Tokenizer& tokenizer, ChatFormat format,
+                                        std::span<const ChatMessage> messages,
+                                        bool add_generation_prompt);
 
 struct TurnStats {
     int64_t n_reused = 0;     // prompt tokens whose KV was kept from earlier turns

@@ -61,9 +61,10 @@ uint64_t peak_rss_bytes() {
 }
 
 // Device bytes for activations and backend scratch at batch n_batch: the executor's slots
-// (layer_program.h), the GEMV's quantized input, the cuBLAS path's f16 input and weight tile,
-// attention partials and argument buffers.
-uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_vocab, bool cuda) {
+// (layer_program.h) of each of n_sequences sessions, the GEMV's quantized input, the cuBLAS
+// path's f16 input and weight tile, attention partials and argument buffers.
+uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_vocab, int64_t n_sequences,
+                              bool cuda) {
     int64_t width = c.n_embd;
     for (int il = 0; il < c.n_layer; ++il) {
         width = std::max({width, c.n_head[static_cast<size_t>(il)] * c.head_dim_k,
@@ -72,7 +73,8 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
     const int64_t n_ff = *std::max_element(c.n_ff.begin(), c.n_ff.end());
     const uint64_t per_token = static_cast<uint64_t>(10 * width + 3 * n_ff) * sizeof(float) +
                                static_cast<uint64_t>(std::max(width, n_ff)) * 4;  // q8 + f16 inputs
-    const uint64_t activations = static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float);
+    const uint64_t activations = static_cast<uint64_t>(n_sequences) *
+        (static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float));
     // The CUDA backend's f16 weight tile of batched matmuls, attention partials and arguments.
     return activations + (cuda ? 96 * kMiB : 0);
 }
@@ -215,12 +217,18 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         *options.log << "note: -c " << options.session.n_ctx << " is more than the model's training context ("
                      << config.n_ctx_train << "); using " << config.n_ctx_train << "\n";
     }
+    if (options.session.n_sequences < 1) {
+        throw ArgumentError(cat("sessions to hold must be at least 1, got ", options.session.n_sequences));
+    }
+    // KV cells the budgets hold: n_sequences sessions of n_ctx cells each.
+    const int64_t kv_cells = n_ctx * options.session.n_sequences;
     const TensorTable table = tensor_table(*model_);
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
     const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
     const bool fake_gpu = dynamic_cast<FakeDeviceBackend*>(gpu_.get()) != nullptr;
     const uint64_t gpu_reserved =
-        gpu_ ? gpu_scratch_estimate(config, options_.session.n_batch, model_->weights().output.ne[1], !fake_gpu) : 0;
+        gpu_ ? gpu_scratch_estimate(config, options_.session.n_batch, model_->weights().output.ne[1],
+                                    options.session.n_sequences, !fake_gpu) : 0;
     const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
                                              : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
 
@@ -254,7 +262,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         const TierBytes bytes = placement_bytes(placement_, table);
         uint64_t kv_gpu = 0, kv_ram = 0;
         for (int il = 0; il < config.n_layer; ++il) {
-            const uint64_t b = kv_bytes_per_layer(table, il, n_ctx, options.session.kv_type);
+            const uint64_t b = kv_bytes_per_layer(table, il, kv_cells, options.session.kv_type);
             (placement_.kv[static_cast<size_t>(il)] == Tier::Gpu ? kv_gpu : kv_ram) += b;
         }
         if ((bytes.gpu > 0 || kv_gpu > 0) && !gpu_) {
@@ -278,7 +286,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         BuiltinPlacementParams params;
         params.budgets.gpu_bytes = gpu_ ? gpu_free : 0;
         params.budgets.ram_bytes = ram;
-        params.n_ctx = n_ctx;
+        params.n_ctx = kv_cells;
         params.kv_type = options.session.kv_type;
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
@@ -317,7 +325,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         }
         placement_.model = model_fingerprint(*model_);
     }
-    placement_.n_ctx = n_ctx;
+    placement_.n_ctx = kv_cells;
     placement_.kv_type = options.session.kv_type;
     if (plan_report_) {
         estimate_ = plan_report_->estimate;
@@ -336,16 +344,18 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     if (!options.load_weights) return;
     placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
     // What the placement left on the GPU beyond its weights, the KV caches and the activation
-    // reserve: the most that prefill may take to stage shipped weights.
+    // reserve: the most that prefill may take to stage shipped weights, shared by the
+    // n_sequences sessions (each stages on its own).
     if (gpu_) {
         uint64_t kv_gpu = 0;
         for (int il = 0; il < config.n_layer; ++il) {
             if (placement_.kv[static_cast<size_t>(il)] == Tier::Gpu) {
-                kv_gpu += kv_bytes_per_layer(table, il, n_ctx, options.session.kv_type);
+                kv_gpu += kv_bytes_per_layer(table, il, kv_cells, options.session.kv_type);
             }
         }
         const uint64_t left = gpu_free_bytes(gpu_.get());
-        options_.session.gpu_staging_limit = left > kv_gpu + gpu_reserved ? left - kv_gpu - gpu_reserved : 0;
+        options_.session.gpu_staging_limit = (left > kv_gpu + gpu_reserved ? left - kv_gpu - gpu_reserved : 0) /
+                                             static_cast<uint64_t>(options.session.n_sequences);
     }
 }
 

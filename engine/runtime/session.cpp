@@ -35,7 +35,7 @@ Session::Session(const Model& model, Backend& backend, const SessionParams& para
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
 }
 
-std::span<const float> Session::feed(std::span<const TokenId> tokens) {
+void Session::prefill(std::span<const TokenId> tokens) {
     if (tokens.empty()) throw ArgumentError("nothing to evaluate: no tokens");
     const int64_t n = static_cast<int64_t>(tokens.size());
     if (kv_.n_used() + n > kv_.n_ctx()) {
@@ -49,6 +49,10 @@ std::span<const float> Session::feed(std::span<const TokenId> tokens) {
                          kv_, {&last, 1}, hidden_);
     }
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+}
+
+std::span<const float> Session::feed(std::span<const TokenId> tokens) {
+    prefill(tokens);
     logits_.resize(static_cast<size_t>(program_.n_vocab()));
     program_.logits(hidden_.data(), 1, logits_.data());
     return logits_;

@@ -31,6 +31,9 @@ struct SessionParams {
     // beyond weights, KV and the activation reserve (Runtime sets it). A weight larger than this
     // is not shipped, so staging never takes the room activations need.
     uint64_t gpu_staging_limit = UINT64_MAX;
+    // Sessions of these params the budgets must hold at once (strata serve --parallel): the
+    // runtime counts n_sequences KV caches of n_ctx cells and as many activation scratches.
+    int64_t n_sequences = 1;
 };
 
 class Session {
@@ -44,6 +47,8 @@ public:
     // of the last one (valid until the next call). Throws ArgumentError if the context would
     // overflow, naming the sizes.
     std::span<const float> feed(std::span<const TokenId> tokens);
+    // As feed(), without computing logits: a prompt chunk that is not the prompt's last.
+    void prefill(std::span<const TokenId> tokens);
 
     // Keeps the first n tokens (and their KV), forgetting the rest: reuse of a shared prefix.
     void truncate(int64_t n);

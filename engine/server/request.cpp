@@ -1,0 +1,237 @@
+// Request parsing and validation (request.h).
+#include "engine/server/request.h"
+
+#include <limits>
+#include <map>
+
+#include "engine/server/api_error.h"
+#include "engine/server/json_fields.h"
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr size_t kMaxText = 64ull << 20;  // any one string; the body cap binds first
+
+std::string item(std::string_view field, size_t i) { return cat(field, "[", i, "]"); }
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts.
+std::string message_content(const json& m, const std::string& where, bool may_be_null) {
+    const auto it = m.find("content");
+    if (it == m.end() || it->is_null()) {
+        if (may_be_null) return {};
+        throw ApiError(400, cat("'", where, ".content' is missing"), where + ".content");
+    }
+    if (it->is_string()) return it->get<std::string>();
+    if (!it->is_array()) {
+        throw ApiError(400, cat("'", where, ".content' must be a string or an array of text parts, got ",
+                                json_kind(*it)), where + ".content");
+    }
+    std::string text;
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json& part = (*it)[i];
+        const std::string at = item(where + ".content", i);
+        if (!part.is_object()) throw ApiError(400, cat("'", at, "' must be an object, got ", json_kind(part)), at);
+        FieldReader r(part, at);
+        const std::optional<std::string> type = r.string("type", 64);
+        if (type != "text") {
+            throw ApiError(400, cat("'", at, ".type' must be \"text\" (this server reads text only), got ",
+                                    type ? "\"" + *type + "\"" : std::string("nothing")), at + ".type");
+        }
+        const std::optional<std::string> t = r.string("text", kMaxText);
+        if (!t) throw ApiError(400, cat("'", at, ".text' is missing"), at + ".text");
+        text += *t;
+    }
+    return text;
+}
+
+std::vector<ChatMessage> parse_messages(const json& body, const RequestLimits& limits) {
+    const auto it = body.find("messages");
+    if (it == body.end() || it->is_null()) throw ApiError(400, "'messages' is missing", "messages");
+    if (!it->is_array()) throw ApiError(400, cat("'messages' must be an array, got ", json_kind(*it)), "messages");
+    if (it->empty()) throw ApiError(400, "'messages' is empty: give at least one message", "messages");
+    if (it->size() > limits.max_messages) {
+        throw ApiError(400, cat("'messages' has ", it->size(), " entries; at most ", limits.max_messages, " are allowed"),
+                       "messages");
+    }
+    std::vector<ChatMessage> out;
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json& m = (*it)[i];
+        const std::string where = item("messages", i);
+        if (!m.is_object()) throw ApiError(400, cat("'", where, "' must be an object, got ", json_kind(m)), where);
+        std::optional<std::string> role = FieldReader(m, where).string("role", 64);
+        if (!role) throw ApiError(400, cat("'", where, ".role' is missing"), where + ".role");
+        if (*role == "developer") role = "system";
+        if (*role != "system" && *role != "user" && *role != "assistant") {
+            throw ApiError(400, cat("'", where, ".role' is \"", *role, "\"; this server takes system, developer, user ",
+                                    "and assistant messages"), where + ".role");
+        }
+        out.push_back({*role, message_content(m, where, *role == "assistant")});
+    }
+    return out;
+}
+
+// prompt: a string, a one-element array of strings, token ids, or a one-element array of those.
+void parse_prompt(const json& body, CompletionRequest& r) {
+    const auto it = body.find("prompt");
+    if (it == body.end() || it->is_null()) throw ApiError(400, "'prompt' is missing", "prompt");
+    const json* p = &*it;
+    if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+    if (p->is_string()) {
+        r.prompt = p->get<std::string>();
+        if (r.prompt.empty()) throw ApiError(400, "'prompt' is empty", "prompt");
+        return;
+    }
+    if (!p->is_array()) {
+        throw ApiError(400, cat("'prompt' must be a string or an array of token ids, got ", json_kind(*p)), "prompt");
+    }
+    if (p->empty()) throw ApiError(400, "'prompt' is empty", "prompt");
+    for (size_t i = 0; i < p->size(); ++i) {
+        const json& t = (*p)[i];
+        if (t.is_string()) throw ApiError(400, "'prompt' holds several prompts; this server takes one (n = 1)", "prompt");
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > kMaxInt32) {
+            throw ApiError(400, cat("'", item("prompt", i), "' must be a token id (an integer >= 0), got ", t.dump()),
+                           item("prompt", i));
+        }
+        r.prompt_tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
+    }
+}
+
+std::vector<std::string> parse_stop(const json& body, const RequestLimits& limits) {
+    const auto it = body.find("stop");
+    if (it == body.end() || it->is_null()) return {};
+    std::vector<std::string> stop;
+    auto add = [&](const json& s, const std::string& where) {
+        if (!s.is_string()) throw ApiError(400, cat("'", where, "' must be a string, got ", json_kind(s)), where);
+        const std::string& text = s.get_ref<const std::string&>();
+        if (text.empty()) throw ApiError(400, cat("'", where, "' is an empty string"), where);
+        if (text.size() > limits.max_stop_bytes) {
+            throw ApiError(400, cat("'", where, "' is ", text.size(), " bytes; at most ", limits.max_stop_bytes,
+                                    " are allowed"), where);
+        }
+        stop.push_back(text);
+    };
+    if (it->is_array()) {
+        if (it->size() > limits.max_stop) {
+            throw ApiError(400, cat("'stop' has ", it->size(), " strings; at most ", limits.max_stop, " are allowed"),
+                           "stop");
+        }
+        for (size_t i = 0; i < it->size(); ++i) add((*it)[i], item("stop", i));
+    } else {
+        add(*it, "stop");
+    }
+    return stop;
+}
+
+std::map<int32_t, float> parse_logit_bias(const json& body, const RequestLimits& limits) {
+    const auto it = body.find("logit_bias");
+    if (it == body.end() || it->is_null()) return {};
+    if (!it->is_object()) throw ApiError(400, cat("'logit_bias' must be an object, got ", json_kind(*it)), "logit_bias");
+    if (it->size() > limits.max_logit_bias) {
+        throw ApiError(400, cat("'logit_bias' has ", it->size(), " entries; at most ", limits.max_logit_bias,
+                                " are allowed"), "logit_bias");
+    }
+    std::map<int32_t, float> bias;
+    for (const auto& [key, value] : it->items()) {
+        const std::string where = "logit_bias." + key;
+        size_t used = 0;
+        long long id = -1;
+        try {
+            id = std::stoll(key, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != key.size() || key.empty() || id < 0 || id > kMaxInt32) {
+            throw ApiError(400, cat("'logit_bias' key \"", key, "\" is not a token id"), where);
+        }
+        bias[static_cast<int32_t>(id)] = static_cast<float>(*FieldReader(*it, "logit_bias").number(key, -100, 100));
+    }
+    return bias;
+}
+
+void refuse_unsupported(const FieldReader& r, Endpoint endpoint) {
+    if (const json* n = r.find("n"); n && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
+        throw ApiError(400, cat("'n' must be 1: this server returns one choice per request, got ", n->dump()), "n");
+    }
+    if (const json* lp = r.find("logprobs")) {
+        const bool on = lp->is_boolean() ? lp->get<bool>() : !(lp->is_number_integer() && lp->get<int64_t>() == 0);
+        if (on) throw ApiError(400, "'logprobs' is not supported by this server", "logprobs");
+    }
+    if (const json* tools = r.find("tools"); tools && !(tools->is_array() && tools->empty())) {
+        throw ApiError(400, "'tools' is not supported by this server (no constrained sampling yet)", "tools");
+    }
+    if (const json* f = r.find("response_format")) {
+        const std::optional<std::string> type =
+            f->is_object() ? FieldReader(*f, "response_format").string("type", 64) : std::nullopt;
+        if (type != "text") {
+            throw ApiError(400, "'response_format' must be {\"type\": \"text\"}: JSON output is not supported yet",
+                           "response_format");
+        }
+    }
+    if (endpoint == Endpoint::Completion) {
+        if (r.boolean("echo").value_or(false)) throw ApiError(400, "'echo' is not supported by this server", "echo");
+        if (const json* b = r.find("best_of"); b && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
+            throw ApiError(400, cat("'best_of' must be 1, got ", b->dump()), "best_of");
+        }
+        if (const auto s = r.string("suffix", kMaxText); s && !s->empty()) {
+            throw ApiError(400, "'suffix' is not supported by this server", "suffix");
+        }
+    }
+}
+
+SamplerParams parse_sampler(const FieldReader& r, const SamplerParams& defaults) {
+    SamplerParams s = defaults;
+    if (const auto v = r.number("temperature", 0, 2)) s.temperature = static_cast<float>(*v);
+    if (const auto v = r.number("top_p", 0, 1)) s.top_p = static_cast<float>(*v);
+    if (const auto v = r.integer("top_k", 0, kMaxInt32)) s.top_k = static_cast<int32_t>(*v);
+    if (const auto v = r.number("min_p", 0, 1)) s.min_p = static_cast<float>(*v);
+    if (const auto v = r.number("presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
+    if (const auto v = r.number("frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
+    if (const auto v = r.number("repeat_penalty", 0.01, 100)) s.repeat_penalty = static_cast<float>(*v);
+    if (const auto v = r.integer("seed", -1, static_cast<int64_t>(SamplerParams::kRandomSeed) - 1)) {
+        s.seed = *v < 0 ? SamplerParams::kRandomSeed : static_cast<uint32_t>(*v);
+    }
+    return s;
+}
+
+}  // namespace
+
+CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const SamplerParams& defaults,
+                                const RequestLimits& limits) {
+    const json j = parse_body(body);
+    const FieldReader r(j);
+    CompletionRequest req;
+    req.endpoint = endpoint;
+    r.string("model", 1024);  // one model is served: any name is accepted, but it must be a string
+    r.string("user", 1024);
+    refuse_unsupported(r, endpoint);
+    if (endpoint == Endpoint::Chat) {
+        req.messages = parse_messages(j, limits);
+    } else {
+        parse_prompt(j, req);
+    }
+    req.stream = r.boolean("stream").value_or(false);
+    if (const json* so = r.find("stream_options")) {
+        if (!so->is_object()) {
+            throw ApiError(400, cat("'stream_options' must be an object, got ", json_kind(*so)), "stream_options");
+        }
+        req.include_usage = FieldReader(*so, "stream_options").boolean("include_usage").value_or(false);
+    }
+    req.max_tokens = r.integer("max_tokens", 1, kMaxInt32);
+    if (endpoint == Endpoint::Chat) {
+        if (const auto m = r.integer("max_completion_tokens", 1, kMaxInt32)) req.max_tokens = m;
+    }
+    req.sampler = parse_sampler(r, defaults);
+    req.sampler.logit_bias = parse_logit_bias(j, limits);
+    req.stop = parse_stop(j, limits);
+    try {
+        req.sampler.validate();
+    } catch (const ArgumentError& e) {  // a server default the ranges above let through
+        throw ApiError(400, e.what());
+    }
+    return req;
+}
+
+}  // namespace strata::server

@@ -1,0 +1,46 @@
+// The body of POST /v1/chat/completions and /v1/completions, parsed and checked field by field
+// (OpenAI's names, types and ranges). Everything here is plain data; nothing reaches the
+// engine until the whole request has passed. Fields the server does not know are ignored, as
+// OpenAI-compatible servers do; features it does not have (n > 1, logprobs, tools, JSON
+// response formats, echo) are refused with 400 naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/sampler/sampler_params.h"
+#include "engine/tokenizer/vocab.h"
+
+namespace strata::server {
+
+enum class Endpoint { Chat, Completion };
+
+struct RequestLimits {
+    size_t max_stop = 4;             // stop strings per request (OpenAI's limit)
+    size_t max_stop_bytes = 256;     // bytes per stop string
+    size_t max_messages = 4096;      // chat messages per request
+    size_t max_logit_bias = 1024;    // logit_bias entries
+};
+
+struct CompletionRequest {
+    Endpoint endpoint = Endpoint::Chat;
+    std::vector<ChatMessage> messages;  // chat: roles system, user, assistant ("developer" = system)
+    std::string prompt;                 // completion given as text
+    std::vector<TokenId> prompt_tokens; // completion given as token ids (prompt is then empty)
+    bool stream = false;
+    bool include_usage = false;         // stream_options.include_usage
+    std::optional<int64_t> max_tokens;  // max_tokens (or chat's max_completion_tokens)
+    SamplerParams sampler;              // the server's defaults overridden by the request
+    std::vector<std::string> stop;
+};
+
+// Throws ApiError 400 naming the first bad field. `defaults` are the sampler settings the
+// request starts from (the server's flags).
+CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const SamplerParams& defaults,
+                                const RequestLimits& limits = {});
+
+}  // namespace strata::server

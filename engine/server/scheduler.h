@@ -1,0 +1,74 @@
+// Scheduler: continuous batching over N slots, each its own Session. One engine thread steps
+// every busy slot once per iteration — a chunk of a prompt or one decoded token — so requests
+// join and leave at every step and a long prompt, prefilled chunk by chunk, does not stall the
+// others' decoding. A queued job takes the free slot whose KV shares the longest prefix with
+// its prompt (the previous turn of its conversation), else the least recently used one.
+// Each step evaluates one sequence: the runtime has no multi-sequence batch yet, so N streams
+// cost N single-stream passes per iteration.
+// Thread-safety: submit(), shutdown() and gauges() may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/runtime/session.h"
+#include "engine/server/job.h"
+#include "engine/server/metrics.h"
+#include "engine/server/slot.h"
+
+namespace strata::server {
+
+struct SchedulerOptions {
+    int64_t max_queue = 16;      // jobs waiting for a slot; more are refused (429)
+    int64_t chunk_tokens = 256;  // prompt tokens per step of one slot
+};
+
+class Scheduler {
+public:
+    // One slot per session (at least one; all of one model, all with the same context).
+    // `metrics` (optional) must outlive the scheduler. Starts the engine thread.
+    Scheduler(std::vector<std::unique_ptr<Session>> sessions, const SchedulerOptions& options,
+              Metrics* metrics = nullptr);
+    ~Scheduler();  // shutdown("the server is shutting down")
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Queues a job. ApiError 429 when max_queue jobs already wait, 503 after shutdown().
+    // The job's spec must fit the context of a slot (n_ctx()).
+    void submit(std::shared_ptr<Job> job);
+    // Finishes every queued and running job with 503 and `reason`, and joins the engine
+    // thread. Idempotent.
+    void shutdown(const std::string& reason);
+
+    SchedulerGauges gauges() const;
+    int64_t n_ctx() const { return n_ctx_; }
+    int64_t n_slots() const { return static_cast<int64_t>(slots_.size()); }
+
+private:
+    void run();              // the engine thread
+    void admit_locked();     // queued jobs into free slots (mutex_ held)
+    Slot& pick_slot(const JobSpec& spec);
+
+    SchedulerOptions options_;
+    Metrics* metrics_;
+    std::vector<Slot> slots_;  // touched only by the engine thread (and the constructor)
+    int64_t n_ctx_ = 0;
+    uint64_t use_counter_ = 0;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::shared_ptr<Job>> queue_;
+    bool stopping_ = false;
+    std::string stop_reason_;
+    int64_t n_active_ = 0;       // busy slots, as of the last iteration
+    int64_t kv_cells_used_ = 0;  // as of the last iteration
+    std::thread engine_;
+};
+
+}  // namespace strata::server

@@ -1,0 +1,117 @@
+// One sequence of the scheduler: prefix reuse, chunked prefill, decode and sampling (slot.h).
+#include "engine/server/slot.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+
+namespace strata::server {
+
+Slot::Slot(std::unique_ptr<Session> session, int64_t chunk_tokens)
+    : session_(std::move(session)), chunk_tokens_(std::max<int64_t>(1, chunk_tokens)) {}
+
+int64_t Slot::reusable_prefix(std::span<const TokenId> prompt) const {
+    const std::vector<TokenId>& held = session_->tokens();
+    const auto mismatch = std::mismatch(held.begin(), held.end(), prompt.begin(), prompt.end());
+    const int64_t common = mismatch.first - held.begin();
+    return std::min<int64_t>(common, static_cast<int64_t>(prompt.size()) - 1);
+}
+
+void Slot::start(std::shared_ptr<Job> job) {
+    STRATA_INVARIANT(!busy());
+    const JobSpec& spec = job->spec();
+    const int64_t keep = reusable_prefix(spec.prompt);
+    session_->truncate(keep);
+    job_ = std::move(job);
+    next_prompt_ = static_cast<size_t>(keep);
+    result_ = JobResult{};
+    result_.n_prompt = static_cast<int64_t>(spec.prompt.size());
+    result_.n_reused = keep;
+    const Model& model = session_->model();
+    sampler_ = std::make_unique<Sampler>(spec.sampler, static_cast<int32_t>(model.weights().output.ne[1]));
+    for (TokenId t : spec.prompt) sampler_->accept(t);
+    detok_ = std::make_unique<Detokenizer>(model.tokenizer());
+    stop_ = std::make_unique<StopMatcher>(spec.stop);
+}
+
+StepStats Slot::step() {
+    StepStats stats;
+    if (!busy()) return stats;
+    if (job_->cancelled()) {
+        abort(499, "the client closed the connection");
+        return stats;
+    }
+    const std::vector<TokenId>& prompt = job_->spec().prompt;
+    try {
+        if (next_prompt_ < prompt.size()) {
+            const size_t n = std::min(static_cast<size_t>(chunk_tokens_), prompt.size() - next_prompt_);
+            const std::span<const TokenId> chunk(prompt.data() + next_prompt_, n);
+            next_prompt_ += n;
+            stats.n_prefilled = static_cast<int64_t>(n);
+            if (next_prompt_ < prompt.size()) {
+                session_->prefill(chunk);  // not the last chunk: no logits needed
+                return stats;
+            }
+            emit(session_->feed(chunk));
+        } else {
+            stats.n_decoded = 1;
+            emit(session_->feed({&next_token_, 1}));
+        }
+    } catch (const std::exception& e) {
+        // The session may hold part of a chunk's KV: forget it all.
+        session_->clear();
+        abort(500, std::string("generation failed: ") + e.what());
+    }
+    return stats;
+}
+
+void Slot::emit(std::span<const float> logits) {
+    const TokenId token = sampler_->sample(logits);
+    sampler_->accept(token);
+    if (session_->model().tokenizer().is_eog(token)) {
+        end(FinishReason::Stop);
+        return;
+    }
+    ++result_.n_generated;
+    const std::string text = stop_->push(detok_->push(token));
+    if (!text.empty()) job_->append(text);
+    if (stop_->stopped()) {
+        end(FinishReason::Stop);
+    } else if (result_.n_generated >= job_->spec().max_tokens ||
+               session_->kv_cache().n_used() >= session_->n_ctx()) {
+        end(FinishReason::Length);
+    } else {
+        next_token_ = token;
+    }
+}
+
+void Slot::end(FinishReason reason) {
+    std::string rest = stop_->push(detok_->flush());
+    if (stop_->stopped()) {
+        reason = FinishReason::Stop;
+    } else {
+        rest += stop_->flush();
+    }
+    if (!rest.empty()) job_->append(rest);
+    result_.finish = reason;
+    job_->finish(result_);
+    release();
+}
+
+void Slot::abort(int status, const std::string& message) {
+    if (!busy()) return;
+    result_.status = status;
+    result_.error = message;
+    job_->finish(result_);
+    release();
+}
+
+void Slot::release() {
+    job_.reset();
+    sampler_.reset();
+    detok_.reset();
+    stop_.reset();
+}
+
+}  // namespace strata::server

@@ -1,0 +1,65 @@
+// Slot: one Session of the scheduler and the job it serves. A job starts by keeping the part of
+// the session's KV cache that its prompt shares (prefix reuse across the turns of one
+// conversation), then each step runs one forward pass: the next chunk of the prompt, or the
+// last sampled token. Sampling, streaming detokenization and stop strings happen here, so the
+// handler receives finished text. Used only by the scheduler's engine thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "engine/runtime/session.h"
+#include "engine/sampler/sampler.h"
+#include "engine/server/job.h"
+#include "engine/server/stop_matcher.h"
+#include "engine/tokenizer/detokenizer.h"
+
+namespace strata::server {
+
+struct StepStats {
+    int64_t n_prefilled = 0;  // prompt tokens evaluated
+    int64_t n_decoded = 0;    // single tokens evaluated
+};
+
+class Slot {
+public:
+    // chunk_tokens: the most prompt tokens one step evaluates (>= 1).
+    Slot(std::unique_ptr<Session> session, int64_t chunk_tokens);
+
+    bool busy() const { return job_ != nullptr; }
+    // Prompt tokens whose KV this slot would keep for `prompt` (at most prompt.size() - 1, so
+    // that the last one is evaluated and gives logits).
+    int64_t reusable_prefix(std::span<const TokenId> prompt) const;
+
+    // Takes a job (the slot must be free): keeps the reusable prefix, forgets the rest.
+    void start(std::shared_ptr<Job> job);
+    // One forward pass. Finishes the job when it ends (end of generation, a stop string,
+    // max_tokens), was cancelled, or failed (status 500 with the error).
+    StepStats step();
+    // Ends the current job, if any, with a failure (503 at shutdown).
+    void abort(int status, const std::string& message);
+
+    int64_t n_ctx() const { return session_->n_ctx(); }
+    int64_t n_cells_used() const { return session_->kv_cache().n_used(); }
+    // A counter value set when the slot last took a job: the scheduler prefers the least
+    // recently used among equal prefixes, so other conversations' caches live longer.
+    uint64_t last_used = 0;
+
+private:
+    void emit(std::span<const float> logits);  // samples, streams the text, maybe ends
+    void end(FinishReason reason);  // flushes held text, finishes the job, frees the slot
+    void release();
+
+    std::unique_ptr<Session> session_;
+    int64_t chunk_tokens_;
+    std::shared_ptr<Job> job_;
+    std::unique_ptr<Sampler> sampler_;
+    std::unique_ptr<Detokenizer> detok_;
+    std::unique_ptr<StopMatcher> stop_;
+    size_t next_prompt_ = 0;  // index of the job's next prompt token to evaluate
+    TokenId next_token_ = 0;  // sampled, evaluated at the next step
+    JobResult result_;
+};
+
+}  // namespace strata::server
