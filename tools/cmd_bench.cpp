@@ -34,6 +34,7 @@ struct BenchArgs {
     int repetitions = 5;
     bool json = false;
     bool fit = false;
+    bool batch_given = false;  // -b: prompts in batches of that size, not one pass each
 };
 
 struct Stat {
@@ -124,8 +125,11 @@ void bench(const BenchArgs& args) {
     if (engine.n_ctx > 0 && engine.n_ctx < longest) engine.n_ctx = longest;
     RuntimeOptions ro = engine.runtime_options();
     ro.want_estimate = args.fit;
-    // One forward pass per prompt, as llama-bench's default batch does for pp512.
-    for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
+    // One forward pass per prompt, as llama-bench's default batch does for pp512, unless -b
+    // asks for another physical batch.
+    if (!args.batch_given) {
+        for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
+    }
     const Runtime runtime(engine.model, ro);
     std::unique_ptr<Session> session = runtime.new_session();
     if (longest > session->n_ctx()) {
@@ -230,7 +234,11 @@ void add_bench_command(CLI::App& app) {
     cmd->add_flag("--fit", args->fit,
                   "print the cost model's decode terms beside the measured tg time per token, and record the run"
                   " in the calibration file the cost model is fitted to");
-    cmd->callback([args] { bench(*args); });
+    CLI::Option* batch = cmd->get_option("--batch-size");
+    cmd->callback([args, batch] {
+        args->batch_given = batch->count() > 0;
+        bench(*args);
+    });
 }
 
 }  // namespace strata::cli
