@@ -369,10 +369,32 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {
-        for (int i : L.ffn_index) add_weight(w, i, bytes(i), tier(i), fh);
+        add_sparse_ffn(w, layout, s, fh);
     }
     for (int i : L.other) add_weight(w, i, bytes(i), tier(i), fh);
     return w.t;
+}
+
+// An unsplit FFN: dense, or with activation sparsity the gate dense and up and down at the
+// active fraction (params_.ffn_active_fraction), prefill FLOPs unchanged.
+void CostModel::add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const {
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    const auto tier = [&](int i) { return layout.tier[static_cast<size_t>(i)]; };
+    const auto bytes = [&](int i) { return static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes); };
+    const double f = params_.ffn_active_fraction;
+    for (int k = 0; k < 3; ++k) {
+        const int i = L.ffn_index[k];
+        if (k == 0 || f >= 1.0) {
+            add_weight(w, i, bytes(i), tier(i), home);
+            continue;
+        }
+        const TensorEntry& t = table_.tensors[static_cast<size_t>(i)];
+        double read = bytes(i);
+        if (k == 2 && params_.ffn_down_bytes_per_weight > 0) {
+            read = params_.ffn_down_bytes_per_weight * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
+        }
+        add_weight(w, i, read * f, tier(i), home, bytes(i) / (read * f));
+    }
 }
 
 CostTerms CostModel::terms(const Layout& layout) const {

@@ -32,6 +32,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.disk_io = parse_disk_io(disk_io);
     r.n_threads = n_threads;
     r.session = session_params();
+    r.sparsity = sparsity.options();
     return r;
 }
 
@@ -62,6 +63,7 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
         ->capture_default_str();
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
+    add_sparsity_options(cmd, o.sparsity);
     SamplerParams& s = o.sampler;
     cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str();
     cmd.add_option("--top-k", s.top_k, "top-k (0 = off)")->capture_default_str();

@@ -224,6 +224,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     }
     cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
     cost_params_.n_prompt = std::max<int64_t>(1, std::min(options.session.n_batch, n_ctx));
+    if (options.sparsity.enabled()) {
+        // Decode reads the up rows and the neuron-major down rows of the active neurons only.
+        const TypeTraits& down = type_traits(options.sparsity.down_type);
+        cost_params_.ffn_active_fraction = 1.0 - options.sparsity.sparsity;
+        cost_params_.ffn_down_bytes_per_weight = static_cast<double>(down.type_size) / static_cast<double>(down.block_size);
+    }
 
     if (!options.plan_path.empty()) {
         placement_ = read_placement(options.plan_path);
@@ -312,6 +318,8 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     }
     if (!options.load_weights) return;
     placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+    sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
+    options_.session.sparse = sparse_.get();
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {
@@ -341,6 +349,7 @@ std::string Runtime::accounting(const Session* session) const {
             << " | cpu " << format_bytes(session->program().activation_bytes(cpu_.get())) << "\n";
     }
     out << "norm copies: " << format_bytes(r.small_copy_bytes) << "\n";
+    if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
     if (auto* fake = dynamic_cast<const FakeDeviceBackend*>(gpu_.get())) {
         const FakeDeviceStats s = fake->stats();
         out << "vram (fake device): budget " << format_bytes(fake->budget_bytes()) << " | in use "

@@ -18,6 +18,7 @@
 namespace strata {
 
 class Model;
+class SparseFfn;
 
 struct SessionParams {
     int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
@@ -26,6 +27,9 @@ struct SessionParams {
     // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
     // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
     int64_t gpu_prefill_min_tokens = 64;
+    // Activation sparsity of the FFNs (sparse_ffn.h), built for the same placed model; null:
+    // dense. Must outlive the session.
+    const SparseFfn* sparse = nullptr;
 };
 
 class Session {
