@@ -62,7 +62,7 @@ int64_t CpuBackend::thresholded_gated_activation(const Tensor& gate, const Tenso
 }
 
 int64_t CpuBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
-    return cpu::sparse_gated_ffn(args, y, n_threads_);
+    return cpu::sparse_gated_ffn(args, y, n_threads_, options_.quantize_activations);
 }
 
 }  // namespace strata::cpu

@@ -41,7 +41,7 @@ void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tens
 // sparse_ffn.cpp
 int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
                                      Tensor& y, int n_threads);
-int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads);
+int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
 
 // rope.cpp
 void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_threads);

@@ -70,7 +70,7 @@ int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activ
     return kept;
 }
 
-int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads) {
+int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations) {
     const char* op = "sparse_gated_ffn";
     if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
     const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
@@ -103,7 +103,7 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads) {
         }
         // h[j] = act_j · (up_j · x): the active rows of up, then their weighted sum of down_t rows.
         float* upx = act_t;  // act(gate) is no longer needed
-        gather_matvec(up, f32_row(x, t), rows.data(), m, upx, n_threads);
+        gather_matvec(up, f32_row(x, t), rows.data(), m, upx, n_threads, quantize_activations);
         for (int64_t j = 0; j < m; ++j) h[j] *= upx[j];
         accumulate_rows(down_t, h, rows.data(), m, f32_row(y, t), n_threads);
         total += m;

@@ -25,11 +25,12 @@ uint8_t* scratch(size_t n) {
 }  // namespace
 
 void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t n_rows, float* y,
-                   int n_threads) {
+                   int n_threads, bool quantize_activations) {
     const int64_t k = w.ne[0];
     if (n_rows == 0) return;
     const bool parallel = n_threads > 1 && n_rows >= kMinParallelRows && n_rows * k >= kMinParallelElements;
-    if (const QDotKernel* kernel = find_qdot_kernel(w.type, active_kernel_variant())) {
+    const KernelVariant variant = quantize_activations ? active_kernel_variant() : KernelVariant::Dequant;
+    if (const QDotKernel* kernel = find_qdot_kernel(w.type, variant)) {
         // x quantized once to the kernel's partner type, as matmul does.
         const TypeTraits& at = type_traits(kernel->act_type);
         const int64_t n_blocks = k / type_traits(w.type).block_size;

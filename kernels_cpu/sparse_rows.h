@@ -18,8 +18,9 @@
 namespace strata::cpu {
 
 // w [k, n] (any dequantizable type, rows contiguous), x [k] f32, rows[0..n_rows) in [0, n).
+// quantize_activations: as matmul's (false: the f32 path for every type).
 void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t n_rows, float* y,
-                   int n_threads);
+                   int n_threads, bool quantize_activations = true);
 
 // w [k, n], coef[n_rows], y [k] (overwritten).
 void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, int64_t n_rows, float* y,

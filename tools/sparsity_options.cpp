@@ -2,6 +2,7 @@
 #include "tools/sparsity_options.h"
 
 #include "engine/core/error.h"
+#include "quant/ggml_type.h"
 
 namespace strata::cli {
 
@@ -18,6 +19,11 @@ SparsityOptions SparsityFlags::options() const {
     }
     o.sparsity = sparsity;
     o.stats_path = stats;
+    const TypeTraits* t = find_type_traits_by_name(down_type);
+    if (t == nullptr || t->quantize == nullptr || t->dequantize == nullptr) {
+        throw ArgumentError(cat("--sparse-down '", down_type, "' is not a type Strata can quantize to (q8_0, f16, q6_K...)"));
+    }
+    o.down_type = t->type;
     return o;
 }
 
@@ -28,6 +34,9 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
     cmd.add_option("--stats", flags.stats,
                    "activation stats from `strata profile` (default: MODEL.stats beside the model, else"
                    " ~/.cache/strata/MODEL.stats)");
+    cmd.add_option("--sparse-down", flags.down_type,
+                   "type of the neuron-major ffn_down copy sparse decode reads (q8_0 has the fast kernels)")
+        ->capture_default_str();
 }
 
 }  // namespace strata::cli

@@ -13,6 +13,7 @@ namespace strata::cli {
 struct SparsityFlags {
     double sparsity = -1;
     std::string stats;
+    std::string down_type = "q8_0";
     CLI::Option* sparsity_option = nullptr;
 
     // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
