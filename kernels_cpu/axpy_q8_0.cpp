@@ -1,6 +1,7 @@
-// y += c · a Q8_0 row segment (sparse_rows.h), per kernel variant: the sparse accumulate of
-// ffn_down's neuron-major rows. Each element is y + (c·d)·q in f32 (one FMA on the SIMD paths,
-// a multiply and an add in the scalar one), so variants differ by at most one rounding.
+// y += Σ c·(Q8_0 row segment) over up to four rows (sparse_rows.h), per kernel variant: the
+// sparse accumulate of ffn_down's neuron-major rows. Each element adds (c·d)·q of each row in
+// turn in f32 (one FMA on the SIMD paths, a multiply and an add in the scalar one), so variants
+// differ by one rounding per row at most.
 #include <cstring>
 
 #include "kernels_cpu/sparse_rows.h"
@@ -19,39 +20,48 @@
 namespace strata::cpu {
 namespace {
 
-void axpy_q8_0_scalar(const void* blocks, int64_t n_blocks, float c, float* y) {
-    const auto* b = static_cast<const BlockQ8_0*>(blocks);
+// Rows are added one after another for each element, in the same order on every variant.
+void axpy_q8_0_scalar(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y) {
     for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
-        const float d = c * fp16_to_fp32(b[i].d);
-        for (int j = 0; j < 32; ++j) y[j] += d * static_cast<float>(b[i].qs[j]);
-    }
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma,f16c"))) void axpy_q8_0_avx2(const void* blocks, int64_t n_blocks, float c,
-                                                                float* y) {
-    const auto* b = static_cast<const BlockQ8_0*>(blocks);
-    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
-        const __m256 d = _mm256_set1_ps(c * _cvtsh_ss(b[i].d));
-        for (int j = 0; j < 32; j += 8) {
-            __m128i q8;
-            std::memcpy(&q8, b[i].qs + j, 8);  // the low 8 bytes
-            const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
-            _mm256_storeu_ps(y + j, _mm256_fmadd_ps(d, q, _mm256_loadu_ps(y + j)));
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& b = reinterpret_cast<const BlockQ8_0*>(rows[r])[i];
+            const float d = c[r] * fp16_to_fp32(b.d);
+            for (int j = 0; j < 32; ++j) y[j] += d * static_cast<float>(b.qs[j]);
         }
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) void axpy_q8_0_avx512(const void* blocks, int64_t n_blocks,
-                                                                                   float c, float* y) {
-    const auto* b = static_cast<const BlockQ8_0*>(blocks);
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma,f16c"))) void axpy_q8_0_avx2(const uint8_t* const* rows, const float* c, int n_rows,
+                                                                int64_t n_blocks, float* y) {
     for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
-        const __m512 d = _mm512_set1_ps(c * _cvtsh_ss(b[i].d));
-        const __m256i q8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs));
-        const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q8)));
-        const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q8, 1)));
-        _mm512_storeu_ps(y, _mm512_fmadd_ps(d, lo, _mm512_loadu_ps(y)));
-        _mm512_storeu_ps(y + 16, _mm512_fmadd_ps(d, hi, _mm512_loadu_ps(y + 16)));
+        __m256 acc[4] = {_mm256_loadu_ps(y), _mm256_loadu_ps(y + 8), _mm256_loadu_ps(y + 16), _mm256_loadu_ps(y + 24)};
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& b = reinterpret_cast<const BlockQ8_0*>(rows[r])[i];
+            const __m256 d = _mm256_set1_ps(c[r] * _cvtsh_ss(b.d));
+            for (int j = 0; j < 4; ++j) {
+                __m128i q8;
+                std::memcpy(&q8, b.qs + 8 * j, 8);  // the low 8 bytes
+                acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), acc[j]);
+            }
+        }
+        for (int j = 0; j < 4; ++j) _mm256_storeu_ps(y + 8 * j, acc[j]);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) void axpy_q8_0_avx512(const uint8_t* const* rows, const float* c,
+                                                                                   int n_rows, int64_t n_blocks, float* y) {
+    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        __m512 lo = _mm512_loadu_ps(y), hi = _mm512_loadu_ps(y + 16);
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& b = reinterpret_cast<const BlockQ8_0*>(rows[r])[i];
+            const __m512 d = _mm512_set1_ps(c[r] * _cvtsh_ss(b.d));
+            const __m256i q8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+            lo = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q8))), lo);
+            hi = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q8, 1))), hi);
+        }
+        _mm512_storeu_ps(y, lo);
+        _mm512_storeu_ps(y + 16, hi);
     }
 }
 #endif

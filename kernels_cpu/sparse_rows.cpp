@@ -75,8 +75,12 @@ void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, in
         const int64_t len = (b1 - b0) * wt.block_size;
         std::fill(yp, yp + len, 0.0f);
         if (axpy_q8 != nullptr) {
-            for (int64_t j = 0; j < n_rows; ++j)
-                axpy_q8(row_ptr(w, rows[j]) + static_cast<size_t>(b0) * wt.type_size, b1 - b0, coef[j], yp);
+            const uint8_t* group[kAxpyRows];
+            for (int64_t j = 0; j < n_rows; j += kAxpyRows) {
+                const int n = static_cast<int>(std::min<int64_t>(kAxpyRows, n_rows - j));
+                for (int r = 0; r < n; ++r) group[r] = row_ptr(w, rows[j + r]) + static_cast<size_t>(b0) * wt.type_size;
+                axpy_q8(group, coef + j, n, b1 - b0, yp);
+            }
             continue;
         }
         auto* seg = reinterpret_cast<float*>(scratch(static_cast<size_t>(len) * sizeof(float)));

@@ -26,8 +26,11 @@ void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t
 void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, int64_t n_rows, float* y,
                      int n_threads);
 
-// y[0 .. n_blocks·32) += c · dequantize(blocks): one Q8_0 row segment, per kernel variant.
-using AxpyQ8Fn = void (*)(const void* blocks, int64_t n_blocks, float c, float* y);
+// y[0 .. n_blocks·32) += Σ_j c[j] · dequantize(rows[j]) for j < n_rows (1..kAxpyRows): Q8_0
+// row segments, per kernel variant. Several rows per call so y is loaded and stored once per
+// group of rows, not once per row (y is f32: four times the bytes of a Q8_0 row).
+inline constexpr int kAxpyRows = 4;
+using AxpyQ8Fn = void (*)(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y);
 AxpyQ8Fn find_axpy_q8_0(KernelVariant v);  // null where the CPU or build lacks it
 
 }  // namespace strata::cpu
