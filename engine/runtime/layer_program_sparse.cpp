@@ -19,7 +19,8 @@ void LayerProgram::set_sparse(const SparseFfn* sparse) {
         throw ArgumentError(cat("the sparse FFN has ", sparse->n_layer(), " layers, the model ", model_.n_layer()));
     }
     sparse_ = sparse;
-    reset_sparsity_counts();
+    sparsity_counts_.clear();  // dense: no counts
+    if (sparse_ != nullptr) reset_sparsity_counts();
 }
 
 void LayerProgram::reset_sparsity_counts() {
