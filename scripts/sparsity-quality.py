@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=1, help="-t of each strata run (results do not depend on it)")
     ap.add_argument("--models", default="gemma3-270m,qwen2.5-coder-0.5b")
+    ap.add_argument("--sparsity", default=",".join(str(s) for s in SPARSITY), help="comma-separated S values")
+    ap.add_argument("--stats-dir", help="keep the stats files here, and reuse those already there")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs/plots/sparsity_quality.json"))
     args = ap.parse_args()
     global THREADS
@@ -65,15 +67,19 @@ def main():
     models = {k: v for k, v in models.items() if k in args.models.split(",")}
     texts = {"genesis": sh([os.path.join(ROOT, "scripts/perplexity-text.sh")]).strip(), "code": CODE_TEXT}
     results = []
+    sparsities = [float(x) for x in args.sparsity.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
+        stats_dir = args.stats_dir or tmp
+        os.makedirs(stats_dir, exist_ok=True)
         for mname, model in models.items():
             for tname, text in texts.items():
                 calib, evalt = halves(text, tmp, tname)
-                stats = os.path.join(tmp, f"{mname}-{tname}.stats")
-                sh([args.strata, "profile", "-m", model, "-f", calib, "--tokens", str(args.tokens), "-o", stats, "-t", THREADS])
+                stats = os.path.join(stats_dir, f"{mname}-{tname}.stats")
+                if not os.path.exists(stats):
+                    sh([args.strata, "profile", "-m", model, "-f", calib, "--tokens", str(args.tokens), "-o", stats, "-t", THREADS])
                 dense = perplexity(args.strata, model, evalt, args.chunks, [])
                 row = {"model": mname, "text": tname, "dense_ppl": dense["ppl"], "runs": []}
-                for s in SPARSITY:
+                for s in sparsities:
                     r = perplexity(args.strata, model, evalt, args.chunks,
                                    ["--sparsity", str(s), "--stats", stats, "--compare-dense"])
                     r["sparsity"] = s
