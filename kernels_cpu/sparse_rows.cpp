@@ -16,6 +16,13 @@ constexpr int64_t kMinParallelElements = 1 << 15;  // rows × k below this: one 
 
 // The calling thread's scratch of at least n bytes, kept between calls (decode calls these
 // every layer of every token).
+// Prefetches the first kPrefetchHead bytes of a row (the qdot kernels prefetch ahead inside it).
+constexpr uint64_t kPrefetchHead = 2048;
+inline void prefetch_head(const uint8_t* row, uint64_t row_bytes) {
+    const uint64_t n = std::min(row_bytes, kPrefetchHead);
+    for (uint64_t b = 0; b < n; b += 64) __builtin_prefetch(row + b, 0, 3);
+}
+
 uint8_t* scratch(size_t n) {
     thread_local std::vector<uint8_t> buf;
     if (buf.size() < n) buf.resize(n);
@@ -40,8 +47,14 @@ void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t
         kernel->quantize(x, xq, k);
         expand_act_scales(kernel->act_type, xq, k / at.block_size, xd);
         const QDotActs acts{xq, 0, xd, 0};
+        const uint64_t row_bytes = w.row_bytes();
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
-        for (int64_t j = 0; j < n_rows; ++j) kernel->dot(row_ptr(w, rows[j]), acts, n_blocks, 1, y + j);
+        for (int64_t j = 0; j < n_rows; ++j) {
+            // The rows are scattered: the hardware prefetcher restarts cold at each one, so the
+            // next row's head is fetched while this one is dotted.
+            if (j + 1 < n_rows) prefetch_head(row_ptr(w, rows[j + 1]), row_bytes);
+            kernel->dot(row_ptr(w, rows[j]), acts, n_blocks, 1, y + j);
+        }
         return;
     }
     // matmul's f32 path: a dequantized row dotted in f32.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -91,13 +92,22 @@ void make_neuron_major(const Tensor& down, Tensor& dst) {
         src.dequantize(static_cast<const uint8_t*>(down.data) + static_cast<uint64_t>(e) * down.nb[1],
                        f.data() + e * n_ff, n_ff);
     }
+    // Columns are gathered a tile of neurons at a time, so each row of f is read in runs.
+    constexpr int64_t kTile = 64;
 #pragma omp parallel
     {
-        std::vector<float> col(static_cast<size_t>(n_embd));
+        std::vector<float> cols(static_cast<size_t>(kTile * n_embd));  // [tile][n_embd]
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < n_ff; ++i) {
-            for (int64_t e = 0; e < n_embd; ++e) col[static_cast<size_t>(e)] = f[static_cast<size_t>(e * n_ff + i)];
-            out.quantize(col.data(), static_cast<uint8_t*>(dst.data) + static_cast<uint64_t>(i) * dst.nb[1], n_embd);
+        for (int64_t i0 = 0; i0 < n_ff; i0 += kTile) {
+            const int64_t n = std::min(kTile, n_ff - i0);
+            for (int64_t e = 0; e < n_embd; ++e) {
+                const float* src = f.data() + e * n_ff + i0;
+                for (int64_t i = 0; i < n; ++i) cols[static_cast<size_t>(i * n_embd + e)] = src[i];
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                out.quantize(cols.data() + i * n_embd,
+                             static_cast<uint8_t*>(dst.data) + static_cast<uint64_t>(i0 + i) * dst.nb[1], n_embd);
+            }
         }
     }
 }
