@@ -5,7 +5,8 @@ and on a source-code text (Python's Lib/_pydecimal.py from Debian's python3.11 p
 Each text is cut in two halves by lines: `strata profile` calibrates the thresholds on the first,
 `strata perplexity --compare-dense` measures on the second (disjoint) half.
 usage: scripts/sparsity-quality.py [--strata build/bin/strata] [--chunks 4] [--tokens 4096]
-                                   [--out docs/plots/sparsity_quality.json]"""
+           [--models gemma3-270m,qwen2.5-coder-0.5b] [--sparsity 0.25,0.4,...] [--stats-dir DIR]
+           [--merge] [--out docs/plots/sparsity_quality.json]"""
 import argparse
 import json
 import os
@@ -47,6 +48,20 @@ def perplexity(strata, model, text, chunks, extra):
     return r
 
 
+def merge(old, new):
+    """Rows of `new` added to `old`: runs of the same model and text joined, sorted by S."""
+    rows = {(r["model"], r["text"]): r for r in old}
+    for r in new:
+        key = (r["model"], r["text"])
+        if key not in rows:
+            rows[key] = r
+            continue
+        runs = {x["sparsity"]: x for x in rows[key]["runs"]}
+        runs.update({x["sparsity"]: x for x in r["runs"]})
+        rows[key]["runs"] = [runs[k] for k in sorted(runs)]
+    return list(rows.values())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", default=os.path.join(ROOT, "build/bin/strata"))
@@ -55,6 +70,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="-t of each strata run (results do not depend on it)")
     ap.add_argument("--models", default="gemma3-270m,qwen2.5-coder-0.5b")
     ap.add_argument("--sparsity", default=",".join(str(s) for s in SPARSITY), help="comma-separated S values")
+    ap.add_argument("--merge", action="store_true", help="add to the runs already in --out")
     ap.add_argument("--stats-dir", help="keep the stats files here, and reuse those already there")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs/plots/sparsity_quality.json"))
     args = ap.parse_args()
@@ -88,7 +104,9 @@ def main():
                     print(f"{mname} {tname} S={s}: ppl {r['ppl']:.4f} (dense {dense['ppl']:.4f}, "
                           f"{100 * r['cost']:+.1f}%), top-1 {r['top1']:.3f}, achieved {r['achieved']:.3f}", flush=True)
                 results.append(row)
-    meta = {"models": models, "chunks": args.chunks, "calibration_tokens": args.tokens, "n_ctx": 512,
+    if args.merge and os.path.exists(args.out):
+        results = merge(json.load(open(args.out))["results"], results)
+    meta = {"models": {r["model"]: os.path.basename(models.get(r["model"], r["model"])) for r in results}, "chunks": args.chunks, "calibration_tokens": args.tokens, "n_ctx": 512,
             "code_text": CODE_TEXT, "results": results}
     with open(args.out, "w") as f:
         json.dump(meta, f, indent=1)
