@@ -231,8 +231,9 @@ class CostModel {
 
     int home_out(const Layout& layout, int layer) const;
     int ffn_home(const Layout& layout, int layer) const;
+    // decode_share: the part of `bytes` a decode step reads (activation sparsity).
     void add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,
-                    double pf_share = 1.0) const;
+                    double pf_share = 1.0, double decode_share = 1.0) const;
     void add_ffn_split(Walk& w, int layer, const FfnSplit& split) const;
     void add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const;
 

@@ -2,18 +2,41 @@
 """Draws docs/plots/sparsity_quality.png from docs/plots/sparsity_quality.json (written by
 scripts/sparsity-quality.py): perplexity cost and greedy top-1 agreement against --sparsity S,
 one line per model and text.
-usage: python3 docs/plots/sparsity_plot.py  (needs matplotlib)"""
+With --table, prints the markdown tables of docs/SPARSITY.md instead (no matplotlib needed).
+usage: python3 docs/plots/sparsity_plot.py [--table]"""
 import json
 import os
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def tables(data):
+    rows = data["results"]
+    print("| model | text | S | achieved | PPL (dense) | cost | top-1 agreement |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        for r in row["runs"]:
+            print(f"| {row['model']} | {row['text']} | {r['sparsity']:g} | {r['achieved']:.3f} | "
+                  f"{r['ppl']:.3f} ({row['dense_ppl']:.3f}) | {100 * r['cost']:+.1f}% | {100 * r['top1']:.1f}% |")
+    print()
+    print("| model | text | largest S with cost <= 1% | largest S with cost <= 3% |")
+    print("| --- | --- | ---: | ---: |")
+    for row in rows:
+        def largest(bound):
+            ok = [r["sparsity"] for r in row["runs"] if r["cost"] <= bound]
+            return f"{max(ok):g}" if ok else "< " + f"{min(r['sparsity'] for r in row['runs']):g}"
+        print(f"| {row['model']} | {row['text']} | {largest(0.01)} | {largest(0.03)} |")
+
+
 def main():
     data = json.load(open(os.path.join(HERE, "sparsity_quality.json")))
+    if "--table" in sys.argv:
+        tables(data)
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for row in data["results"]:
         s = [r["sparsity"] for r in row["runs"]]
