@@ -165,7 +165,7 @@ void plan(const PlanArgs& args) {
     EngineOptions engine = args.engine;
     const bool sparse = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
     if (!engine.sparsity.stats.empty() && !sparse) {
-        std::printf("note: --stats %s without --sparsity: the planner does not place neurons by activation statistics"
+        std::printf("note: --stats %s without --sparsity: the planner does not use activation statistics to place neurons"
                     " yet (a split FFN computes every neuron, so its GPU share does its byte share of the work)\n",
                     engine.sparsity.stats.c_str());
         engine.sparsity.stats.clear();
