@@ -6,6 +6,7 @@
 
 #include "kernels_cpu/quantize_act.h"
 #include "quant/half.h"
+#include "quant/iq_grids.h"
 
 namespace strata::cpu {
 namespace {
@@ -14,6 +15,8 @@ constexpr GgmlType kTypes[] = {
     GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
     GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+    GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+    GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0,
 };
 constexpr size_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
 constexpr size_t kNumVariants = 3;  // Scalar, Avx2, Avx512
@@ -27,6 +30,10 @@ int variant_index(KernelVariant v) {
     }
 }
 
+QDotFn either(QDotFn a, QDotFn b) {
+    return a != nullptr ? a : b;
+}
+
 using Table = std::array<std::array<QDotKernel, kNumVariants>, kNumTypes>;
 
 Table build_table() {
@@ -35,10 +42,12 @@ Table build_table() {
         const GgmlType type = kTypes[t];
         const GgmlType act = qdot_partner_type(type);
         const bool k_quant = act == GgmlType::Q8_K;
+        // The i-quant kernels have no AVX-512 twin: AVX-512 CPUs run their AVX2 one.
+        const QDotFn iq_avx2 = qdot_avx2_iq(type);
         const QDotFn fns[kNumVariants] = {
-            k_quant ? qdot_scalar_k(type) : qdot_scalar_legacy(type),
-            k_quant ? qdot_avx2_k(type) : qdot_avx2_legacy(type),
-            k_quant ? qdot_avx512_k(type) : qdot_avx512_legacy(type),
+            k_quant ? either(qdot_scalar_k(type), qdot_scalar_iq(type)) : qdot_scalar_legacy(type),
+            k_quant ? either(qdot_avx2_k(type), iq_avx2) : qdot_avx2_legacy(type),
+            k_quant ? either(qdot_avx512_k(type), iq_avx2) : qdot_avx512_legacy(type),
         };
         const QuantizeFn reference = act == GgmlType::F32 ? nullptr : type_traits(act).quantize;
         const QuantizeFn fast = fast_act_quantizer(act);
@@ -70,7 +79,7 @@ GgmlType qdot_partner_type(GgmlType type) {
         case GgmlType::IQ4_XS:
             return GgmlType::Q8_K;
         default:
-            return GgmlType::F32;
+            return is_iq_lattice(type) || is_ternary(type) ? GgmlType::Q8_K : GgmlType::F32;
     }
 }
 

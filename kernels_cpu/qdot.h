@@ -51,8 +51,8 @@ struct QDotKernel {
     QDotFn dot;
 };
 
-// Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for Q2_K..Q6_K and IQ4_XS;
-// F32 for types without an integer kernel.
+// Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for Q2_K..Q6_K, IQ4_XS, the lattice
+// i-quants (IQ1_S..IQ3_S) and TQ1_0/TQ2_0; F32 for types without an integer kernel.
 GgmlType qdot_partner_type(GgmlType type);
 
 // The kernel for weights of `type` in variant v (Scalar, Avx2 or Avx512), or nullptr where that
@@ -67,5 +67,7 @@ QDotFn qdot_avx2_legacy(GgmlType type);    // qdot_avx2_legacy.cpp
 QDotFn qdot_avx2_k(GgmlType type);         // qdot_avx2_k.cpp
 QDotFn qdot_avx512_legacy(GgmlType type);  // qdot_avx512_legacy.cpp
 QDotFn qdot_avx512_k(GgmlType type);       // qdot_avx512_k.cpp
+QDotFn qdot_scalar_iq(GgmlType type);      // qdot_iq.cpp: i-quants and ternary, decoded blocks
+QDotFn qdot_avx2_iq(GgmlType type);        // qdot_iq.cpp (also used by the Avx512 variant)
 
 }  // namespace strata::cpu

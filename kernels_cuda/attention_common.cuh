@@ -62,4 +62,54 @@ __device__ __forceinline__ float softcapped(float s, float cap, float inv_cap) {
     return cap > 0.0f ? cap * tanhf(s * inv_cap) : s;
 }
 
+// ---- shared by the decode kernels (attention_decode.cu, attention_decode_f16.cu)
+constexpr int kDecodeMaxGroup = 8;  // query heads per block
+
+// The 16-byte-load kernel for f16 caches of head dim 64/128/256 (same grid as the generic one);
+// false, launching nothing, for any other cache.
+bool attention_decode_f16(const AttentionLaunch& a, int n_hgroups, dim3 grid, cudaStream_t stream);
+
+// Writes the merged (max, sum, acc) of query row `row` for this split: the final output when
+// there is one split, else the partial slot.
+__device__ __forceinline__ void write_result(const AttentionLaunch& a, int64_t row, int split, int e,
+                                             float m, float l, float acc) {
+    if (a.n_splits == 1) {
+        a.out.row(row)[e] = acc * (l > 0.0f ? 1.0f / l : 0.0f);
+        return;
+    }
+    const int64_t slot = row * a.n_splits + split;
+    a.part_acc[slot * a.dv + e] = acc;
+    if (e == 0) {
+        a.part_ml[2 * slot] = m;
+        a.part_ml[2 * slot + 1] = l;
+    }
+}
+
+// Online-softmax step of one tile: per head, the new running max, sc turned into p = e^(s - m),
+// the running sum, and corr = the factor the earlier accumulators are scaled by.
+// sc is [n][kDecodeMaxGroup]; one warp per head.
+__device__ __forceinline__ void softmax_tile(int gb, int n, float* sc, float* rm, float* rl, float* rc) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int g = warp; g < gb; g += static_cast<int>(blockDim.x / 32)) {
+        float mx = -CUDART_INF_F;
+        for (int j = lane; j < n; j += 32) mx = fmaxf(mx, sc[j * kDecodeMaxGroup + g]);
+        mx = warp_max(mx);
+        const float m_old = rm[g];
+        const float m_new = fmaxf(m_old, mx);
+        float sum = 0.0f;
+        for (int j = lane; j < n; j += 32) {
+            const float p = expf(sc[j * kDecodeMaxGroup + g] - m_new);
+            sc[j * kDecodeMaxGroup + g] = p;
+            sum += p;
+        }
+        sum = warp_sum(sum);
+        if (lane == 0) {
+            const float corr = m_old == -CUDART_INF_F ? 0.0f : expf(m_old - m_new);
+            rc[g] = corr;
+            rl[g] = rl[g] * corr + sum;
+            rm[g] = m_new;
+        }
+    }
+}
+
 }  // namespace strata::cuda

@@ -1,38 +1,82 @@
-// Flash-decoding attention for few query tokens: each block takes one token, one kv head with up
-// to 8 of its query heads (GQA: K/V read once for the group) and one split of the key range;
-// one warp per key cell, online softmax in f32, partial results merged by attention_combine.
+// Flash-decoding attention for few query tokens (f16 caches of the common head dims take the
+// vectorized kernel of attention_decode_f16.cu; this one serves every cache type). A block takes one token, one kv head with up to
+// 8 of its query heads (GQA: K/V read once for the group) and one split of the token's visible
+// keys; the split's size is worked out on the device from the token's position, so one launch
+// shape serves every position (a replayed graph). Keys go in tiles of kTile cells: each warp
+// scores 4 cells at a time (independent loads in flight), the block updates the online softmax
+// in shared memory, then every thread sums p·V for its value elements over the whole tile.
+// Partial results of the splits are merged by attention_combine; all arithmetic in f32.
 #include "kernels_cuda/attention_common.cuh"
 
 namespace strata::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kMaxGroup = 8;                  // query heads per block
-constexpr int kMaxE = kAttnMaxHeadDim / 32;   // head elements per lane
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxGroup = kDecodeMaxGroup;    // query heads per block
+constexpr int kMaxE = kAttnMaxHeadDim / 32;   // key elements per lane
+constexpr int kTile = 64;                     // key cells per tile
+constexpr int kCellsPerWarp = 8;              // cells one warp scores together (loads in flight)
+constexpr int kVBatch = 16;                   // cells one thread loads V of before summing
+constexpr int kMaxVE = kAttnMaxHeadDim / kThreads;  // value elements per thread (dv > 128)
 
-size_t decode_smem_bytes(int dk, int dv) {
-    return sizeof(float) * (static_cast<size_t>(kMaxGroup) * dk + 2 * kWarps * kMaxGroup +
-                            static_cast<size_t>(kWarps) * kMaxGroup * dv);
+size_t decode_smem_bytes(int dk) {
+    return sizeof(float) * (static_cast<size_t>(kMaxGroup) * dk + kTile * kMaxGroup + 3 * kMaxGroup +
+                            static_cast<size_t>(kThreads) * kMaxGroup);
 }
 
-// Writes the merged (max, sum, acc) of query row `row` for this split: the final output when
-// there is one split, else the partial slot.
-__device__ __forceinline__ void write_result(const AttentionLaunch& a, int64_t row, int split, int e,
-                                             float m, float l, float acc) {
-    if (a.n_splits == 1) {
-        a.out.row(row)[e] = acc * (l > 0.0f ? 1.0f / l : 0.0f);
-        return;
-    }
-    const int64_t slot = row * a.n_splits + split;
-    a.part_acc[slot * a.dv + e] = acc;
-    if (e == 0) {
-        a.part_ml[2 * slot] = m;
-        a.part_ml[2 * slot + 1] = l;
+// Element e of a cache row: f16 caches (the common case) read directly, others dequantized.
+template <bool kF16>
+__device__ __forceinline__ float kv_value(const CacheView& c, int64_t cell, int64_t e) {
+    if constexpr (kF16) {
+        return half_to_float(reinterpret_cast<const uint16_t*>(c.data + static_cast<uint64_t>(cell) * c.nb1)[e]);
+    } else {
+        return cache_value(c, cell, e);
     }
 }
 
-__global__ void __launch_bounds__(kWarps * 32)
-    attention_decode_kernel(AttentionLaunch a, int n_hgroups, int64_t chunk) {
+// Scores of cells [c, c + n) of this tile for the block's gb heads into sc[cell][head].
+template <bool kF16>
+__device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, int gb, const float* qs,
+                                           int64_t c_tile, int n, float inv_cap, float* sc) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int dk = a.dk;
+    for (int j0 = warp * kCellsPerWarp; j0 < n; j0 += kWarps * kCellsPerWarp) {
+        float kf[kCellsPerWarp][kMaxE];
+#pragma unroll
+        for (int u = 0; u < kCellsPerWarp; ++u) {
+            const bool ok = j0 + u < n;
+#pragma unroll
+            for (int i = 0; i < kMaxE; ++i) {
+                const int e = lane + 32 * i;
+                kf[u][i] = ok && e < dk ? kv_value<kF16>(a.k, c_tile + j0 + u, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+            if (g >= gb) break;  // block-uniform
+            float s[kCellsPerWarp];
+#pragma unroll
+            for (int u = 0; u < kCellsPerWarp; ++u) s[u] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < kMaxE; ++i) {
+                if (lane + 32 * i >= dk) break;
+                const float qv = qs[g * dk + lane + 32 * i];
+#pragma unroll
+                for (int u = 0; u < kCellsPerWarp; ++u) s[u] += qv * kf[u][i];
+            }
+#pragma unroll
+            for (int u = 0; u < kCellsPerWarp; ++u) {
+                const float v = softcapped(warp_sum(s[u]) * a.scale, a.softcap, inv_cap);
+                if (lane == 0 && j0 + u < n) sc[(j0 + u) * kMaxGroup + g] = v;
+            }
+        }
+    }
+}
+
+template <bool kF16>
+__global__ void __launch_bounds__(kThreads, 2)
+    attention_decode_kernel(AttentionLaunch a, int n_hgroups) {
     extern __shared__ float smem[];
     const int split = blockIdx.x;
     const int kvh = blockIdx.y / n_hgroups, hg = blockIdx.y % n_hgroups;
@@ -40,82 +84,111 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int group = a.n_head / a.n_head_kv;
     const int h0 = kvh * group + hg * kMaxGroup;
     const int gb = min(kMaxGroup, group - hg * kMaxGroup);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
 
+    // This split's cells of the token's visible range [first, pos].
     const int64_t pos = a.positions[t];
-    const int64_t c0 = visible_first(pos, a.window) + split * chunk;
-    const int64_t c1 = min(pos + 1, c0 + chunk);  // exclusive
+    const int64_t first = visible_first(pos, a.window);
+    const int64_t chunk = (pos - first + 1 + a.n_splits - 1) / a.n_splits;
+    const int64_t c0 = first + split * chunk;
+    const int64_t c1 = min(pos + 1, c0 + chunk);  // exclusive; empty splits write m = -inf
 
-    float* qs = smem;                              // [gb][dk]
-    float* wm = qs + kMaxGroup * dk;               // [warps][kMaxGroup] running max
-    float* wl = wm + kWarps * kMaxGroup;           // [warps][kMaxGroup] running sum
-    float* wacc = wl + kWarps * kMaxGroup;         // [warps][kMaxGroup][dv]
-    for (int i = threadIdx.x; i < gb * dk; i += blockDim.x)
+    float* qs = smem;                            // [gb][dk]
+    float* sc = qs + kMaxGroup * dk;             // [kTile][kMaxGroup] scores, then p
+    float* rm = sc + kTile * kMaxGroup;          // [kMaxGroup] running max
+    float* rl = rm + kMaxGroup;                  // [kMaxGroup] running sum
+    float* rc = rl + kMaxGroup;                  // [kMaxGroup] rescale of this tile
+    float* red = rc + kMaxGroup;                 // [kThreads][kMaxGroup] value-group reduction
+    for (int i = tid; i < gb * dk; i += kThreads)
         qs[i] = a.q.row(static_cast<int64_t>(t) * a.n_head + h0 + i / dk)[i % dk];
+    if (tid < kMaxGroup) {
+        rm[tid] = -CUDART_INF_F;
+        rl[tid] = 0.0f;
+    }
     __syncthreads();
 
+    // Value roles: n_vg groups of dv threads (dv <= 128) each take every n_vg-th cell of a tile
+    // for element e = tid % dv; with dv > 128 one group, elements tid and tid + 128.
+    const int n_vg = dv >= kThreads ? 1 : kThreads / dv;
+    const int vg = dv >= kThreads ? 0 : tid / dv;
+    const bool v_active = vg < n_vg;
+    const int e0 = dv >= kThreads ? tid : tid % dv;
+    float acc[kMaxGroup][kMaxVE];
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g)
+#pragma unroll
+        for (int i = 0; i < kMaxVE; ++i) acc[g][i] = 0.0f;
+
     const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
-    float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][kMaxE];
+    for (int64_t ct = c0; ct < c1; ct += kTile) {
+        const int n = c1 - ct < kTile ? static_cast<int>(c1 - ct) : kTile;
+        score_tile<kF16>(a, kvh, gb, qs, ct, n, inv_cap, sc);
+        __syncthreads();
+        softmax_tile(gb, n, sc, rm, rl, rc);
+        __syncthreads();
+        if (v_active) {
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-        m[g] = -CUDART_INF_F;
-        l[g] = 0.0f;
+            for (int g = 0; g < kMaxGroup; ++g) {
+                if (g >= gb) break;
 #pragma unroll
-        for (int i = 0; i < kMaxE; ++i) acc[g][i] = 0.0f;
-    }
-    for (int64_t c = c0 + warp; c < c1; c += kWarps) {
-        float kf[kMaxE], vf[kMaxE];
+                for (int i = 0; i < kMaxVE; ++i) acc[g][i] *= rc[g];
+            }
+            // kVBatch cells' values loaded before any is used: the loads overlap.
+            for (int j0 = vg; j0 < n; j0 += n_vg * kVBatch) {
+                float vf[kVBatch][kMaxVE];
 #pragma unroll
-        for (int i = 0; i < kMaxE; ++i) {
-            const int e = lane + 32 * i;
-            kf[i] = e < dk ? cache_value(a.k, c, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
-            vf[i] = e < dv ? cache_value(a.v, c, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
+                for (int u = 0; u < kVBatch; ++u) {
+                    const int j = j0 + u * n_vg;
+#pragma unroll
+                    for (int i = 0; i < kMaxVE; ++i) {
+                        const int e = e0 + kThreads * i;
+                        vf[u][i] = j < n && e < dv ? kv_value<kF16>(a.v, ct + j, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < kVBatch; ++u) {
+                    const int j = j0 + u * n_vg;
+                    if (j >= n) break;
+#pragma unroll
+                    for (int g = 0; g < kMaxGroup; ++g) {
+                        if (g >= gb) break;
+                        const float p = sc[j * kMaxGroup + g];
+#pragma unroll
+                        for (int i = 0; i < kMaxVE; ++i) acc[g][i] += p * vf[u][i];
+                    }
+                }
+            }
         }
+        __syncthreads();  // sc and rc are rewritten by the next tile
+    }
+
+    // Sum the value groups (dv < 128) through shared memory, then write.
+    if (n_vg > 1) {
 #pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) {
-            if (g >= gb) break;  // block-uniform
-            float s = 0.0f;
+        for (int g = 0; g < kMaxGroup; ++g)
+            if (g < gb) red[tid * kMaxGroup + g] = v_active ? acc[g][0] : 0.0f;
+        __syncthreads();
+        if (tid < dv) {
 #pragma unroll
-            for (int i = 0; i < kMaxE; ++i)
-                if (lane + 32 * i < dk) s += qs[g * dk + lane + 32 * i] * kf[i];
-            s = softcapped(warp_sum(s) * a.scale, a.softcap, inv_cap);
-            const float m_new = fmaxf(m[g], s);
-            const float corr = expf(m[g] - m_new);  // 0 on the first cell (m = -inf)
-            const float p = expf(s - m_new);
-            l[g] = l[g] * corr + p;
-#pragma unroll
-            for (int i = 0; i < kMaxE; ++i) acc[g][i] = acc[g][i] * corr + p * vf[i];
-            m[g] = m_new;
+            for (int g = 0; g < kMaxGroup; ++g) {
+                if (g >= gb) break;
+                float s = 0.0f;
+                for (int w = 0; w < n_vg; ++w) s += red[(w * dv + tid) * kMaxGroup + g];
+                acc[g][0] = s;
+            }
         }
     }
+    if (vg != 0 || !v_active) return;
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
         if (g >= gb) break;
-        if (lane == 0) {
-            wm[warp * kMaxGroup + g] = m[g];
-            wl[warp * kMaxGroup + g] = l[g];
-        }
+        const int64_t row = static_cast<int64_t>(t) * a.n_head + h0 + g;
 #pragma unroll
-        for (int i = 0; i < kMaxE; ++i)
-            if (lane + 32 * i < dv) wacc[(warp * kMaxGroup + g) * dv + lane + 32 * i] = acc[g][i];
-    }
-    __syncthreads();
-
-    // Merge the warps: one thread per (head, element).
-    for (int idx = threadIdx.x; idx < gb * dv; idx += blockDim.x) {
-        const int g = idx / dv, e = idx % dv;
-        float mx = -CUDART_INF_F;
-        for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, wm[w * kMaxGroup + g]);
-        float sum = 0.0f, out = 0.0f;
-        if (mx != -CUDART_INF_F) {
-            for (int w = 0; w < kWarps; ++w) {
-                const float f = expf(wm[w * kMaxGroup + g] - mx);
-                sum += wl[w * kMaxGroup + g] * f;
-                out += wacc[(w * kMaxGroup + g) * dv + e] * f;
-            }
+        for (int i = 0; i < kMaxVE; ++i) {
+            const int e = e0 + kThreads * i;
+            if (e < dv) write_result(a, row, split, e, rm[g], rl[g], acc[g][i]);
         }
-        write_result(a, static_cast<int64_t>(t) * a.n_head + h0 + g, split, e, mx, sum, out);
     }
 }
 
@@ -157,10 +230,15 @@ bool attention_cache_supported(GgmlType type) {
 void attention_decode(const AttentionLaunch& a, cudaStream_t stream) {
     const int group = a.n_head / a.n_head_kv;
     const int n_hgroups = (group + kMaxGroup - 1) / kMaxGroup;
-    const int64_t chunk = (a.max_span + a.n_splits - 1) / a.n_splits;
     const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv * n_hgroups),
                     static_cast<unsigned>(a.n_tokens));
-    attention_decode_kernel<<<grid, kWarps * 32, decode_smem_bytes(a.dk, a.dv), stream>>>(a, n_hgroups, chunk);
+    if (attention_decode_f16(a, n_hgroups, grid, stream)) {
+        // f16 caches with head dim 64/128/256: 16-byte loads (attention_decode_f16.cu)
+    } else if (a.k.type == GgmlType::F16 && a.v.type == GgmlType::F16) {
+        attention_decode_kernel<true><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);
+    } else {
+        attention_decode_kernel<false><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);
+    }
     CUDA_CHECK_LAUNCH("attention_decode_kernel");
     if (a.n_splits > 1) attention_combine(a, stream);
 }

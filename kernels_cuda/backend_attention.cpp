@@ -9,15 +9,16 @@
 namespace strata::cuda {
 namespace {
 
-constexpr int64_t kMinSplitCells = 64;   // fewer keys per split cost more to merge than they save
+constexpr int64_t kMinSplitCells = 64;   // tiled: fewer keys per split cost more to merge than they save
+constexpr int64_t kMinDecodeSplitCells = 32;  // decode: half a tile of attention_decode.cu
 constexpr int kMaxSplits = 256;
 constexpr int kDecodeHeads = 8;          // query heads per decode block (attention_decode.cu)
 constexpr int kTiledRows = 16;           // query rows per tiled block (attention_tiled.cu)
 
-// Splits so that about two blocks per multiprocessor run, each with enough keys.
-int plan_splits(int64_t blocks, int64_t span, int sm_count) {
-    const int64_t want = (2 * static_cast<int64_t>(sm_count) + blocks - 1) / blocks;
-    const int64_t most = std::max<int64_t>(1, span / kMinSplitCells);
+// Splits so that `per_sm` blocks per multiprocessor run, each with at least min_cells keys.
+int plan_splits(int64_t blocks, int64_t span, int sm_count, int per_sm, int64_t min_cells) {
+    const int64_t want = (per_sm * static_cast<int64_t>(sm_count) + blocks - 1) / blocks;
+    const int64_t most = std::max<int64_t>(1, span / min_cells);
     return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
@@ -34,6 +35,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     Impl& s = *impl_;
     const int64_t n_tokens = q.ne[2];
     if (n_tokens == 0) return;
+    const OpScope timed = s.time_op(n_tokens <= s.options.attention_decode_max_tokens ? "attention decode" : "attention tiled");
 
     AttentionLaunch a;
     a.q = f32_view(q);
@@ -64,7 +66,13 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
         blocks = (n_tokens + kTiledRows / gb - 1) / (kTiledRows / gb) * p.n_head_kv *
                  ((group + kTiledRows - 1) / kTiledRows);
     }
-    a.n_splits = plan_splits(blocks, a.max_span, s.sm_count);
+    // Decode blocks are short-lived and latency-bound: more of them, with fewer keys each.
+    // A step graph replays at later positions: its splits follow the cache's capacity (the
+    // kernel cuts each token's own span into them on the device).
+    const bool step = s.step.recording && n_tokens == 1 && positions == s.step.position_host;
+    const int64_t split_span = step ? k_cache.ne[1] : a.max_span;
+    a.n_splits = decode ? plan_splits(blocks, split_span, s.sm_count, 4, kMinDecodeSplitCells)
+                        : plan_splits(blocks, a.max_span, s.sm_count, 2, kMinSplitCells);
     if (a.n_splits > 1) {
         const uint64_t slots = static_cast<uint64_t>(n_tokens) * p.n_head * a.n_splits;
         const uint64_t acc_bytes = slots * p.head_dim_v * sizeof(float);

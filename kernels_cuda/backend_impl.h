@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "engine/core/op_checks.h"
 #include "kernels_cuda/cuda_backend.h"
 #include "kernels_cuda/launch.h"
+#include "kernels_cuda/op_timer.h"
 #include "kernels_cuda/staging.h"
 
 namespace strata::cuda {
@@ -24,11 +27,16 @@ struct CudaBackend::Impl {
     // Device memory for `bytes` of scratch in `buf`, grown (never shrunk) on demand. Safe while
     // queued ops still use the old block: every user is on `stream`.
     void* scratch(ArenaBuffer& buf, uint64_t bytes, std::string_view what);
-    // A device copy of a small host array for the next ops (ArgRing).
+    // A device copy of a small host array for the next ops (ArgRing); while a step graph is
+    // recorded, the step's token/position (by pointer) or a copy that lives with the recording.
     template <typename T>
     const T* stage(const T* host, int64_t n) {
-        return static_cast<const T*>(args->push(host, sizeof(T) * static_cast<size_t>(n), stream));
+        return static_cast<const T*>(stage_bytes(host, sizeof(T) * static_cast<size_t>(n)));
     }
+    const void* stage_bytes(const void* host, size_t bytes);
+    // The device copy of the step's position for a kv_store at first_cell of n rows, or null
+    // when the store is not the recorded step's.
+    const int32_t* step_cell(int64_t first_cell, int64_t n) const;
     // Called by every op that may write device memory (all but matmul's q8 GEMV and the reads):
     // x_q8 may no longer match the x it was quantized from.
     void forget_quantized_x() { quantized_x.valid = false; }
@@ -55,13 +63,42 @@ struct CudaBackend::Impl {
         std::array<uint64_t, 4> nb{};
         const void* buf = nullptr;  // x_q8's block when quantized (a regrown block is empty)
     } quantized_x;
+    uint64_t scratch_epoch = 0;  // counts scratch() regrowths: a step graph names the old blocks
     ArenaBuffer x_f16;      // f16 activations of the cuBLAS path
     ArenaBuffer w_tile;     // f16 weight tile of the cuBLAS path
     ArenaBuffer attn_part;  // attention partials of split keys
+    // Brackets an op for the op timer (a no-op unless STRATA_CUDA_OP_TIMES is set).
+    OpScope time_op(const char* label) { return OpScope(timer.get(), stream, capturing, timer ? label : ""); }
+    // Per-op GPU times (STRATA_CUDA_OP_TIMES=1), else null.
+    std::unique_ptr<OpTimer> timer;
     // Decode graph (begin_graph / end_graph).
     bool capturing = false;
+    std::chrono::steady_clock::time_point capture_started;  // begin_graph (op timer only)
     std::vector<ArenaBuffer> retired;  // scratch outgrown while recording
     cudaGraphExec_t graph_exec = nullptr;
+    // Replayable decode steps (begin_step_graph / replay_step), one recording per owner (each
+    // sequence's executor) so that sequences taking turns keep theirs; at most kStepOwners.
+    struct StepRecording {
+        cudaGraphExec_t exec = nullptr;
+        ArenaBuffer args_dev;   // constant op arguments of the recording
+        bool ready = false;
+        uint64_t epoch = 0;     // scratch_epoch of the recording
+        uint64_t used = 0;      // step clock of the last record or replay (least recent goes first)
+    };
+    struct StepGraph {
+        bool recording = false;
+        const void* owner = nullptr;             // of the recording under way
+        const int32_t* token_host = nullptr;     // the executor's arrays, matched by pointer
+        const int32_t* position_host = nullptr;
+        int32_t token = 0, position = 0;         // their values while recording
+        ArenaBuffer slot;                        // device int32 [token, position], set per launch
+        std::vector<uint8_t> args_host;          // gathered while recording, copied at its end
+        std::map<const void*, StepRecording> by_owner;
+        uint64_t clock = 0;
+    } step;
+    static constexpr size_t kStepOwners = 16;
+    // The recording of the owner being recorded (begin_step_graph made it).
+    StepRecording& current_step() { return step.by_owner.at(step.owner); }
     uint64_t graph_launches = 0;
     uint64_t graph_instantiations = 0;
 };

@@ -3,6 +3,7 @@
 // scratch and multiply with cuBLAS (f32 accumulation), f32 weights through SGEMM.
 #include <algorithm>
 #include <climits>
+#include <string>
 
 #include "engine/core/error.h"
 #include "kernels_cuda/backend_impl.h"
@@ -26,6 +27,12 @@ void gemm_f16(cublasHandle_t h, const void* w, int64_t lda, const void* x, int64
                               &alpha, w, CUDA_R_16F, to_int(lda, "lda"), x, CUDA_R_16F, to_int(k, "k"),
                               &beta, y, CUDA_R_32F, to_int(ldy, "ldy"), CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
+}
+
+// "gemv_q8 q4_K 4096x11008 m=1 (23.2 MB)": the op timer's row for a product.
+std::string op_label(const char* kind, const Tensor& w, int64_t m) {
+    const double mb = static_cast<double>(w.row_bytes() * static_cast<uint64_t>(w.n_rows())) / 1e6;
+    return cat(kind, " ", type_traits(w.type).name, " ", w.ne[0], "x", w.ne[1], " m=", m, " (", fixed(mb, 1), " MB)");
 }
 
 }  // namespace
@@ -57,17 +64,21 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
             const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x.data &&
                                last.ne == x.ne && last.nb == x.nb && last.buf == buf;
             if (!reuse) {
+                const OpScope timed = s.time_op("quantize_rows_q8");
                 s.forget_quantized_x();  // until the launch below has been queued
                 quantize_rows_q8(f32_view(x), xq, xds, s.stream);
                 last = Impl::QuantizedX{true, x.data, x.ne, x.nb, buf};
             }
+            const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_q8", w, m) : "");
             gemv_q8(w.type, wd, w.nb[1], k, n, xq, xds, rows_per_warp, f32_view(y), s.stream);
             return;
         }
         s.forget_quantized_x();  // y may cover the bytes of the x x_q8 was quantized from
+        const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_float", w, m) : "");
         gemv_float(w.type, wd, w.nb[1], k, n, f32_view(x), f32_view(y), s.stream);
         return;
     }
+    const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemm", w, m) : "");
     s.forget_quantized_x();
 
     // cuBLAS path: column-major views, y [n, m] with leading dimension ldy.

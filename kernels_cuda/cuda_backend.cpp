@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -106,6 +107,7 @@ CudaBackend::Impl::Impl(const CudaBackendOptions& opts) : options(opts) {
     CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_workspace.data(), cublas_workspace.size()));
     bulk = std::make_unique<BulkStaging>(kBulkChunk);
     args = std::make_unique<ArgRing>(arena, kArgHalf);
+    timer.reset(OpTimer::from_environment());
 }
 
 CudaBackend::Impl::~Impl() {
@@ -115,7 +117,13 @@ CudaBackend::Impl::~Impl() {
         if (g != nullptr) cudaGraphDestroy(g);
     }
     if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
+    for (auto& [owner, rec] : step.by_owner)
+        if (rec.exec != nullptr) cudaGraphExecDestroy(rec.exec);
     if (stream != nullptr) cudaStreamSynchronize(stream);
+    if (timer != nullptr) {
+        timer->collect();
+        std::fputs(timer->report().c_str(), stderr);
+    }
     if (cublas != nullptr) cublasDestroy(cublas);
     args.reset();
     bulk.reset();
@@ -129,6 +137,7 @@ void* CudaBackend::Impl::scratch(ArenaBuffer& buf, uint64_t bytes, std::string_v
         if (capturing) retired.push_back(std::move(buf));
         buf.reset();
         buf = ArenaBuffer(arena, bytes, what);
+        ++scratch_epoch;
     }
     return buf.data();
 }
@@ -189,6 +198,7 @@ void CudaBackend::download(const Tensor& device, Tensor& host) {
     }
     if (device.n_bytes() == 0) return;
     impl_->bulk->to_host(device.data, host.data, device.n_bytes(), impl_->stream);
+    if (impl_->timer != nullptr) impl_->timer->collect();  // the stream has drained
 }
 
 Buffer CudaBackend::allocate(uint64_t bytes, std::string_view what) {
@@ -225,66 +235,16 @@ void CudaBackend::copy_in(const Tensor& src, Tensor& dst) {
 
 void CudaBackend::copy_out(const Tensor& src, Tensor& dst) { download(src, dst); }
 
-void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
-
-void CudaBackend::begin_graph() {
-    Impl& s = *impl_;
-    s.forget_quantized_x();  // the graph must not lean on a quantization made before it
-    if (s.capturing) throw ArgumentError("begin_graph: a graph is already being recorded");
-    s.args->reserve(64 * 1024, s.stream);  // a decode step's arguments, without a wait inside
-    CUDA_CHECK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
-    s.capturing = true;
+void CudaBackend::synchronize() {
+    CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+    if (impl_->timer != nullptr) impl_->timer->collect();
 }
-
-void CudaBackend::end_graph() {
-    Impl& s = *impl_;
-    s.forget_quantized_x();  // nothing recorded runs if instantiation fails
-    if (!s.capturing) throw ArgumentError("end_graph: no graph is being recorded");
-    s.capturing = false;
-    cudaGraph_t graph = nullptr;
-    CUDA_CHECK(cudaStreamEndCapture(s.stream, &graph));
-    // Same topology as the last step (only positions and lengths moved): update in place.
-    bool updated = false;
-    if (s.graph_exec != nullptr) {
-        cudaGraphExecUpdateResultInfo info{};
-        updated = cudaGraphExecUpdate(s.graph_exec, graph, &info) == cudaSuccess;
-        if (!updated) {
-            cudaGetLastError();  // clear the failed update
-            cudaGraphExecDestroy(s.graph_exec);
-            s.graph_exec = nullptr;
-        }
-    }
-    if (!updated) {
-        const cudaError_t e = cudaGraphInstantiate(&s.graph_exec, graph, 0);
-        if (e != cudaSuccess) cudaGraphDestroy(graph);
-        CUDA_CHECK(e);
-        ++s.graph_instantiations;
-    }
-    cudaGraphDestroy(graph);
-    CUDA_CHECK(cudaGraphLaunch(s.graph_exec, s.stream));
-    s.retired.clear();  // later users of these bytes are ordered after the launch
-    ++s.graph_launches;
-}
-
-void CudaBackend::abort_graph() {
-    Impl& s = *impl_;
-    s.forget_quantized_x();  // the recorded quantizations never run
-    if (!s.capturing) return;
-    s.capturing = false;
-    cudaGraph_t graph = nullptr;
-    cudaStreamEndCapture(s.stream, &graph);
-    if (graph != nullptr) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    s.retired.clear();
-}
-
-uint64_t CudaBackend::graph_launches() const { return impl_->graph_launches; }
-uint64_t CudaBackend::graph_instantiations() const { return impl_->graph_instantiations; }
 
 // ---- ops
 
 void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("get_rows");
     check_device_rows("get_rows", "table", table);
     check_device_f32("get_rows", "out", out);
     if (!codec_supported(table.type)) {
@@ -314,6 +274,7 @@ void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, T
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("rms_norm");
     check_device_f32("rms_norm", "x", x);
     check_device_f32("rms_norm", "y", y);
     check_same_shape("rms_norm", "x", x, "y", y);
@@ -332,6 +293,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Ten
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("add");
     check_device_f32("add", "a", a);
     check_device_f32("add", "b", b);
     check_device_f32("add", "y", y);
@@ -346,12 +308,14 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 
 void CudaBackend::scale(Tensor& x, float s) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("scale");
     check_device_f32("scale", "x", x);
     cuda::scale(f32_view(x), s, impl_->stream);
 }
 
 void CudaBackend::softcap(Tensor& x, float cap) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("softcap");
     check_device_f32("softcap", "x", x);
     if (!(cap > 0.0f)) throw ArgumentError(cat("softcap: cap = ", cap, ", expected > 0"));
     cuda::softcap(f32_view(x), cap, impl_->stream);
@@ -359,6 +323,7 @@ void CudaBackend::softcap(Tensor& x, float cap) {
 
 void CudaBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("gated_activation");
     check_device_f32("gated_activation", "gate", gate);
     check_device_f32("gated_activation", "up", up);
     check_device_f32("gated_activation", "y", y);
@@ -373,6 +338,7 @@ void CudaBackend::gated_activation(const Tensor& gate, const Tensor& up, Activat
 
 void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("rope");
     check_device_f32("rope", "x", x);
     if (x.ne[3] != 1) {
         throw ArgumentError(cat("rope: x must be [head_dim, n_heads, n_tokens], got ", x.shape_string()));
@@ -412,6 +378,7 @@ void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p)
 
 void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {
     impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("kv_store");
     check_device_f32("kv_store", "src", src);
     check_device_rows("kv_store", "cache", cache);
     if (!kv_store_supported(cache.type)) {
@@ -429,7 +396,7 @@ void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell)
                                 ") are outside the cache's ", cache.ne[1], " cells"));
     }
     cuda::kv_store(f32_view(src), cache.type, static_cast<uint8_t*>(cache.data), cache.nb[1], first_cell,
-                   impl_->stream);
+                   impl_->step_cell(first_cell, n), impl_->stream);
 }
 
 }  // namespace strata::cuda

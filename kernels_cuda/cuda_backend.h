@@ -90,12 +90,18 @@ class CudaBackend : public Backend {
                    const int32_t* positions, const AttentionParams& params, Tensor& out) override;
     void softcap(Tensor& x, float cap) override;
     void synchronize() override;
-    // Stream capture into a CUDA graph; end_graph() updates the previous executable graph in
-    // place when only parameters changed (the next decode step), else instantiates anew, and
-    // launches it.
+    // Stream capture into a CUDA graph; end_graph() updates the previous executable graph (of
+    // its kind: plain or step) in place when only parameters changed, else instantiates anew,
+    // and launches it.
     void begin_graph() override;
     void end_graph() override;
     void abort_graph() override;
+    // Step graphs (Backend's contract): the token and position live in a device slot set by a
+    // one-thread kernel before each launch; attention splits its keys by the cache's capacity,
+    // so one launch shape serves every position. One recording per owner (up to 16, least
+    // recently used dropped first); a regrown scratch block ends replays.
+    void begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) override;
+    bool replay_step(const void* owner, int32_t token, int32_t position) override;
     // Graph launches and re-instantiations so far (for tests and --verbose).
     uint64_t graph_launches() const;
     uint64_t graph_instantiations() const;

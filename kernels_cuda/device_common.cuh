@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "kernels_cuda/codec.cuh"
+#include "kernels_cuda/codec_iq.cuh"
 #include "kernels_cuda/cuda_check.h"
 #include "kernels_cuda/launch.h"
 
@@ -74,6 +75,15 @@ bool visit_codec(GgmlType type, F&& f) {
         case GgmlType::Q6_K: f(CodecQ6_K{}); return true;
         case GgmlType::Q8_K: f(CodecQ8_K{}); return true;
         case GgmlType::IQ4_XS: f(CodecIq4Xs{}); return true;
+        case GgmlType::IQ2_XXS: f(CodecIq2Xxs{}); return true;
+        case GgmlType::IQ2_XS: f(CodecIq2Xs{}); return true;
+        case GgmlType::IQ2_S: f(CodecIq2S{}); return true;
+        case GgmlType::IQ3_XXS: f(CodecIq3Xxs{}); return true;
+        case GgmlType::IQ3_S: f(CodecIq3S{}); return true;
+        case GgmlType::IQ1_S: f(CodecIq1S{}); return true;
+        case GgmlType::IQ1_M: f(CodecIq1M{}); return true;
+        case GgmlType::TQ1_0: f(CodecTq1_0{}); return true;
+        case GgmlType::TQ2_0: f(CodecTq2_0{}); return true;
         default: return false;
     }
 }

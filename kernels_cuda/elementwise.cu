@@ -46,7 +46,18 @@ void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t str
     CUDA_CHECK_LAUNCH("elementwise_kernel");
 }
 
+// The per-launch values of a replayed decode graph (kernel arguments: no host buffer to keep).
+__global__ void set_step_slot_kernel(int32_t* slot, int32_t token, int32_t position) {
+    slot[0] = token;
+    slot[1] = position;
+}
+
 }  // namespace
+
+void set_step_slot(int32_t* slot, int32_t token, int32_t position, cudaStream_t stream) {
+    set_step_slot_kernel<<<1, 1, 0, stream>>>(slot, token, position);
+    CUDA_CHECK_LAUNCH("set_step_slot_kernel");
+}
 
 void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream) {
     if (broadcast_b) launch<Op::AddBroadcast>(a, b, y, 0.0f, 0.0f, stream);

@@ -29,7 +29,9 @@ __device__ __forceinline__ int clamp_to_int(float v, int lo, int hi) {
 }
 
 template <GgmlType kType>
-__global__ void kv_store_plain_kernel(F32View src, uint8_t* cache, uint64_t nb1, int64_t first) {
+__global__ void kv_store_plain_kernel(F32View src, uint8_t* cache, uint64_t nb1, int64_t first,
+                                      const int32_t* first_dev) {
+    if (first_dev != nullptr) first = *first_dev;
     const int64_t total = src.n_rows * src.ne0;
     for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
          t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -44,7 +46,9 @@ __global__ void kv_store_plain_kernel(F32View src, uint8_t* cache, uint64_t nb1,
 
 // One warp per 32-element block; lane j holds element j.
 template <GgmlType kType>
-__global__ void kv_store_block_kernel(F32View src, uint8_t* cache, uint64_t nb1, int64_t first) {
+__global__ void kv_store_block_kernel(F32View src, uint8_t* cache, uint64_t nb1, int64_t first,
+                                      const int32_t* first_dev) {
+    if (first_dev != nullptr) first = *first_dev;
     constexpr int kBytes = kType == GgmlType::Q8_0 ? 34 : (kType == GgmlType::Q4_0 ? 18 : 22);
     const int lane = threadIdx.x % 32;
     const int64_t per_row = src.ne0 / 32;
@@ -93,17 +97,19 @@ __global__ void kv_store_block_kernel(F32View src, uint8_t* cache, uint64_t nb1,
 }
 
 template <GgmlType kType>
-void launch_plain(F32View src, uint8_t* cache, uint64_t nb1, int64_t first, cudaStream_t stream) {
+void launch_plain(F32View src, uint8_t* cache, uint64_t nb1, int64_t first, const int32_t* first_dev,
+                  cudaStream_t stream) {
     kv_store_plain_kernel<kType><<<capped_blocks(src.n_rows * src.ne0, kThreads), kThreads, 0, stream>>>(
-        src, cache, nb1, first);
+        src, cache, nb1, first, first_dev);
     CUDA_CHECK_LAUNCH("kv_store_plain_kernel");
 }
 
 template <GgmlType kType>
-void launch_block(F32View src, uint8_t* cache, uint64_t nb1, int64_t first, cudaStream_t stream) {
+void launch_block(F32View src, uint8_t* cache, uint64_t nb1, int64_t first, const int32_t* first_dev,
+                  cudaStream_t stream) {
     const int64_t warps = src.n_rows * (src.ne0 / 32);
     kv_store_block_kernel<kType><<<capped_blocks(warps * 32, kThreads), kThreads, 0, stream>>>(
-        src, cache, nb1, first);
+        src, cache, nb1, first, first_dev);
     CUDA_CHECK_LAUNCH("kv_store_block_kernel");
 }
 
@@ -122,15 +128,15 @@ bool kv_store_supported(GgmlType type) {
 }
 
 void kv_store(F32View src, GgmlType cache_type, uint8_t* cache, uint64_t cache_nb1,
-              int64_t first_cell, cudaStream_t stream) {
+              int64_t first_cell, const int32_t* first_cell_dev, cudaStream_t stream) {
     if (src.n_rows == 0 || src.ne0 == 0) return;
     switch (cache_type) {
-        case GgmlType::F32: return launch_plain<GgmlType::F32>(src, cache, cache_nb1, first_cell, stream);
-        case GgmlType::F16: return launch_plain<GgmlType::F16>(src, cache, cache_nb1, first_cell, stream);
-        case GgmlType::BF16: return launch_plain<GgmlType::BF16>(src, cache, cache_nb1, first_cell, stream);
-        case GgmlType::Q8_0: return launch_block<GgmlType::Q8_0>(src, cache, cache_nb1, first_cell, stream);
-        case GgmlType::Q4_0: return launch_block<GgmlType::Q4_0>(src, cache, cache_nb1, first_cell, stream);
-        case GgmlType::Q5_0: return launch_block<GgmlType::Q5_0>(src, cache, cache_nb1, first_cell, stream);
+        case GgmlType::F32: return launch_plain<GgmlType::F32>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
+        case GgmlType::F16: return launch_plain<GgmlType::F16>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
+        case GgmlType::BF16: return launch_plain<GgmlType::BF16>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
+        case GgmlType::Q8_0: return launch_block<GgmlType::Q8_0>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
+        case GgmlType::Q4_0: return launch_block<GgmlType::Q4_0>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
+        case GgmlType::Q5_0: return launch_block<GgmlType::Q5_0>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
         default:
             throw UnsupportedError(cat("kv_store: cache type ", type_traits(cache_type).name,
                                        " is not supported on the CUDA backend (f32, f16, bf16, q8_0, "

@@ -82,6 +82,8 @@ void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream)
 void scale(F32View x, float s, cudaStream_t stream);
 void softcap(F32View x, float cap, cudaStream_t stream);
 void gated_activation(F32View gate, F32View up, Activation act, F32View y, cudaStream_t stream);
+// slot[0] = token, slot[1] = position (device int32 [2]): the values a replayed step graph reads.
+void set_step_slot(int32_t* slot, int32_t token, int32_t position, cudaStream_t stream);
 
 // x [head_dim, n_heads, n_tokens] in place; inv_freq [n_rot/2] = base^(-2i/n_rot) computed on
 // the host as the CPU does; freq_factors [n_rot/2] or null.
@@ -95,10 +97,11 @@ struct RopeLaunch {
 };
 void rope(F32View x, int64_t n_heads, const RopeLaunch& args, cudaStream_t stream);
 
-// ---- kv_store.cu: cache rows [first_cell, first_cell + n) = src rows converted.
+// ---- kv_store.cu: cache rows [first_cell, first_cell + n) = src rows converted; first_cell is
+// read on the device from first_cell_dev when that is not null (a replayed decode graph).
 bool kv_store_supported(GgmlType type);
 void kv_store(F32View src, GgmlType cache_type, uint8_t* cache, uint64_t cache_nb1,
-              int64_t first_cell, cudaStream_t stream);
+              int64_t first_cell, const int32_t* first_cell_dev, cudaStream_t stream);
 
 // ---- attention_*.cu
 bool attention_cache_supported(GgmlType type);

@@ -132,7 +132,9 @@ constexpr double kDefaultPriorWeight = 0.005;
 // "overhead 0.12 ms (graph steps 0.70 ms), gpu x1.00, cpu x1.16, disk x1.33, gpu fixed costs
 // x1.10, cpu fixed costs x0.40, transfers x1.20": the fitted coefficients, for reading.
 std::string describe_fit(const CostParams& params);
-void fit(CostParams& params, const std::vector<Observation>& observations,
+// Returns false, leaving `params` as they were, when the runs are degenerate: the fitted model
+// would predict a zero, negative or infinite time for one of them.
+bool fit(CostParams& params, const std::vector<Observation>& observations,
          double prior_weight = kDefaultPriorWeight);
 
 // ---- For the planner: many layouts of one model, estimated fast ----

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "engine/core/error.h"
+#include "engine/core/temp_files.h"
 #include "engine/core/timing.h"
 #include "offload/disk_stream_engine.h"
 #include "offload/hardware_profile.h"
@@ -59,11 +60,16 @@ PointLayout layout_of(const DiskPoint& p, uint64_t point_bytes) {
     return l;
 }
 
-// A new file in `dir` of `bytes` of incompressible data; its path.
-std::string write_probe_file(const fs::path& dir, uint64_t bytes) {
-    const std::string path = (dir / cat(".strata-disk-probe-", ::getpid())).string();
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+// A new file in `dir` of `bytes` of incompressible data; its path. Named as a temporary file
+// (temp_files.h): removed on SIGINT/SIGTERM, and by the next measurement if a kill left it.
+std::string write_probe_file(const fs::path& dir, uint64_t bytes, int& slot) {
+    const std::string name = (dir / "strata-disk-probe").string();
+    remove_stale_temp_files(name);
+    const std::string path = temp_path_for(name);
+    slot = register_temp_file(path);  // before the file exists: a signal mid-write removes it
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
+        unregister_temp_file(slot);
         throw SystemError(cat("cannot measure the disk: cannot create ", path, ": ",
                               std::strerror(errno)));
     }
@@ -78,6 +84,7 @@ std::string write_probe_file(const fs::path& dir, uint64_t bytes) {
             const int err = errno;
             ::close(fd);
             fs::remove(path);
+            unregister_temp_file(slot);
             throw SystemError(cat("cannot measure the disk: writing ", path, ": ", std::strerror(err)));
         }
         done += static_cast<uint64_t>(put);
@@ -101,6 +108,24 @@ struct Target {
     std::string file;
     uint64_t size = 0;
     bool temporary = false;
+    int slot = -1;  // temp_files.h registration of a probe
+};
+
+// Removes a probe file when the measurement ends, however it ends.
+class ProbeCleanup {
+  public:
+    explicit ProbeCleanup(const Target& t) : target_(t) {}
+    ~ProbeCleanup() {
+        if (!target_.temporary) return;
+        std::error_code ec;
+        fs::remove(target_.file, ec);
+        unregister_temp_file(target_.slot);
+    }
+    ProbeCleanup(const ProbeCleanup&) = delete;
+    ProbeCleanup& operator=(const ProbeCleanup&) = delete;
+
+  private:
+    const Target& target_;
 };
 
 Target choose_target(const std::string& path_on_fs, uint64_t largest_region, uint64_t all_regions) {
@@ -111,7 +136,9 @@ Target choose_target(const std::string& path_on_fs, uint64_t largest_region, uin
     }
     fs::path dir(path_on_fs);
     if (!fs::is_directory(dir, ec)) dir = dir.has_parent_path() ? dir.parent_path() : ".";
-    return {write_probe_file(dir, all_regions), all_regions, true};
+    Target t{"", all_regions, true};
+    t.file = write_probe_file(dir, all_regions, t.slot);
+    return t;
 }
 
 // Bytes/s of reading [offset, offset + measured reads) in order with `point`'s queue; 0 when
@@ -211,16 +238,8 @@ DiskReadMeasurement measure_disk_read_gbs(const std::string& path_on_fs, const D
     }
     // A probe file need not hold every region: its size is bounded as the single read's was.
     const Target target = choose_target(path_on_fs, largest, std::max(largest, std::min(all, kProbeBytes)));
-    try {
-        DiskReadMeasurement out = measure_on(target, options, layouts);
-        std::error_code ec;
-        if (target.temporary) fs::remove(target.file, ec);
-        return out;
-    } catch (...) {
-        std::error_code ec;
-        if (target.temporary) fs::remove(target.file, ec);
-        throw;
-    }
+    const ProbeCleanup cleanup(target);
+    return measure_on(target, options, layouts);
 }
 
 void set_disk(HardwareProfile& p, const DiskReadMeasurement& m) {

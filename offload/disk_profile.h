@@ -54,6 +54,10 @@ struct DiskReadMeasurement {
 // dropped from the page cache
 // (posix_fadvise DONTNEED), read through DiskStream and deleted. SystemError when the folder
 // is not writable; ArgumentError for an empty grid or a point DiskStream refuses.
+// The rate recorded when the disk cannot be measured: very slow, so the planner avoids it, and
+// never 0 (a profile with a zero rate is refused as damaged).
+constexpr double kUnmeasuredDiskGbs = 0.01;
+
 DiskReadMeasurement measure_disk_read_gbs(const std::string& path_on_fs,
                                           const DiskMeasureOptions& options = {});
 

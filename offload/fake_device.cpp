@@ -80,9 +80,36 @@ FakeDeviceStats FakeDeviceBackend::stats() const {
     return stats_;
 }
 
+void FakeDeviceBackend::scratch(Buffer& buf, uint64_t bytes, std::string_view what) {
+    if (buf.size() < bytes) {
+        buf.reset();
+        buf = allocate(bytes, what);
+    }
+}
+
+// The CUDA backend's matmul scratch, held the same way (grown on demand, never shrunk), so that a
+// budget that leaves no room for it fails here as it does on a GPU (kernels_cuda/backend_matmul.cpp).
+void FakeDeviceBackend::matmul_scratch(const Tensor& w, int64_t m) {
+    const int64_t k = w.ne[0], n = w.ne[1];
+    if (w.type == GgmlType::F32 || n == 0 || m == 0) return;
+    if (m <= kCudaGemvMaxTokens) {
+        const uint64_t ds_offset = (static_cast<uint64_t>(m * k) + 15) / 16 * 16;
+        scratch(x_q8_, ds_offset + static_cast<uint64_t>(m * (k / 32)) * 2 * sizeof(float), "matmul q8 activations");
+        return;
+    }
+    scratch(x_f16_, static_cast<uint64_t>(m * k) * 2, "matmul f16 activations");
+    if (w.type == GgmlType::F16) return;
+    const uint64_t row_f16 = static_cast<uint64_t>(k) * 2;
+    int64_t tile_rows = static_cast<int64_t>(kCudaGemmTileBytes / row_f16);
+    tile_rows = std::min(std::max<int64_t>(kCudaTileRowAlign, tile_rows / kCudaTileRowAlign * kCudaTileRowAlign), n);
+    scratch(w_tile_, static_cast<uint64_t>(tile_rows) * row_f16, "matmul f16 weight tile");
+}
+
 void FakeDeviceBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
     Tensor yi = inner(y, "matmul");
-    cpu_.matmul(inner(w, "matmul"), inner(x, "matmul"), yi);
+    const Tensor wi = inner(w, "matmul"), xi = inner(x, "matmul");
+    matmul_scratch(w, x.n_rows());
+    cpu_.matmul(wi, xi, yi);
 }
 
 void FakeDeviceBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {

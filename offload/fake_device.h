@@ -2,6 +2,8 @@
 // with a byte budget, marked MemoryKind::Device so that the CPU backend refuses it — a tensor
 // that reaches the wrong backend fails as it would on a real GPU. Ops check that every tensor
 // lies in the pool, then run on an inner CpuBackend. Transfers in and out are counted.
+// Its matmul holds the scratch the CUDA backend's matmul holds (q8 activations for decode, f16
+// activations and a weight tile for batches), so a budget without room for it fails here too.
 // Used to test placement, the executor and streaming; never chosen for speed.
 #pragma once
 
@@ -56,7 +58,15 @@ class FakeDeviceBackend : public Backend {
     FakeDeviceStats stats() const;
     uint64_t budget_bytes() const { return budget_; }
 
+    // The CUDA backend's defaults (kernels_cuda/cuda_backend.h: gemv_max_tokens, gemm_tile_bytes,
+    // and the tile's row alignment): the scratch sizes follow from them.
+    static constexpr int64_t kCudaGemvMaxTokens = 8;
+    static constexpr uint64_t kCudaGemmTileBytes = 64ull << 20;
+    static constexpr int64_t kCudaTileRowAlign = 64;
+
   private:
+    void scratch(Buffer& buf, uint64_t bytes, std::string_view what);
+    void matmul_scratch(const Tensor& w, int64_t m);
     // t as a host view for the inner backend, after checking it lies in the pool.
     Tensor inner(const Tensor& t, std::string_view op) const;
     bool owns(const void* p, uint64_t bytes) const;
@@ -66,6 +76,7 @@ class FakeDeviceBackend : public Backend {
     mutable std::mutex mutex_;
     std::map<uintptr_t, uint64_t> blocks_;  // start -> bytes
     FakeDeviceStats stats_;
+    Buffer x_q8_, x_f16_, w_tile_;  // matmul scratch, as the CUDA backend holds it
 };
 
 }  // namespace strata

@@ -19,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/backend.h"
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 #include "engine/core/timing.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "kernels_cpu/cpu_features.h"
@@ -281,10 +283,9 @@ std::string profile_to_json(const HardwareProfile& p) {
 HardwareProfile profile_from_json(std::string_view text, std::string_view source) {
     Json root;
     try {
-        root = Json::parse(text);
-    } catch (const Json::parse_error& e) {
-        throw FormatError(cat("hardware profile ", source, " is not valid JSON (", e.what(),
-                              "); delete the file to measure again"));
+        root = parse_json_bounded(text, cat("hardware profile ", source));
+    } catch (const FormatError& e) {
+        throw FormatError(cat(e.what(), "; delete the file to measure again"));
     }
     if (!root.is_object()) {
         throw FormatError(cat("hardware profile ", source, " must be a JSON object"));
@@ -369,25 +370,47 @@ void save_profile(const HardwareProfile& profile, const std::string& path) {
     std::error_code ec;
     if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
     if (ec) throw SystemError(cat("cannot create ", target.parent_path().string(), ": ", ec.message()));
-    const std::string tmp = cat(path, ".tmp", ::getpid());
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << profile_to_json(profile);
-        if (!out.good()) throw SystemError(cat("cannot write ", tmp, ": ", std::strerror(errno)));
-    }
-    fs::rename(tmp, target, ec);
-    if (ec) {
-        fs::remove(tmp);
-        throw SystemError(cat("cannot rename ", tmp, " to ", path, ": ", ec.message()));
+    write_file_atomic(path, profile_to_json(profile), "hardware profile");
+}
+
+namespace {
+
+// Rates a measurement cannot give: zero (or negative) throughput, or more than any machine has.
+void check_rate(std::string_view source, const std::string& key, double value) {
+    constexpr double kMaxRate = 1e6;  // GB/s or GFLOP/s: far beyond any machine
+    if (!(value > 0) || value > kMaxRate) {
+        throw FormatError(cat("hardware profile ", source, " $.", key, ": ", value,
+                              " is not a measured rate (expected more than 0 and at most ", kMaxRate,
+                              "); delete the file to measure again"));
     }
 }
 
+void check_cpu_rates(std::string_view source, const std::string& prefix, const CpuRates& c) {
+    check_rate(source, prefix + "host_read_gbs", c.host_read_gbs);
+    check_rate(source, prefix + "cpu_prefill_gflops", c.cpu_prefill_gflops);
+    for (const auto& [type, value] : c.cpu_gemv_gbs) check_rate(source, cat(prefix, "cpu_gemv_gbs.", type), value);
+}
+
+}  // namespace
+
+void check_measured_profile(const HardwareProfile& p, std::string_view source) {
+    check_cpu_rates(source, "", cpu_rates(p));
+    for (const auto& [n, rates] : p.cpu_at_threads) check_cpu_rates(source, cat("cpu_at_threads.", n, "."), rates);
+    check_rate(source, "disk_read_gbs", p.disk_read_gbs);
+    if (p.gpu_name.empty()) return;
+    check_rate(source, "gpu_read_gbs", p.gpu_read_gbs);
+    check_rate(source, "h2d_gbs", p.h2d_gbs);
+    check_rate(source, "d2h_gbs", p.d2h_gbs);
+    check_rate(source, "gpu_prefill_gflops", p.gpu_prefill_gflops);
+    for (const auto& [type, value] : p.gpu_gemv_gbs) check_rate(source, cat("gpu_gemv_gbs.", type), value);
+}
+
 HardwareProfile load_profile(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw SystemError(cat("cannot open hardware profile ", path, ": ", std::strerror(errno)));
-    std::stringstream text;
-    text << in.rdbuf();
-    return profile_from_json(text.str(), path);
+    const std::string text =
+        read_bounded_file(path, "hardware profile", ReadOptions{kMaxJsonFileBytes, /*note_input=*/false});
+    HardwareProfile p = profile_from_json(text, path);
+    check_measured_profile(p, path);
+    return p;
 }
 
 std::string default_profile_path() {

@@ -111,7 +111,11 @@ std::string profile_to_json(const HardwareProfile& profile);
 HardwareProfile profile_from_json(std::string_view text, std::string_view source = "profile");
 // Writes atomically (temporary file + rename), creating the folder. SystemError on failure.
 void save_profile(const HardwareProfile& profile, const std::string& path);
-// SystemError when the file cannot be read; FormatError as profile_from_json.
+// FormatError when a rate a measurement always gives is zero, negative or beyond any machine
+// (a damaged or hand-edited cache must be measured again, not trusted).
+void check_measured_profile(const HardwareProfile& profile, std::string_view source);
+// SystemError when the file cannot be read (ArgumentError when it is not a regular file or is
+// over the size cap); FormatError as profile_from_json and check_measured_profile.
 HardwareProfile load_profile(const std::string& path);
 // $XDG_CACHE_HOME/strata/hardware.json, else ~/.cache/strata/hardware.json. ArgumentError when
 // neither XDG_CACHE_HOME nor HOME is set.

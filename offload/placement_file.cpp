@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 
 namespace strata {
 
@@ -163,6 +165,9 @@ std::string placement_to_json(const Placement& p, const TensorTable* table) {
                            {"cpu_threads", h.cpu_threads},
                            {"ram_total_bytes", h.ram_total_bytes}}
                           .dump());
+    // JSON has no infinity: a prediction that is not a finite speed is a bug upstream (the fit
+    // refuses degenerate calibrations), never a "null" in the file.
+    STRATA_INVARIANT(std::isfinite(p.predicted.prefill_tok_s) && std::isfinite(p.predicted.decode_tok_s));
     field("predicted", Json{{"prefill_tok_s", p.predicted.prefill_tok_s},
                             {"decode_tok_s", p.predicted.decode_tok_s}}
                            .dump());
@@ -174,6 +179,7 @@ std::string placement_to_json(const Placement& p, const TensorTable* table) {
 }
 
 Placement placement_from_json(std::string_view text) {
+    check_json_depth(text, "placement");
     Json doc;
     try {
         doc = Json::parse(text.begin(), text.end());
@@ -225,25 +231,13 @@ Placement placement_from_json(std::string_view text) {
 
 void write_placement(const Placement& placement, const std::string& path,
                      const TensorTable* table) {
-    const std::string text = placement_to_json(placement, table);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out)
-        throw SystemError(cat("cannot create placement file '", path, "': ", std::strerror(errno)));
-    out << text;
-    out.close();
-    if (!out)
-        throw SystemError(cat("cannot write placement file '", path, "': ", std::strerror(errno)));
+    write_file_atomic(path, placement_to_json(placement, table), "placement file");
 }
 
 Placement read_placement(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw SystemError(cat("cannot open placement file '", path, "': ", std::strerror(errno)));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw SystemError(cat("cannot read placement file '", path, "'"));
+    const std::string text = read_bounded_file(path, "placement file");
     try {
-        return placement_from_json(text.str());
+        return placement_from_json(text);
     } catch (const FormatError& e) {
         throw FormatError(cat(path, ": ", e.what()));
     }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 
 namespace strata {
@@ -123,6 +124,7 @@ std::string activation_profile_to_json(const ActivationProfile& p) {
 }
 
 ActivationProfile activation_profile_from_json(const std::string& text, const std::string& what) {
+    check_json_depth(text, what);  // before the parser recurses
     Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) throw FormatError(cat("activation stats '", what, "' is not valid JSON"));
     const Reader r(what);

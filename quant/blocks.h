@@ -127,6 +127,99 @@ struct BlockIq4Xs {
 };
 static_assert(sizeof(BlockIq4Xs) == 136, "IQ4_XS block is 136 bytes");
 
+// ---- 256-element i-quants: groups of 8 (IQ3: 4) elements are one point of a lattice grid
+// (quant/iq_grids.h) times a sign pattern and a sub-block scale. Facts: gguf-py's quants.py.
+// IQ2_XXS: per 32 elements (sub-block ib) 8 bytes at qs[4*ib]: bytes 0-3 are 4 grid indices,
+// bytes 4-7 a little-endian u32 of 4 7-bit sign indices (bits 7k..7k+6) and the 4-bit scale ls
+// (bits 28-31): y = d*(0.5 + ls)*0.25 * grid * sign.
+struct BlockIq2Xxs {
+    uint16_t d;
+    uint16_t qs[kQkK / 8];
+};
+static_assert(sizeof(BlockIq2Xxs) == 66, "IQ2_XXS block is 66 bytes");
+
+// IQ2_XS: qs[l] (group l of 8) = 9-bit grid index | 7-bit sign index << 9; scales[ib] holds the
+// 4-bit scales of elements 32ib..+15 (low nibble) and 32ib+16..+31 (high nibble).
+struct BlockIq2Xs {
+    uint16_t d;
+    uint16_t qs[kQkK / 8];
+    uint8_t scales[kQkK / 32];
+};
+static_assert(sizeof(BlockIq2Xs) == 74, "IQ2_XS block is 74 bytes");
+
+// IQ2_S: group l's 10-bit grid index is qs[l] | bits 2(l%4).. of qh[l/4] << 8; its 8 sign bits
+// are qs[32 + l] (explicit, no parity rule); scales as IQ2_XS.
+struct BlockIq2S {
+    uint16_t d;
+    uint8_t qs[kQkK / 4];
+    uint8_t qh[kQkK / 32];
+    uint8_t scales[kQkK / 32];
+};
+static_assert(sizeof(BlockIq2S) == 82, "IQ2_S block is 82 bytes");
+
+// IQ3_XXS: qs[0..63] are grid indices of groups of 4; qs[64 + 4ib ..] is a little-endian u32 per
+// sub-block of 32: 4 7-bit sign indices and the 4-bit scale: y = d*(0.5 + ls)*0.5 * grid * sign.
+struct BlockIq3Xxs {
+    uint16_t d;
+    uint8_t qs[3 * kQkK / 8];
+};
+static_assert(sizeof(BlockIq3Xxs) == 98, "IQ3_XXS block is 98 bytes");
+
+// IQ3_S: group l (of 4) has grid index qs[l] | bit l%8 of qh[l/8] << 8; element e's sign is bit
+// e%8 of signs[e/8]; scales[ib/2] nibble ib%2 gives y = d*(1 + 2*sc) * grid * sign.
+struct BlockIq3S {
+    uint16_t d;
+    uint8_t qs[kQkK / 4];
+    uint8_t qh[kQkK / 32];
+    uint8_t signs[kQkK / 8];
+    uint8_t scales[kQkK / 64];
+};
+static_assert(sizeof(BlockIq3S) == 110, "IQ3_S block is 110 bytes");
+
+// IQ1_S: per sub-block ib of 32, qh[ib] holds four 3-bit high parts of the 11-bit grid indices
+// (bits 3k..3k+2 for group 4ib+k, low byte qs[4ib+k]), the 3-bit scale s (bits 12-14) and the
+// delta sign (bit 15): y = d*(2s + 1) * (grid ± 1/8).
+struct BlockIq1S {
+    uint16_t d;
+    uint8_t qs[kQkK / 8];
+    uint16_t qh[kQkK / 32];
+};
+static_assert(sizeof(BlockIq1S) == 50, "IQ1_S block is 50 bytes");
+
+// IQ1_M: group l's index is qs[l] | (nibble l%2 of qh[l/2] & 7) << 8, bit 3 of that nibble its
+// delta sign; scales[] as 4 u16: 3-bit scales of 16 elements each at bits 3j..3j+2, and the
+// top nibbles of the 4 words form the f16 d (word 0 bits 12-15 = d bits 0-3, ...).
+struct BlockIq1M {
+    uint8_t qs[kQkK / 8];
+    uint8_t qh[kQkK / 16];
+    uint16_t scales[kQkK / 64];
+};
+static_assert(sizeof(BlockIq1M) == 56, "IQ1_M block is 56 bytes");
+
+// The f16 bits of IQ1_M's d, gathered from the top nibbles of its scale words.
+constexpr uint16_t iq1_m_d_bits(const BlockIq1M& b) {
+    return static_cast<uint16_t>((b.scales[0] >> 12) | ((b.scales[1] >> 8) & 0x00F0) |
+                                 ((b.scales[2] >> 4) & 0x0F00) | (b.scales[3] & 0xF000));
+}
+
+// ---- ternary formats, y = d * (t - 1) with t in {0, 1, 2}.
+// TQ1_0: five trits per byte in base 3, scaled to a byte: t_k = ((u8)(b * 3^k) * 3) >> 8.
+// Elements 0-159: qs[t] gives elements 32k + t; 160-239: qs[32 + t] gives 160 + 16k + t;
+// 240-255: qh[t] gives 240 + 4k + t (k < 4).
+struct BlockTq1_0 {
+    uint8_t qs[48];
+    uint8_t qh[4];
+    uint16_t d;
+};
+static_assert(sizeof(BlockTq1_0) == 54, "TQ1_0 block is 54 bytes");
+
+// TQ2_0: element 128h + 32k + l is bits 2k..2k+1 of qs[32h + l].
+struct BlockTq2_0 {
+    uint8_t qs[kQkK / 4];
+    uint16_t d;
+};
+static_assert(sizeof(BlockTq2_0) == 66, "TQ2_0 block is 66 bytes");
+
 // Non-linear 4-bit value table of IQ4_NL and IQ4_XS.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};

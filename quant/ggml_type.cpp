@@ -31,23 +31,23 @@ constexpr TypeTraits kTraits[] = {
     {G::Q5_K, "q5_K", kQkK, sizeof(BlockQ5_K), true, dequantize_q5_k, nullptr},
     {G::Q6_K, "q6_K", kQkK, sizeof(BlockQ6_K), true, dequantize_q6_k, quantize_q6_k},
     {G::Q8_K, "q8_K", kQkK, sizeof(BlockQ8_K), true, dequantize_q8_k, quantize_q8_k},
-    {G::IQ2_XXS, "iq2_xxs", kQkK, 2 + kQkK / 4, true, nullptr, nullptr},
-    {G::IQ2_XS, "iq2_xs", kQkK, 2 + kQkK / 4 + kQkK / 32, true, nullptr, nullptr},
-    {G::IQ3_XXS, "iq3_xxs", kQkK, 2 + kQkK / 4 + kQkK / 8, true, nullptr, nullptr},
-    {G::IQ1_S, "iq1_s", kQkK, 2 + kQkK / 8 + kQkK / 16, true, nullptr, nullptr},
+    {G::IQ2_XXS, "iq2_xxs", kQkK, sizeof(BlockIq2Xxs), true, dequantize_iq2_xxs, quantize_iq2_xxs},
+    {G::IQ2_XS, "iq2_xs", kQkK, sizeof(BlockIq2Xs), true, dequantize_iq2_xs, quantize_iq2_xs},
+    {G::IQ3_XXS, "iq3_xxs", kQkK, sizeof(BlockIq3Xxs), true, dequantize_iq3_xxs, quantize_iq3_xxs},
+    {G::IQ1_S, "iq1_s", kQkK, sizeof(BlockIq1S), true, dequantize_iq1_s, quantize_iq1_s},
     {G::IQ4_NL, "iq4_nl", kQk32, sizeof(BlockIq4Nl), true, dequantize_iq4_nl, nullptr},
-    {G::IQ3_S, "iq3_s", kQkK, 2 + kQkK / 4 + kQkK / 8 + kQkK / 32 + 4, true, nullptr, nullptr},
-    {G::IQ2_S, "iq2_s", kQkK, 2 + kQkK / 4 + kQkK / 16, true, nullptr, nullptr},
+    {G::IQ3_S, "iq3_s", kQkK, sizeof(BlockIq3S), true, dequantize_iq3_s, quantize_iq3_s},
+    {G::IQ2_S, "iq2_s", kQkK, sizeof(BlockIq2S), true, dequantize_iq2_s, quantize_iq2_s},
     {G::IQ4_XS, "iq4_xs", kQkK, sizeof(BlockIq4Xs), true, dequantize_iq4_xs, nullptr},
     {G::I8, "i8", 1, 1, false, nullptr, nullptr},
     {G::I16, "i16", 1, 2, false, nullptr, nullptr},
     {G::I32, "i32", 1, 4, false, nullptr, nullptr},
     {G::I64, "i64", 1, 8, false, nullptr, nullptr},
     {G::F64, "f64", 1, 8, false, nullptr, nullptr},
-    {G::IQ1_M, "iq1_m", kQkK, kQkK / 8 + kQkK / 16 + kQkK / 32, true, nullptr, nullptr},
+    {G::IQ1_M, "iq1_m", kQkK, sizeof(BlockIq1M), true, dequantize_iq1_m, quantize_iq1_m},
     {G::BF16, "bf16", 1, 2, false, dequantize_bf16, quantize_bf16},
-    {G::TQ1_0, "tq1_0", kQkK, 2 + 4 * 13, true, nullptr, nullptr},
-    {G::TQ2_0, "tq2_0", kQkK, 2 + 64, true, nullptr, nullptr},
+    {G::TQ1_0, "tq1_0", kQkK, sizeof(BlockTq1_0), true, dequantize_tq1_0, quantize_tq1_0},
+    {G::TQ2_0, "tq2_0", kQkK, sizeof(BlockTq2_0), true, dequantize_tq2_0, quantize_tq2_0},
     {G::MXFP4, "mxfp4", kQk32, sizeof(BlockMxfp4), true, dequantize_mxfp4, nullptr},
     {G::NVFP4, "nvfp4", 64, 4 + 32, true, nullptr, nullptr},
     {G::Q1_0, "q1_0", 128, 2 + 16, true, nullptr, nullptr},
@@ -104,6 +104,16 @@ const TypeTraits* find_type_traits_by_name(std::string_view name) {
         if (same) return &t;
     }
     return nullptr;
+}
+
+std::string dequantizable_type_names() {
+    std::string names;
+    for (const TypeTraits& t : kTraits) {
+        if (t.dequantize == nullptr) continue;
+        if (!names.empty()) names += ", ";
+        names += t.name;
+    }
+    return names;
 }
 
 void require_whole_blocks(std::string_view type_name, int64_t n, int64_t block_size) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace strata {
@@ -71,6 +72,10 @@ const TypeTraits& type_traits(GgmlType type);
 
 // Parses a ggml type name ("q4_K", case-insensitive); nullptr if unknown.
 const TypeTraits* find_type_traits_by_name(std::string_view name);
+
+// The names of the types Strata can compute with (those with a reference dequantizer),
+// comma-separated, for error messages.
+std::string dequantizable_type_names();
 
 // Bytes of one row of n elements; throws std::invalid_argument unless n >= 0 is a multiple of
 // the block size.

@@ -38,6 +38,15 @@ void dequantize_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_q6_k(const void* src, float* dst, int64_t n);
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
 void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
+void dequantize_iq2_xxs(const void* src, float* dst, int64_t n);
+void dequantize_iq2_xs(const void* src, float* dst, int64_t n);
+void dequantize_iq2_s(const void* src, float* dst, int64_t n);
+void dequantize_iq3_xxs(const void* src, float* dst, int64_t n);
+void dequantize_iq3_s(const void* src, float* dst, int64_t n);
+void dequantize_iq1_s(const void* src, float* dst, int64_t n);
+void dequantize_iq1_m(const void* src, float* dst, int64_t n);
+void dequantize_tq1_0(const void* src, float* dst, int64_t n);
+void dequantize_tq2_0(const void* src, float* dst, int64_t n);
 
 // ---- quantize. Bounds hold for finite inputs (F16/BF16/F32 also take inf/NaN); other
 // non-finite inputs give unspecified blocks, never undefined behaviour. Error bounds are per
@@ -85,5 +94,25 @@ void quantize_q4_k(const float* src, void* dst, int64_t n);
 // 31*d*sc >= the sub-block's amax, then up to 3 larger sc are tried for the least squared error.
 //   |x - y| <= d16*sc/2 (+ulp)  and  d16*sc <= amax_sub/31 + 4*d16.
 void quantize_q6_k(const float* src, void* dst, int64_t n);
+
+// TQ1_0 / TQ2_0 (bit-identical to gguf-py): d = amax, t = round(x/d) in {-1, 0, 1}:
+//   |x - y| <= amax/2 + |amax - d16| (+ulp)
+void quantize_tq1_0(const float* src, void* dst, int64_t n);
+void quantize_tq2_0(const float* src, void* dst, int64_t n);
+
+// The lattice i-quants (Strata's own search, quant/iq_search.h): each group of 8 (IQ3: 4)
+// elements takes the lattice point nearest to it at its sub-block's scale, after a least-squares
+// fit of that scale. The lattices hold a few hundred of the 3^8.. points of the full grid, so no
+// per-element bound holds; what is guaranteed is that no other lattice point at the stored
+// scale is closer to a group (up to float rounding of the search), and tests bound the NMSE on
+// Gaussian rows per type (tests/quant/iq_quantize_test.cpp). Signs of IQ2_XXS / IQ2_XS / IQ3_XXS
+// groups with an odd number of negatives lose the sign of their smallest |x|.
+void quantize_iq2_xxs(const float* src, void* dst, int64_t n);
+void quantize_iq2_xs(const float* src, void* dst, int64_t n);
+void quantize_iq2_s(const float* src, void* dst, int64_t n);
+void quantize_iq3_xxs(const float* src, void* dst, int64_t n);
+void quantize_iq3_s(const float* src, void* dst, int64_t n);
+void quantize_iq1_s(const float* src, void* dst, int64_t n);
+void quantize_iq1_m(const float* src, void* dst, int64_t n);
 
 }  // namespace strata

@@ -21,6 +21,7 @@
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -144,6 +145,11 @@ void bench(const BenchArgs& args) {
     for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
     const Runtime runtime(engine.model, ro);
     std::unique_ptr<Session> session = runtime.new_session();
+    if (longest > session->n_ctx()) {
+        throw ArgumentError(cat("bench: a test of ", longest, " tokens does not fit the context of ", session->n_ctx(),
+                                " tokens (", engine.n_ctx > 0 ? "-c, at most the model's training context"
+                                                              : "the model's training context", ")"));
+    }
     const double target_sparsity = runtime.sparse() != nullptr ? runtime.sparse()->sparsity() : -1;
     const int64_t n_vocab = session->program().n_vocab();
     std::mt19937 rng(1234);
@@ -222,9 +228,10 @@ void bench(const BenchArgs& args) {
         for (const TgRun& r : tg_runs) {
             if (!r.estimate) continue;
             const Observation o = observe(runtime.placement(), table, *runtime.hardware_profile(), r.params, r.measured_s);
-            append_calibration(default_calibration_path(), runtime.machine_key(), o,
+            const std::string note = append_calibration(default_calibration_path(), runtime.machine_key(), o,
                                cat(engine.model, " ", r.test, " gpu ", format_bytes(rs.gpu_weight_bytes), " ram ",
                                    format_bytes(rs.ram_weight_bytes), " disk ", format_bytes(rs.disk_weight_bytes)));
+            if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
             ++recorded;
         }
         if (!args.json) {
@@ -241,9 +248,12 @@ void add_bench_command(CLI::App& app) {
     auto args = std::make_shared<BenchArgs>();
     CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation speed (llama-bench style)");
     add_engine_options(*cmd, args->engine);
-    cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt lengths to test (pp)")->capture_default_str();
-    cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg)")->capture_default_str();
-    cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str();
+    cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt lengths to test (pp; 0 = none)")
+        ->capture_default_str()->check(int_in(0, kMaxContext));
+    cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg; 0 = none)")
+        ->capture_default_str()->check(int_in(0, kMaxContext));
+    cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str()
+        ->check(int_in(1, 100000));
     cmd->add_flag("--json", args->json, "print JSON instead of a table");
     cmd->add_flag("--fit", args->fit,
                   "print the cost model's decode terms beside the measured tg time per token, and record the run"

@@ -11,6 +11,7 @@
 #include "engine/runtime/calibration.h"
 #include "offload/cost_model.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
 
 namespace strata::cli {
 namespace {
@@ -31,7 +32,9 @@ void report(const CalibrationArgs& args) {
     std::vector<Observation> all;
     for (const CalibrationRun& r : file.runs) all.push_back(r.observation);
     CostParams fitted;
-    fit(fitted, all, args.prior_weight);
+    if (!fit(fitted, all, args.prior_weight)) {
+        std::printf("the runs cannot be fitted (they would predict no time or infinite time): the profile's values stand\n");
+    }
     std::printf("%s: %zu run(s) on %s\n", path.c_str(), all.size(), file.machine.c_str());
     std::printf("fitted to all: %s\n\n", describe_fit(fitted).c_str());
     std::printf("| run | measured t/s | profile only | fitted to all | fitted to the others |\n");
@@ -74,11 +77,11 @@ void add_calibration_command(CLI::App& app) {
         "calibration", "the runs recorded by `strata bench --fit` beside the cost model's predictions for them");
     cmd->add_option("--file", args->file, "calibration file (default: beside the hardware profile)");
     cmd->add_option("--tolerance", args->tolerance, "the relative error counted as a hit")
-        ->check(CLI::Range(0.0, 10.0))
+        ->check(real_in(0.0, 10.0))
         ->capture_default_str();
     cmd->add_option("--prior-weight", args->prior_weight,
                     "how hard the fit holds to the profile's measured rates (what run, chat and bench use)")
-        ->check(CLI::Range(0.0, 1e6))
+        ->check(real_in(0.0, 1e6))
         ->capture_default_str();
     cmd->callback([args] { report(*args); });
 }

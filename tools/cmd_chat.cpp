@@ -8,22 +8,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/conversation.h"
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/sparse_ffn.h"
 #include "offload/tier.h"
+#include "tools/answer_keys.h"
 #include "tools/chat_input.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -61,6 +64,9 @@ std::string format_bytes(uint64_t bytes) {
     return buf;
 }
 
+constexpr const char* kSettings =
+    "temp, top-k, top-p, min-p, repeat-penalty, repeat-last-n, presence-penalty, frequency-penalty, seed";
+
 constexpr const char* kHelp =
     "commands:\n"
     "  /help              this text\n"
@@ -69,28 +75,35 @@ constexpr const char* kHelp =
     "  /stats             context use, the speed of the last answer (and the sparsity achieved)\n"
     "  /save FILE         write the conversation as JSON\n"
     "  /load FILE         read a conversation written by /save\n"
-    "  /set NAME VALUE    temp, top-k, top-p, min-p, repeat-penalty, seed\n"
+    "  /set [NAME VALUE]  show the settings, or set one: temp, top-k, top-p, min-p, repeat-penalty,\n"
+    "                     repeat-last-n, presence-penalty, frequency-penalty, seed (-1: random)\n"
     "  /quit              leave (or Ctrl-D)\n"
     "a line ending in \\ continues on the next line; Ctrl-C stops an answer\n";
 
 void set_sampler_value(SamplerParams& s, const std::string& name, const std::string& value) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
     SamplerParams next = s;
-    try {
-        if (name == "temp" || name == "temperature") next.temperature = std::stof(value);
-        else if (name == "top-k") next.top_k = std::stoi(value);
-        else if (name == "top-p") next.top_p = std::stof(value);
-        else if (name == "min-p") next.min_p = std::stof(value);
-        else if (name == "repeat-penalty") next.repeat_penalty = std::stof(value);
-        else if (name == "seed") next.seed = static_cast<uint32_t>(std::stoul(value));
-        else {
-            throw ArgumentError(cat("unknown setting '", name,
-                                    "' (temp, top-k, top-p, min-p, repeat-penalty, seed)"));
-        }
-    } catch (const std::logic_error&) {  // stof/stoi: not a number
-        throw ArgumentError(cat("'", value, "' is not a number for ", name));
-    }
+    const auto real = [&](double lo, double hi) { return static_cast<float>(parse_real(value, name, lo, hi)); };
+    if (name == "temp" || name == "temperature") next.temperature = real(-kInf, kInf);
+    else if (name == "top-k") next.top_k = static_cast<int32_t>(parse_int(value, name, 0, INT32_MAX));
+    else if (name == "top-p") next.top_p = real(0, 1);
+    else if (name == "min-p") next.min_p = real(0, 1);
+    else if (name == "repeat-penalty") next.repeat_penalty = real(-kInf, kInf);
+    else if (name == "repeat-last-n") next.repeat_last_n = static_cast<int32_t>(parse_int(value, name, -1, INT32_MAX));
+    else if (name == "presence-penalty") next.presence_penalty = real(-kInf, kInf);
+    else if (name == "frequency-penalty") next.frequency_penalty = real(-kInf, kInf);
+    else if (name == "seed") next.seed = parse_seed(value, name);
+    else throw ArgumentError(cat("unknown setting '", name, "' (", kSettings, ")"));
     next.validate();
     s = next;
+}
+
+std::string sampler_values(const SamplerParams& s) {
+    const std::string seed = s.seed == SamplerParams::kRandomSeed ? "random" : std::to_string(s.seed);
+    return cat("temp = ", s.temperature, "\ntop-k = ", s.top_k, "\ntop-p = ", s.top_p, "\nmin-p = ", s.min_p,
+               "\nrepeat-penalty = ", s.repeat_penalty, "\nrepeat-last-n = ", s.repeat_last_n,
+               "\npresence-penalty = ", s.presence_penalty, "\nfrequency-penalty = ", s.frequency_penalty,
+               "\nseed = ", seed, "\n");
 }
 
 class ChatRepl {
@@ -117,28 +130,37 @@ public:
                 if (!command(*line)) break;
                 continue;
             }
-            answer(*line);
+            if (!answer(*line)) break;
         }
         if (interactive_) std::printf("\n");
     }
 
+    int failed_turns() const { return failed_turns_; }
+
 private:
-    void answer(const std::string& text) {
+    // Returns false when the chat should end (Ctrl-D typed during the answer).
+    bool answer(const std::string& text) {
+        AnswerKeys keys(interactive_);
         try {
-            conv_.reply(text, params_, [](std::string_view piece) {
+            conv_.reply(text, params_, [&](std::string_view piece) {
                 std::fwrite(piece.data(), 1, piece.size(), stdout);
                 std::fflush(stdout);
-                return !g_interrupted.load();
+                return !g_interrupted.load() && !keys.end_of_input();
             });
-        } catch (const ArgumentError& e) {
+        } catch (const std::exception& e) {
             std::fprintf(stderr, "error: %s\n", e.what());
-            return;
+            ++failed_turns_;
+            return true;
         }
         std::printf("\n");
-        if (interactive_ && conv_.last_turn().stop == StopReason::Callback) {
-            std::printf("[stopped]\n");
+        const TurnStats& t = conv_.last_turn();
+        if (t.n_dropped > 0) {
+            std::fprintf(stderr, "[context full: the %lld oldest message(s) were dropped to make room]\n",
+                         static_cast<long long>(t.n_dropped));
         }
+        if (interactive_ && t.stop == StopReason::Callback) std::printf("[stopped]\n");
         std::fflush(stdout);
+        return !keys.end_of_input();
     }
 
     // Returns false to quit.
@@ -163,27 +185,28 @@ private:
                 stats();
             } else if (cmd == "/save") {
                 if (rest.empty()) throw ArgumentError("/save needs a file name");
-                std::ofstream out(rest, std::ios::binary);
-                if (!(out << conv_.to_json() << "\n")) {
-                    throw SystemError(cat("cannot write '", rest, "'"));
-                }
+                write_file_atomic(rest, conv_.to_json() + "\n", "chat save");
                 std::printf("saved %zu messages to %s\n", conv_.messages().size(), rest.c_str());
             } else if (cmd == "/load") {
                 if (rest.empty()) throw ArgumentError("/load needs a file name");
-                std::ifstream in_file(rest, std::ios::binary);
-                if (!in_file) throw SystemError(cat("cannot read '", rest, "'"));
-                conv_.from_json(std::string(std::istreambuf_iterator<char>(in_file), {}));
+                // Not noted as an input: /save may write the conversation back to it.
+                conv_.from_json(read_bounded_file(rest, "chat save", ReadOptions{kMaxJsonFileBytes, false}));
                 std::printf("loaded %zu messages from %s\n", conv_.messages().size(), rest.c_str());
             } else if (cmd == "/set") {
                 std::istringstream args(rest);
-                std::string name, value;
-                if (!(args >> name >> value)) throw ArgumentError("usage: /set NAME VALUE");
-                set_sampler_value(params_.sampler, name, value);
-                std::printf("%s = %s\n", name.c_str(), value.c_str());
+                std::string name, value, extra;
+                if (rest.find_first_not_of(' ') == std::string::npos) {
+                    std::printf("%s", sampler_values(params_.sampler).c_str());
+                } else if (!(args >> name >> value) || (args >> extra)) {
+                    throw ArgumentError("usage: /set NAME VALUE (or /set alone to show the settings)");
+                } else {
+                    set_sampler_value(params_.sampler, name, value);
+                    std::printf("%s = %s\n", name.c_str(), value.c_str());
+                }
             } else {
                 throw ArgumentError(cat("unknown command '", cmd, "' (/help lists them)"));
             }
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {  // a command's failure never ends the chat
             std::fprintf(stderr, "error: %s\n", e.what());
         }
         std::fflush(stdout);
@@ -207,6 +230,7 @@ private:
     Conversation conv_;
     GenerateParams params_;
     bool interactive_;
+    int failed_turns_ = 0;
 };
 
 void chat(const ChatArgs& args) {
@@ -244,6 +268,10 @@ void chat(const ChatArgs& args) {
     install_sigint_handler();
     ChatRepl repl(args, session, format, interactive);
     repl.run();
+    // Piped input is a script: a turn that could not be answered makes the chat fail.
+    if (!interactive && repl.failed_turns() > 0) {
+        throw Error(cat(repl.failed_turns(), " turn(s) could not be answered (see the errors above)"));
+    }
 }
 
 }  // namespace
@@ -259,7 +287,7 @@ void add_chat_command(CLI::App& app) {
                     "chat format: " + names + " (default: from the file, else by architecture)");
     cmd->add_option("-n,--n-predict", args->n_predict,
                     "most tokens per answer (-1 = until the end of the turn)")
-        ->capture_default_str();
+        ->capture_default_str()->check(int_in(-1, kMaxContext));
     cmd->callback([args] { chat(*args); });
 }
 

@@ -142,28 +142,28 @@ void print_tensors(const ModelFile& f) {
     size_t width = 4;
     for (const TensorInfo& t : f.tensors())
         width = std::max(width, t.name.size());
-    std::printf("tensors\n  %-*s  %-6s  %-16s  %12s\n", static_cast<int>(width), "name", "type",
+    std::printf("tensors\n  %-*s  %-7s  %-16s  %12s\n", static_cast<int>(width), "name", "type",
                 "shape", "bytes");
     for (const TensorInfo& t : f.tensors()) {
-        std::printf("  %-*s  %-6s  %-16s  %12s\n", static_cast<int>(width), t.name.c_str(),
+        std::printf("  %-*s  %-7s  %-16s  %12s\n", static_cast<int>(width), t.name.c_str(),
                     std::string(type_traits(t.type).name).c_str(), t.shape_string().c_str(),
                     format_bytes(t.n_bytes).c_str());
     }
 }
 
 void print_types(const ModelSummary& s) {
-    std::printf("bytes per type\n  %-6s  %8s  %14s  %12s  %6s\n", "type", "tensors", "params",
+    std::printf("bytes per type\n  %-7s  %8s  %14s  %12s  %6s\n", "type", "tensors", "params",
                 "bytes", "share");
     for (const TypeUsage& u : s.by_type) {
         double share = s.n_bytes > 0
                            ? 100.0 * static_cast<double>(u.n_bytes) / static_cast<double>(s.n_bytes)
                            : 0.0;
-        std::printf("  %-6s  %8lld  %14lld  %12s  %5.1f%%\n",
+        std::printf("  %-7s  %8lld  %14lld  %12s  %5.1f%%\n",
                     std::string(type_traits(u.type).name).c_str(),
                     static_cast<long long>(u.n_tensors), static_cast<long long>(u.n_elements),
                     format_bytes(u.n_bytes).c_str(), share);
     }
-    std::printf("  %-6s  %8lld  %14lld  %12s\n", "total", static_cast<long long>(s.n_tensors),
+    std::printf("  %-7s  %8lld  %14lld  %12s\n", "total", static_cast<long long>(s.n_tensors),
                 static_cast<long long>(s.n_params), format_bytes(s.n_bytes).c_str());
 }
 

@@ -1,11 +1,10 @@
 // strata perplexity: llama-perplexity's method on a text file, ending with
 // "Final estimate: PPL = X +/- Y".
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/perplexity.h"
@@ -13,6 +12,8 @@
 #include "engine/runtime/sparse_ffn.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
+#include "tools/sampling_options.h"
 #include "tools/sparsity_options.h"
 
 namespace strata::cli {
@@ -23,27 +24,34 @@ struct PerplexityArgs {
     std::string text_file;
     int64_t n_ctx = 512;
     int64_t n_batch = 512;
-    int64_t chunks = -1;
+    int64_t chunks = 0;  // 0: every window of the text
     int n_threads = 0;
     SparsityFlags sparsity;
     bool compare_dense = false;
 };
 
 void run(const PerplexityArgs& args) {
-    std::ifstream in(args.text_file, std::ios::binary);
-    if (!in) throw SystemError(cat("cannot read text file '", args.text_file, "'"));
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string text =
+        read_bounded_file(args.text_file, "text file", ReadOptions{kMaxTextFileBytes});
     if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
     const SparsityOptions sparsity = args.sparsity.options();
     if (args.compare_dense && !sparsity.enabled()) throw ArgumentError("--compare-dense needs --sparsity S");
 
     Model model(args.model);
-    cpu::CpuBackend backend(args.n_threads);
+    cpu::CpuBackend backend(cap_threads(args.n_threads));
+    int64_t n_ctx = args.n_ctx;
+    const int64_t n_train = model.config().n_ctx_train;
+    if (n_ctx > n_train) {
+        std::fprintf(stderr, "note: -c %lld is more than the model's training context (%lld); using %lld\n",
+                     static_cast<long long>(n_ctx), static_cast<long long>(n_train),
+                     static_cast<long long>(n_train));
+        n_ctx = n_train;
+    }
     const PlacedModel placed(model, backend);
     const std::unique_ptr<SparseFfn> sparse = load_sparse_ffn(placed, args.model, sparsity);
     const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
     PerplexityParams pp;
-    pp.n_ctx = args.n_ctx;
+    pp.n_ctx = n_ctx;
     pp.n_batch = args.n_batch;
     pp.max_chunks = args.chunks;
     pp.sparse = sparse.get();
@@ -54,7 +62,7 @@ void run(const PerplexityArgs& args) {
         if (!header) {  // printed once the text is known to be long enough
             std::printf("perplexity: %zu tokens, calculating perplexity over %lld chunks, "
                         "n_ctx=%lld, batch_size=%lld\n", tokens.size(),
-                        static_cast<long long>(n_chunks), static_cast<long long>(args.n_ctx),
+                        static_cast<long long>(n_chunks), static_cast<long long>(n_ctx),
                         static_cast<long long>(args.n_batch));
             header = true;
         }
@@ -79,14 +87,14 @@ void add_perplexity_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("perplexity", "perplexity of a model on a text file");
     cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
     cmd->add_option("-f,--file", args->text_file, "text file")->required();
-    cmd->add_option("-c,--ctx-size", args->n_ctx, "window size")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+    cmd->add_option("-c,--ctx-size", args->n_ctx, "window size (at most the model's training context)")
+        ->capture_default_str()->check(int_in(4, kMaxContext));
     cmd->add_option("-b,--batch-size", args->n_batch, "tokens per forward pass")
-        ->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--chunks", args->chunks, "evaluate at most this many windows (-1 = all)")
-        ->capture_default_str();
+        ->capture_default_str()->check(int_in(1, kMaxContext));
+    cmd->add_option("--chunks", args->chunks, "evaluate at most this many windows (default: all)")
+        ->check(int_in(1, INT32_MAX));
     cmd->add_option("-t,--threads", args->n_threads, "CPU threads (0 = physical cores)")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
     add_sparsity_options(*cmd, args->sparsity);
     cmd->add_flag("--compare-dense", args->compare_dense,
                   "with --sparsity: also run dense and report the greedy (top-1) agreement");

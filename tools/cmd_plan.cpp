@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
 #include "offload/cost_model.h"
@@ -174,6 +175,7 @@ void plan(const PlanArgs& args) {
     if (!ro.plan_path.empty()) throw ArgumentError("strata plan makes a placement; --plan reads one");
     ro.load_weights = false;
     ro.want_estimate = args.explain;
+    check_write_target(args.output, "placement file");  // before measuring and planning
     const Runtime runtime(args.engine.model, ro);
     const TensorTable table = tensor_table(runtime.model());
     Placement p = runtime.placement();

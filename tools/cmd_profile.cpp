@@ -4,19 +4,20 @@
 // input, and each FFN neuron's activity at five thresholds. The model file is never modified.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/profile_run.h"
 #include "engine/runtime/sparse_ffn.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "predictor/activation_profile_file.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
+#include "tools/sampling_options.h"
 #include "tools/progress_bar.h"
 
 namespace strata::cli {
@@ -31,36 +32,15 @@ struct ProfileArgs {
     int n_threads = 0;
 };
 
-// Written whole to a temporary file in the target folder, then renamed over the target, so a
-// reader never sees half a file. (To become strata::write_file_atomic once it is on main.)
-void write_file_atomic(const std::string& path, const std::string& bytes, const std::string& what) {
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    if (target.has_parent_path()) fs::create_directories(target.parent_path());
-    const std::string tmp = cat(path, ".tmp.", getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        if (!out.flush()) throw SystemError(cat("cannot write ", what, " '", tmp, "'"));
-    }
-    std::error_code ec;
-    fs::rename(tmp, target, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw SystemError(cat("cannot write ", what, " '", path, "': ", ec.message()));
-    }
-}
-
 void run(const ProfileArgs& args) {
     if (args.n_tokens < 0) throw ArgumentError(cat("--tokens must be >= 0, got ", args.n_tokens));
-    std::ifstream in(args.text_file, std::ios::binary);
-    if (!in) throw SystemError(cat("cannot read text file '", args.text_file, "'"));
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string text = read_bounded_file(args.text_file, "calibration text", ReadOptions{kMaxTextFileBytes});
     if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
     const std::string output = args.output.empty() ? default_stats_path(args.model, true) : args.output;
+    check_write_target(output, "activation stats");  // before the long run
 
     Model model(args.model);
-    cpu::CpuBackend backend(args.n_threads);
+    cpu::CpuBackend backend(cap_threads(args.n_threads));
     const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
     ProfileParams pp;
     pp.n_ctx = args.n_ctx;
@@ -91,10 +71,10 @@ void add_profile_command(CLI::App& app) {
     cmd->add_option("-o,--output", args->output,
                     "stats file (default: MODEL.stats beside the model, else ~/.cache/strata/MODEL.stats)");
     cmd->add_option("--tokens", args->n_tokens, "evaluate at most this many tokens (0 = the whole text)")
-        ->capture_default_str();
-    cmd->add_option("-c,--ctx-size", args->n_ctx, "window size")->capture_default_str()->check(CLI::Range(8, 1 << 20));
+        ->capture_default_str()->check(int_in(0, INT32_MAX));
+    cmd->add_option("-c,--ctx-size", args->n_ctx, "window size")->capture_default_str()->check(int_in(8, kMaxContext));
     cmd->add_option("-t,--threads", args->n_threads, "CPU threads (0 = physical cores)")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
     cmd->callback([args] { run(*args); });
 }
 

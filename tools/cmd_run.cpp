@@ -1,11 +1,10 @@
 // strata run: one-shot generation. Streams the continuation of a prompt to stdout and reports
 // prompt and decode speed on stderr.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 #include "engine/runtime/generate.h"
 #include "engine/runtime/model.h"
@@ -13,6 +12,7 @@
 #include "engine/runtime/session.h"
 #include "engine/runtime/runtime.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -27,16 +27,10 @@ struct RunArgs {
     bool special = false;
 };
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw SystemError(cat("cannot read prompt file '", path, "'"));
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void run(const RunArgs& args) {
     args.engine.sampler.validate();  // bad flags fail before the model loads
     if (args.n_predict < -1) throw ArgumentError(cat("-n must be -1 or >= 0, got ", args.n_predict));
-    const std::string text = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);
+    const std::string text = args.prompt_file.empty() ? args.prompt : read_bounded_file(args.prompt_file, "prompt file", ReadOptions{kMaxTextFileBytes});
 
     const Runtime runtime(args.engine.model, args.engine.runtime_options());
     const Model& model = runtime.model();
@@ -81,7 +75,7 @@ void add_run_command(CLI::App& app) {
     auto* f = cmd->add_option("-f,--file", args->prompt_file, "read the prompt from a file");
     p->excludes(f);
     cmd->add_option("-n,--n-predict", args->n_predict, "tokens to generate (-1 = until the end)")
-        ->capture_default_str();
+        ->capture_default_str()->check(int_in(-1, kMaxContext));
     cmd->add_flag("--truncate", args->truncate, "keep the end of a prompt longer than the context");
     cmd->add_flag("--special", args->special, "parse control tokens spelled in the prompt");
     cmd->callback([args, p, f] {

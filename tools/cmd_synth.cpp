@@ -4,10 +4,12 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/safe_write.h"
 #include "engine/synth/synth_model.h"
 #include "engine/synth/synth_preset.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
+#include "tools/numbers.h"
 #include "tools/progress_bar.h"
 
 namespace strata::cli {
@@ -33,6 +35,7 @@ std::string preset_list() {
 }
 
 void run_synth(const SynthArgs& args) {
+    check_write_target(args.output, "GGUF file");  // before the preset's work, not after
     SynthOptions options;
     options.preset = args.preset;
     options.type = parse_synth_type(args.type);
@@ -61,12 +64,14 @@ void add_synth_command(CLI::App& app) {
         "synth", "Write a GGUF model of a real model's shape with random weights");
     cmd->add_option("--preset", args->preset, "Model shape (see the list below)")->required();
     cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();
-    cmd->add_option("--type", args->type, "Weight types: q4_k_m, q8_0 or f16")
+    cmd->add_option("--type", args->type, "Weight types: " + synth_type_names())
         ->capture_default_str();
-    cmd->add_option("--layers", args->n_layer, "Number of layers (default: the preset's)");
-    cmd->add_option("--vocab", args->n_vocab, "Vocabulary size (default: the preset's; for tests)");
+    cmd->add_option("--layers", args->n_layer, "Number of layers (default: the preset's)")
+        ->check(int_in(1, 4096));
+    cmd->add_option("--vocab", args->n_vocab, "Vocabulary size (default: the preset's; for tests)")
+        ->check(int_in(1, 1 << 24));
     cmd->add_option("--seed", args->seed, "Random seed; the same seed gives the same file")
-        ->capture_default_str();
+        ->capture_default_str()->check(int_in(0, INT64_MAX));
     cmd->footer(preset_list());
     cmd->callback([args] { run_synth(*args); });
 }

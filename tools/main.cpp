@@ -1,6 +1,9 @@
 // strata: the command-line entry point. Parses the subcommand, runs it, and reports any
 // failure as one line on stderr: exit 2 for usage errors, 1 for everything else.
+#include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -27,9 +30,22 @@ int fail(const std::string& message, int code) {
     return code;
 }
 
+// Output that could not be written (a full disk, a closed pipe, /dev/full) is a failure: the
+// command's result did not reach its reader.
+int check_stdout() {
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        return fail(std::string("cannot write the output: ") + std::strerror(errno ? errno : EIO),
+                    kExitFailure);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Over a file size limit (ulimit -f) a write fails with EFBIG, reported as an error, instead
+    // of the default SIGXFSZ that kills the process mid-file.
+    std::signal(SIGXFSZ, SIG_IGN);
     CLI::App app{"Strata runs GGUF language models larger than the GPU (CPU + GPU + disk)."};
     app.set_version_flag("--version", "strata " STRATA_VERSION);
     app.require_subcommand(1);
@@ -74,5 +90,5 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return fail(e.what(), kExitFailure);
     }
-    return 0;
+    return check_stdout();
 }

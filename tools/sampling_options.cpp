@@ -1,12 +1,21 @@
 // Shared engine flags (sampling_options.h).
 #include "tools/sampling_options.h"
 
+#include <cstdint>
 #include <iostream>
+#include <limits>
 
 #include "engine/core/error.h"
+#include "engine/core/safe_write.h"
 #include "offload/tier.h"
+#include "tools/numbers.h"
 
 namespace strata::cli {
+
+uint32_t parse_seed(std::string_view text, std::string_view name) {
+    const int64_t v = parse_int(text, name, -1, UINT32_MAX);
+    return v < 0 ? SamplerParams::kRandomSeed : static_cast<uint32_t>(v);
+}
 
 SessionParams EngineOptions::session_params() const {
     SessionParams p;
@@ -19,18 +28,20 @@ SessionParams EngineOptions::session_params() const {
 }
 
 RuntimeOptions EngineOptions::runtime_options() const {
+    note_input_file(model);  // no file this run writes may replace it
     RuntimeOptions r;
     r.gpu = parse_gpu_choice(gpu);
     if (!gpu_mem.empty()) r.gpu_mem = parse_byte_size(gpu_mem);
     if (!ram_mem.empty()) r.ram_mem = parse_byte_size(ram_mem);
     if (!gpu_mem.empty() && r.gpu_mem == 0) throw ArgumentError("--gpu-mem 0: use --gpu none for no GPU");
     if (!ram_mem.empty() && r.ram_mem == 0) throw ArgumentError("--ram-mem must be more than 0");
+    if (plan_given && plan.empty()) throw ArgumentError("--plan: the file name is empty");
     r.plan_path = plan;
     r.placer = parse_placer(placement);
     r.reprofile = reprofile;
     r.log = &std::cerr;
     r.disk_io = parse_disk_io(disk_io);
-    r.n_threads = n_threads;
+    r.n_threads = cap_threads(n_threads);
     r.session = session_params();
     r.sparsity = sparsity.options();
     return r;
@@ -39,11 +50,11 @@ RuntimeOptions EngineOptions::runtime_options() const {
 void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file")->required();
     cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0 = the model's)")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(int_in(0, kMaxContext));
     cmd.add_option("-b,--batch-size", o.n_batch, "prompt tokens per forward pass")
-        ->capture_default_str()->check(CLI::PositiveNumber);
-    cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0 = physical cores)")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(int_in(1, kMaxContext));
+    cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0 = physical cores; more than the CPUs is lowered to them)")
+        ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
     cmd.add_option("--ctk,--cache-type", o.kv_type, "KV cache type: f16, f32, q8_0, q4_0")
         ->capture_default_str();
     cmd.add_option("--gpu", o.gpu, "GPU backend: auto, cuda, none, fake (a test device in host memory)")
@@ -52,7 +63,9 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("--ram-mem", o.ram_mem,
                    "RAM for resident weights, KV and disk staging, e.g. 24G; the rest streams from disk"
                    " (default: available RAM less 2 GiB)");
-    cmd.add_option("--plan", o.plan, "placement file from `strata plan` (default: place with --placement)");
+    cmd.add_option_function<std::string>(
+        "--plan", [&o](const std::string& v) { o.plan = v; o.plan_given = true; },
+        "placement file from `strata plan` (default: place with --placement)");
     cmd.add_option("--placement", o.placement,
                    "without --plan: plan (the planner on this machine's measured hardware profile) or"
                    " builtin (from the budgets alone)")
@@ -65,19 +78,25 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     add_sparsity_options(cmd, o.sparsity);
     SamplerParams& s = o.sampler;
-    cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str();
-    cmd.add_option("--top-k", s.top_k, "top-k (0 = off)")->capture_default_str();
-    cmd.add_option("--top-p", s.top_p, "top-p (1 = off)")->capture_default_str();
-    cmd.add_option("--min-p", s.min_p, "min-p (0 = off)")->capture_default_str();
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str()
+        ->check(real_in(-kInf, kInf));
+    cmd.add_option("--top-k", s.top_k, "top-k (0 = off)")->capture_default_str()
+        ->check(int_in(0, INT32_MAX));
+    cmd.add_option("--top-p", s.top_p, "top-p (1 = off)")->capture_default_str()->check(real_in(0, 1));
+    cmd.add_option("--min-p", s.min_p, "min-p (0 = off)")->capture_default_str()->check(real_in(0, 1));
     cmd.add_option("--repeat-penalty", s.repeat_penalty, "repeat penalty (1 = off)")
-        ->capture_default_str();
-    cmd.add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back on")
-        ->capture_default_str();
+        ->capture_default_str()->check(real_in(-kInf, kInf));
+    cmd.add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back on (-1 = all)")
+        ->capture_default_str()->check(int_in(-1, INT32_MAX));
     cmd.add_option("--presence-penalty", s.presence_penalty, "presence penalty")
-        ->capture_default_str();
+        ->capture_default_str()->check(real_in(-kInf, kInf));
     cmd.add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty")
-        ->capture_default_str();
-    cmd.add_option("-s,--seed", s.seed, "random seed (default: random)");
+        ->capture_default_str()->check(real_in(-kInf, kInf));
+    cmd.add_option_function<std::string>(
+           "-s,--seed", [&s](const std::string& v) { s.seed = parse_seed(v, "--seed"); },
+           "random seed (default and -1: random)")
+        ->check(int_in(-1, UINT32_MAX));
 }
 
 }  // namespace strata::cli

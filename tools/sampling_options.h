@@ -26,6 +26,7 @@ struct EngineOptions {
     std::string gpu_mem;       // --gpu-mem 6G
     std::string ram_mem;       // --ram-mem 24G
     std::string plan;          // --plan FILE
+    bool plan_given = false;   // --plan "" is an error, not "no plan"
     std::string placement = "plan";  // --placement plan|builtin (without --plan)
     bool reprofile = false;          // --reprofile
     std::string disk_io = "auto";
@@ -35,6 +36,12 @@ struct EngineOptions {
     SessionParams session_params() const;
     RuntimeOptions runtime_options() const;
 };
+
+constexpr int64_t kMaxContext = int64_t{1} << 24;  // -c and -b: 16M tokens
+constexpr int64_t kMaxThreadsFlag = 1 << 16;       // -t accepted, then lowered to the CPUs
+
+// "-1" is random (llama.cpp's spelling), else 0 to 2^32 - 1.
+uint32_t parse_seed(std::string_view text, std::string_view name);
 
 // Adds -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
 // --reprofile --disk-io --verbose), --sparsity --stats and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty

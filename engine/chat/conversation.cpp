@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
@@ -42,19 +43,27 @@ std::string Conversation::reply(std::string_view user_text, const GenerateParams
                                 const TextCallback& on_text) {
     messages_.push_back({"user", std::string(user_text)});
     std::vector<TokenId> prompt;
+    int64_t n_dropped = 0;
     try {
-        prompt = render_tokens(/*add_generation_prompt=*/true);
         const int64_t reserve = params.n_predict < 0 ? 1 : std::max<int64_t>(params.n_predict, 1);
+        prompt = render_tokens(/*add_generation_prompt=*/true);
+        // A full context drops the oldest turns (a user message and its answer at a time), as
+        // llama.cpp's context shift does, so that a long chat keeps going.
+        while (static_cast<int64_t>(prompt.size()) + reserve > session_.n_ctx() && messages_.size() > 1) {
+            const size_t n = messages_.size() > 2 && messages_[1].role == "assistant" ? 2 : 1;
+            messages_.erase(messages_.begin(), messages_.begin() + static_cast<std::ptrdiff_t>(n));
+            n_dropped += static_cast<int64_t>(n);
+            prompt = render_tokens(/*add_generation_prompt=*/true);
+        }
         if (static_cast<int64_t>(prompt.size()) + reserve > session_.n_ctx()) {
-            throw ArgumentError(cat("the conversation (", prompt.size(), " tokens + ", reserve,
-                                    " to generate) does not fit the context of ",
-                                    session_.n_ctx(), " tokens: /clear it or use a larger -c"));
+            throw ArgumentError(cat("the message (", prompt.size(), " tokens with the system text, + ", reserve,
+                                    " to generate) does not fit the context of ", session_.n_ctx(),
+                                    " tokens: shorten it or use a larger -c"));
         }
     } catch (...) {
         messages_.pop_back();
         throw;
     }
-
     // Longest common prefix with what the session holds; at least one token must be fed so
     // that there are logits to sample from.
     const std::vector<TokenId>& held = session_.tokens();
@@ -71,7 +80,7 @@ std::string Conversation::reply(std::string_view user_text, const GenerateParams
                      return on_text(piece);
                  });
     last_ = TurnStats{n_keep,           stats.n_prompt,       stats.n_generated,
-                      stats.prompt_seconds, stats.decode_seconds, stats.stop};
+                      stats.prompt_seconds, stats.decode_seconds, stats.stop, n_dropped};
     messages_.push_back({"assistant", answer});
     return answer;
 }
@@ -84,12 +93,13 @@ std::string Conversation::to_json() const {
     for (const ChatMessage& m : messages_) {
         j["messages"].push_back({{"role", m.role}, {"content", m.content}});
     }
-    return j.dump(2);
+    // Text typed on a terminal may be invalid UTF-8: it is saved with U+FFFD in its place.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void Conversation::from_json(std::string_view json_text) {
-    const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
+    const nlohmann::json j = parse_json_bounded(json_text, "conversation file");
+    if (!j.is_object()) {
         throw FormatError("conversation file is not a JSON object");
     }
     if (!j.contains("messages") || !j["messages"].is_array()) {

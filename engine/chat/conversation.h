@@ -24,6 +24,7 @@ struct TurnStats {
     double prompt_seconds = 0;
     double decode_seconds = 0;
     StopReason stop = StopReason::Length;
+    int64_t n_dropped = 0;    // oldest messages dropped so that the conversation fits the context
 
     double prompt_tokens_per_second() const;
     double decode_tokens_per_second() const;
@@ -35,8 +36,9 @@ public:
 
     // Adds the user turn, answers it (streaming text to on_text; returning false stops the
     // answer early, which is kept as it stands) and records the answer. Returns the answer.
-    // Throws ArgumentError when the conversation no longer fits the context (nothing is
-    // recorded then): /clear or a larger -c.
+    // When the conversation no longer fits the context the oldest messages are dropped
+    // (last_turn().n_dropped says how many); ArgumentError (nothing recorded) when the new
+    // message alone does not fit.
     std::string reply(std::string_view user_text, const GenerateParams& params,
                       const TextCallback& on_text);
 

@@ -138,6 +138,26 @@ public:
     virtual void begin_graph() {}
     virtual void end_graph() {}
     virtual void abort_graph() {}
+    // A decode step of one token, recorded for replay: between begin_step_graph() and
+    // end_graph(), op arguments passed by these very pointers (`token` to get_rows, `position`
+    // to rope and attention) and a kv_store at cell *position are read on the device from values
+    // that replay_step() sets, so the recording serves later positions too. `owner` (the
+    // sequence's executor) names the recording: sequences taking turns each replay their own.
+    // The caller records again whenever anything else about its step changed (buffers, cache).
+    virtual void begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) {
+        (void)owner;
+        (void)token;
+        (void)position;
+        begin_graph();
+    }
+    // Runs owner's last step recording for (token, position) and returns true; false when there
+    // is none to replay (no graphs, nothing recorded by owner, or the backend's scratch moved).
+    virtual bool replay_step(const void* owner, int32_t token, int32_t position) {
+        (void)owner;
+        (void)token;
+        (void)position;
+        return false;
+    }
 };
 
 }  // namespace strata

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
+#include "engine/gguf/mapping_guard.h"
 #include "engine/gguf/byte_reader.h"
 
 namespace strata {
@@ -76,7 +78,9 @@ GgufValue read_value(ByteReader& r, GgufType type, const std::string& key,
 
 GgufFile::GgufFile(const std::string& path, int shard_index)
     : path_(path), shard_index_(shard_index) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Checked before the open, which would block forever on a fifo.
+    check_regular_file(path, "model file");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw SystemError(cat("cannot open '", path, "': ", std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -102,12 +106,15 @@ GgufFile::GgufFile(const std::string& path, int shard_index)
     }
     mapping_ = p;
     base_ = static_cast<const uint8_t*>(p);
+    guard_slot_ = guard_mapping(p, size_, path);
     try {
         parse();
     } catch (...) {
+        unguard_mapping(guard_slot_);
         ::munmap(mapping_, size_);  // the destructor does not run for a failed constructor
         throw;
     }
+
 }
 
 GgufFile GgufFile::from_memory(const uint8_t* data, size_t size, std::string name) {
@@ -125,7 +132,9 @@ GgufFile::GgufFile(GgufFile&& o) noexcept {
 
 GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
     if (this == &o) return *this;
+    unguard_mapping(guard_slot_);
     if (mapping_ != nullptr) ::munmap(mapping_, size_);
+    guard_slot_ = std::exchange(o.guard_slot_, -1);
     path_ = std::move(o.path_);
     base_ = std::exchange(o.base_, nullptr);
     size_ = std::exchange(o.size_, 0);
@@ -140,6 +149,7 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
 }
 
 GgufFile::~GgufFile() {
+    unguard_mapping(guard_slot_);
     if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 

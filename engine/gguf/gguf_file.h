@@ -63,6 +63,7 @@ private:
     const uint8_t* base_ = nullptr;
     uint64_t size_ = 0;
     void* mapping_ = nullptr;  // non-null when this object owns an mmap of size_ bytes
+    int guard_slot_ = -1;      // mapping_guard.h: a SIGBUS in the mapping is a clear error
     int shard_index_ = 0;
     uint32_t version_ = 0;
     uint32_t alignment_ = kDefaultAlignment;

@@ -55,11 +55,8 @@ GgufWriter::GgufWriter(const std::string& path, uint32_t alignment) : alignment_
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
         throw ArgumentError(cat("GGUF alignment ", alignment, " is not a nonzero power of two"));
     }
-    file_ = std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc);
-    if (!*file_) {
-        throw SystemError(cat("cannot create '", path, "': ", std::strerror(errno)));
-    }
-    out_ = file_.get();
+    file_ = std::make_unique<AtomicFileWriter>(path, "GGUF file");
+    out_ = &file_->stream();
 }
 
 GgufWriter::GgufWriter(std::ostream& out, uint32_t alignment) : out_(&out), alignment_(alignment) {
@@ -194,8 +191,8 @@ void GgufWriter::finish() {
                                 tensors_.size() - current_tensor_, " tensors incomplete)"));
     }
     out_->flush();
-    if (file_ && file_->is_open()) file_->close();
     if (!*out_) throw SystemError(cat("writing the GGUF file failed: ", std::strerror(errno)));
+    if (file_) file_->commit();
 }
 
 uint64_t GgufWriter::total_bytes() const {

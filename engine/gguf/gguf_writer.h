@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/safe_write.h"
 #include "engine/gguf/gguf_value.h"
 #include "quant/ggml_type.h"
 
@@ -21,7 +22,9 @@ namespace strata {
 
 class GgufWriter {
 public:
-    // Writes to a file (created or truncated). Throws SystemError if it cannot be opened.
+    // Writes to a file through safe_write.h: the target is replaced only by finish(), complete;
+    // a writer destroyed before that leaves the target as it was. Throws SystemError if the
+    // folder cannot be written, ArgumentError for a refused target (an input of the run).
     explicit GgufWriter(const std::string& path, uint32_t alignment = 32);
     // Writes to a caller-owned stream (tests build files in memory this way).
     explicit GgufWriter(std::ostream& out, uint32_t alignment = 32);
@@ -54,7 +57,7 @@ private:
     // Header, metadata, tensor infos and the padding before the data section.
     std::string encode_header() const;
 
-    std::unique_ptr<std::ofstream> file_;
+    std::unique_ptr<AtomicFileWriter> file_;
     std::ostream* out_ = nullptr;
     uint32_t alignment_;
     std::vector<std::pair<std::string, GgufValue>> metadata_;

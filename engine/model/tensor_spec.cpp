@@ -8,6 +8,7 @@
 #include "engine/gguf/model_file.h"
 #include "engine/model/arch_spec.h"
 #include "engine/model/model_config.h"
+#include "quant/ggml_type.h"
 
 namespace strata {
 
@@ -186,6 +187,11 @@ void validate_tensors(const ModelFile& file, const ModelConfig& config) {
             throw FormatError(cat(file.path(), ": tensor '", spec.name, "' has shape ",
                                   t->shape_string(), ", expected ", shape_string(spec.ne), " ",
                                   spec.shape_formula, " from the hyperparameters"));
+        }
+        if (type_traits(t->type).dequantize == nullptr) {
+            throw UnsupportedError(cat(file.path(), ": tensor '", spec.name, "' has type ",
+                                       type_traits(t->type).name, ", which Strata cannot compute with (supported: ",
+                                       dequantizable_type_names(), ")"));
         }
     }
     for (const TensorInfo& t : file.tensors()) {

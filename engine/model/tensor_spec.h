@@ -78,7 +78,8 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& config);
 
 // Checks the file's tensor table against expected_tensors(config): every required tensor
 // present, every expected tensor with the expected shape, no "blk.N." with N >= n_layer.
-// Throws FormatError naming the tensor, its shape and the expected shape.
+// Throws FormatError naming the tensor, its shape and the expected shape; UnsupportedError
+// naming the tensor, its type and the supported types for a type Strata cannot compute with.
 void validate_tensors(const ModelFile& file, const ModelConfig& config);
 
 }  // namespace strata

@@ -31,9 +31,10 @@ CalibrationFile read_calibration(const std::string& path);
 // of another version or from another machine (a calibration never crosses machines).
 std::vector<Observation> load_calibration(const std::string& path, const std::string& machine);
 
-// Adds one run (replacing a file of another machine or version); SystemError when it cannot be
-// written.
-void append_calibration(const std::string& path, const std::string& machine, const Observation& run,
-                        const std::string& label);
+// Adds one run. A file that is damaged, of another version or of another machine is kept aside
+// under a new name (never discarded) and a new one started: the returned note says so (empty when
+// nothing was kept aside). SystemError when it cannot be written.
+std::string append_calibration(const std::string& path, const std::string& machine,
+                               const Observation& run, const std::string& label);
 
 }  // namespace strata

@@ -7,9 +7,12 @@
 #include <filesystem>
 #include <functional>
 #include <string_view>
+#include <thread>
 
 #include "engine/core/error.h"
 #include "kernels_cpu/cpu_backend.h"
+#include "offload/busy_check.h"
+#include "offload/disk_profile.h"
 #include "offload/fake_device.h"
 #if STRATA_HAVE_CUDA
 #include "kernels_cuda/cuda_backend.h"
@@ -263,12 +266,24 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
             log << "re-profiling: " << why << "\n";
         }
         const CpuProfileOptions o = cpu_options(quick, steps);
+        // A busy machine measures too slow: wait a little for it to calm down, then say so.
+        double busy = busy_cpu_share();
+        for (int i = 0; i < 3 && busy >= kBusyShare; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            busy = busy_cpu_share();
+        }
         p = measure_cpu_profile(o);
+        if (const std::string note = busy_machine_note(std::max(busy, busy_cpu_share(std::chrono::milliseconds(100))));
+            !note.empty()) {
+            log << "\nnote: " << note << "\n";
+            steps.first = true;
+        }
         steps("disk read");
         try {
             set_disk(p, measure_disk_read_gbs(request.model_path, o.disk));
         } catch (const SystemError& e) {
             log << "\ncannot measure the disk (" << e.what() << "): DISK counts as very slow\n";
+            p.disk_read_gbs = kUnmeasuredDiskGbs;
             steps.first = true;
         }
     }

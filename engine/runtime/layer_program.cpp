@@ -20,8 +20,11 @@ bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
 }  // namespace
 
-LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens)
-    : model_(model), config_(model.model().config()), gpu_prefill_min_tokens_(gpu_prefill_min_tokens) {
+LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens, uint64_t gpu_staging_limit)
+    : model_(model),
+      config_(model.model().config()),
+      gpu_prefill_min_tokens_(gpu_prefill_min_tokens),
+      gpu_staging_limit_(gpu_staging_limit) {
     if (static_cast<int>(model.backends().size()) > kMaxBackends) {
         throw UnsupportedError(cat("the executor runs on at most ", kMaxBackends, " backends"));
     }
@@ -75,6 +78,7 @@ Tensor LayerProgram::act(int bi, Slot slot, int64_t ne0, int64_t n) {
     if (buf.size() < need) {
         buf.reset();  // first, so the old block's bytes count toward the new one
         buf = backend(bi).allocate(need, "activations");
+        ++act_epoch_;
     }
     return buf.tensor(GgmlType::F32, {ne0, n});
 }
@@ -195,8 +199,8 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
                 consider(p.down);
             }
         }
-        if (largest == 0) {
-            shipping_ok_ = false;
+        if (largest == 0 || largest > gpu_staging_limit_) {
+            shipping_ok_ = false;  // nothing to ship, or no room the activations do not need
         } else {
             try {
                 ship_ = backend(gpu_).allocate(largest, "prefill weight staging");
@@ -207,10 +211,22 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     }
     x_home_ = index_of(embd.backend);
     const int64_t m = static_cast<int64_t>(output_rows.size());
-    // A decode step with everything on the GPU runs as one graph once scratch sizes settled.
+    // A decode step with everything on the GPU runs as one graph once scratch sizes settled:
+    // the last recording replayed at this position when nothing else changed, else recorded.
     Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
-    if (graph != nullptr) graph->begin_graph();
+    const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_};
+    if (graph != nullptr && step_key_ == key && graph->replay_step(this, tokens[0], positions_[0])) {
+        kv.set_used(pos0 + n);
+        hidden.resize(static_cast<size_t>(config_.n_embd));
+        Tensor host = Tensor::contiguous(GgmlType::F32, hidden.data(), {config_.n_embd, 1});
+        backend(x_home_).copy_out(act(x_home_, kHidden, config_.n_embd, 1), host);
+        return;
+    }
+    if (graph != nullptr) {
+        step_key_ = StepKey{};
+        graph->begin_step_graph(this, tokens.data(), positions_.data());
+    }
     Tensor out;
     try {
         Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
@@ -233,7 +249,10 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
                 h.rms_norm(x.row(output_rows[static_cast<size_t>(j)]), &model_.output_norm().on(x_home_), eps, dst);
             }
         }
-        if (graph != nullptr) graph->end_graph();
+        if (graph != nullptr) {
+            graph->end_graph();
+            step_key_ = StepKey{kv.k(0).data, kv.n_ctx(), act_epoch_};
+        }
     } catch (...) {
         if (graph != nullptr) graph->abort_graph();
         throw;

@@ -16,8 +16,9 @@
 // or DISK) is copied into a GPU staging buffer and multiplied there, when the model has a GPU
 // backend (compute-bound batches gain more from the GPU than the copy costs; single stream,
 // so the next weight's host-side copy overlaps the current GPU product).
-// Decode with every weight on the GPU is recorded and launched as one graph per step
-// (Backend::begin_graph), after one eager step.
+// Decode with every weight on the GPU is recorded as one step graph after one eager step
+// (Backend::begin_step_graph) and replayed at the next positions (Backend::replay_step) until
+// its buffers or cache change.
 // Not thread-safe: one program per sequence being evaluated.
 #pragma once
 
@@ -41,8 +42,10 @@ struct PlacedWeight;
 class LayerProgram {
   public:
     // The placed model (and its backends) must outlive the program. gpu_prefill_min_tokens: 0
-    // never ships host weights to the GPU.
-    explicit LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens = 64);
+    // never ships host weights to the GPU; gpu_staging_limit: the most GPU bytes the staging of a
+    // shipped weight may take (a larger weight is computed where it lives).
+    explicit LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens = 64,
+                          uint64_t gpu_staging_limit = UINT64_MAX);
     ~LayerProgram();
 
     // Evaluates `tokens` at positions kv.n_used() .. kv.n_used()+n-1, appending their keys and
@@ -112,7 +115,18 @@ class LayerProgram {
     int gpu_ = -1;    // index of the device backend, if any
     bool all_on_gpu_ = false;   // every weight and KV on the device backend: decode as a graph
     int64_t forwards_ = 0;      // single-token steps run; graphs start after an eager one
+    // What a recorded step graph names besides its token and position: the KV cache and the
+    // activation buffers (act_epoch_ counts their reallocations). Null kv: nothing recorded.
+    struct StepKey {
+        const void* kv = nullptr;
+        int64_t n_ctx = 0;
+        uint64_t act_epoch = 0;
+        bool operator==(const StepKey&) const = default;
+    };
+    StepKey step_key_;
+    uint64_t act_epoch_ = 0;
     int64_t gpu_prefill_min_tokens_;
+    uint64_t gpu_staging_limit_;
     bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer
     Buffer ship_;              // GPU staging of a host weight during prefill
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;

@@ -46,6 +46,14 @@ uint64_t available_ram() {
     return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
+// Resident bytes now (/proc/self/statm), 0 when unknown.
+uint64_t current_rss_bytes() {
+    std::ifstream in("/proc/self/statm");
+    uint64_t size = 0, resident = 0;
+    if (!(in >> size >> resident)) return 0;
+    return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
 uint64_t peak_rss_bytes() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -67,6 +75,17 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
     const uint64_t activations = static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float);
     // The CUDA backend's f16 weight tile of batched matmuls, attention partials and arguments.
     return activations + (cuda ? 96 * kMiB : 0);
+}
+
+// Bytes the GPU backend can still allocate (0 without one).
+uint64_t gpu_free_bytes(Backend* gpu) {
+    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu)) return fake->budget_bytes() - fake->stats().used_bytes;
+#if STRATA_HAVE_CUDA
+    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(gpu)) {
+        return cuda_backend->arena().capacity() - cuda_backend->arena().used();
+    }
+#endif
+    return 0;
 }
 
 // The largest tensor that may be streamed from disk (the staging ring holds two of them, so
@@ -181,7 +200,8 @@ void Runtime::make_gpu(const RuntimeOptions& o) {
 #endif
 }
 
-Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) : options_(options) {
+Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
+    : options_(options), rss_before_model_(current_rss_bytes()) {
     model_ = std::make_unique<Model>(model_path);
     cpu_ = std::make_unique<cpu::CpuBackend>(options.n_threads);
     make_gpu(options);
@@ -189,20 +209,18 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     const ModelConfig& config = model_->config();
     const int64_t n_ctx = options.session.n_ctx <= 0 ? config.n_ctx_train
                                                       : std::min(options.session.n_ctx, config.n_ctx_train);
+    // A batch longer than the context is never used; its activations are not reserved.
+    options_.session.n_batch = std::min(options_.session.n_batch, n_ctx);
+    if (options.session.n_ctx > config.n_ctx_train && options.log != nullptr) {
+        *options.log << "note: -c " << options.session.n_ctx << " is more than the model's training context ("
+                     << config.n_ctx_train << "); using " << config.n_ctx_train << "\n";
+    }
     const TensorTable table = tensor_table(*model_);
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
-    uint64_t gpu_free = 0;
-    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu_.get())) {
-        gpu_free = fake->budget_bytes() - fake->stats().used_bytes;
-    }
-#if STRATA_HAVE_CUDA
-    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(gpu_.get())) {
-        gpu_free = cuda_backend->arena().capacity() - cuda_backend->arena().used();
-    }
-#endif
+    const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
     const bool fake_gpu = dynamic_cast<FakeDeviceBackend*>(gpu_.get()) != nullptr;
     const uint64_t gpu_reserved =
-        gpu_ ? gpu_scratch_estimate(config, options.session.n_batch, model_->weights().output.ne[1], !fake_gpu) : 0;
+        gpu_ ? gpu_scratch_estimate(config, options_.session.n_batch, model_->weights().output.ne[1], !fake_gpu) : 0;
     const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
                                              : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
 
@@ -218,12 +236,17 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
         // The cost model's constants, fitted to the decode runs measured on this machine.
         const std::vector<Observation> runs = load_calibration(default_calibration_path(), machine_key());
         if (!runs.empty()) {
-            fit(cost_params_, runs);
-            calibration_runs_ = static_cast<int>(runs.size());
+            if (fit(cost_params_, runs)) {
+                calibration_runs_ = static_cast<int>(runs.size());
+            } else {
+                log << "note: the " << runs.size() << " calibration run(s) in " << default_calibration_path()
+                    << " cannot be fitted (they would predict no time or infinite time); predicting from the"
+                       " hardware profile alone\n";
+            }
         }
     }
     cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
-    cost_params_.n_prompt = std::max<int64_t>(1, std::min(options.session.n_batch, n_ctx));
+    cost_params_.n_prompt = std::max<int64_t>(1, options_.session.n_batch);
     if (options.sparsity.enabled()) {
         // Decode reads the up rows and the neuron-major down rows of the active neurons only.
         const TypeTraits& down = type_traits(options.sparsity.down_type);
@@ -318,6 +341,18 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options) :
     }
     if (!options.load_weights) return;
     placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+    // What the placement left on the GPU beyond its weights, the KV caches and the activation
+    // reserve: the most that prefill may take to stage shipped weights.
+    if (gpu_) {
+        uint64_t kv_gpu = 0;
+        for (int il = 0; il < config.n_layer; ++il) {
+            if (placement_.kv[static_cast<size_t>(il)] == Tier::Gpu) {
+                kv_gpu += kv_bytes_per_layer(table, il, n_ctx, options.session.kv_type);
+            }
+        }
+        const uint64_t left = gpu_free_bytes(gpu_.get());
+        options_.session.gpu_staging_limit = left > kv_gpu + gpu_reserved ? left - kv_gpu - gpu_reserved : 0;
+    }
     sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
     options_.session.sparse = sparse_.get();
 }
@@ -371,7 +406,8 @@ std::string Runtime::accounting(const Session* session) const {
     if (session != nullptr) ram_held += session->kv_cache().bytes_on(cpu_.get());
     out << "ram: weights + staging + kv " << format_bytes(ram_held) << " (budget "
         << format_bytes(placement_.budgets.ram_bytes > 0 ? placement_.budgets.ram_bytes : options_.ram_mem)
-        << ") | peak RSS " << format_bytes(peak_rss_bytes()) << "\n";
+        << ") | peak RSS " << format_bytes(peak_rss_bytes()) << ", of which "
+        << format_bytes(rss_before_model_) << " before the model was opened (libraries, runtime)\n";
     return out.str();
 }
 

@@ -116,6 +116,7 @@ class Runtime {
     std::unique_ptr<Backend> cpu_;
     std::unique_ptr<Backend> gpu_;
     uint64_t gpu_budget_ = 0;          // what --gpu-mem promises for the whole process
+    uint64_t rss_before_model_ = 0;    // resident bytes when the runtime started: not the budget's
     uint64_t gpu_context_bytes_ = 0;   // VRAM in use before the backend (context, other processes)
     Placement placement_;
     std::string placement_source_;

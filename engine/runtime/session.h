@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -27,6 +28,10 @@ struct SessionParams {
     // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
     // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
     int64_t gpu_prefill_min_tokens = 64;
+    // GPU bytes prefill may take to stage a shipped weight: what the placement left on the GPU
+    // beyond weights, KV and the activation reserve (Runtime sets it). A weight larger than this
+    // is not shipped, so staging never takes the room activations need.
+    uint64_t gpu_staging_limit = UINT64_MAX;
     // Activation sparsity of the FFNs (sparse_ffn.h), built for the same placed model; null:
     // dense. Must outlive the session.
     const SparseFfn* sparse = nullptr;

@@ -4,12 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
@@ -45,20 +43,13 @@ std::string default_stats_path(const std::string& model_path, bool for_writing) 
 }
 
 ActivationProfile read_activation_profile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw SystemError(cat("cannot read activation stats '", path, "' (", std::strerror(errno),
-                              "): make them with `strata profile -m MODEL -f TEXT -o ", path, "`"));
+    if (!std::filesystem::exists(path)) {
+        throw SystemError(cat("activation stats '", path, "' do not exist: make them with `strata profile -m MODEL -f TEXT -o ",
+                              path, "`"));
     }
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size > kMaxStatsBytes) {
-        throw FormatError(cat("activation stats '", path, "' has ", size, " bytes, more than the ", kMaxStatsBytes, " allowed"));
-    }
-    in.seekg(0);
-    std::stringstream text;
-    text << in.rdbuf();
-    return activation_profile_from_json(text.str(), path);
+    ReadOptions options;
+    options.max_bytes = kMaxStatsBytes;
+    return activation_profile_from_json(read_bounded_file(path, "activation stats", options), path);
 }
 
 void check_profile_for(const ActivationProfile& profile, const Model& model, const std::string& stats_path) {

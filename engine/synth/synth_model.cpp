@@ -129,14 +129,8 @@ SynthResult write_synth_model(const SynthOptions& options, std::ostream& out) {
 
 SynthResult write_synth_model(const SynthOptions& options, const std::string& path) {
     plan_synth_model(options);  // bad options fail before the file is created
-    try {
-        GgufWriter writer(path);
-        return write_with(options, writer);
-    } catch (...) {
-        std::error_code ignored;
-        std::filesystem::remove(path, ignored);  // no half-written model left behind
-        throw;
-    }
+    GgufWriter writer(path);      // the target is replaced only once the file is complete
+    return write_with(options, writer);
 }
 
 }  // namespace strata

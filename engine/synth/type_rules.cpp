@@ -9,38 +9,61 @@
 
 namespace strata {
 
-std::string_view synth_type_name(SynthType type) {
-    switch (type) {
-        case SynthType::Q4_K_M:
-            return "q4_k_m";
-        case SynthType::Q8_0:
-            return "q8_0";
-        case SynthType::F16:
-            return "f16";
+namespace {
+
+struct SynthTypeInfo {
+    SynthType type;
+    std::string_view name;
+    FileType file_type;
+    GgmlType weights;  // the type of the matrices (q4_k_m: see q4_k_m_type)
+};
+
+constexpr SynthTypeInfo kSynthTypes[] = {
+    {SynthType::Q4_K_M, "q4_k_m", FileType::MostlyQ4_K_M, GgmlType::Q4_K},
+    {SynthType::Q8_0, "q8_0", FileType::MostlyQ8_0, GgmlType::Q8_0},
+    {SynthType::F16, "f16", FileType::MostlyF16, GgmlType::F16},
+    {SynthType::IQ2_XXS, "iq2_xxs", FileType::MostlyIQ2_XXS, GgmlType::IQ2_XXS},
+    {SynthType::IQ2_XS, "iq2_xs", FileType::MostlyIQ2_XS, GgmlType::IQ2_XS},
+    {SynthType::IQ2_S, "iq2_s", FileType::MostlyIQ2_S, GgmlType::IQ2_S},
+    {SynthType::IQ3_XXS, "iq3_xxs", FileType::MostlyIQ3_XXS, GgmlType::IQ3_XXS},
+    {SynthType::IQ3_S, "iq3_s", FileType::MostlyIQ3_S, GgmlType::IQ3_S},
+    {SynthType::IQ1_S, "iq1_s", FileType::MostlyIQ1_S, GgmlType::IQ1_S},
+    {SynthType::IQ1_M, "iq1_m", FileType::MostlyIQ1_M, GgmlType::IQ1_M},
+    {SynthType::TQ1_0, "tq1_0", FileType::MostlyTQ1_0, GgmlType::TQ1_0},
+    {SynthType::TQ2_0, "tq2_0", FileType::MostlyTQ2_0, GgmlType::TQ2_0},
+};
+
+const SynthTypeInfo& info(SynthType type) {
+    for (const SynthTypeInfo& i : kSynthTypes) {
+        if (i.type == type) return i;
     }
-    return "unknown";
+    throw ArgumentError(cat("synth: unknown SynthType ", static_cast<int>(type)));
+}
+
+}  // namespace
+
+std::string_view synth_type_name(SynthType type) {
+    return info(type).name;
+}
+
+std::string synth_type_names() {
+    std::string names;
+    for (const SynthTypeInfo& i : kSynthTypes) names += (names.empty() ? "" : ", ") + std::string(i.name);
+    return names;
 }
 
 SynthType parse_synth_type(std::string_view name) {
     std::string lower(name);
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    for (SynthType t : {SynthType::Q4_K_M, SynthType::Q8_0, SynthType::F16}) {
-        if (synth_type_name(t) == lower) return t;
+    for (const SynthTypeInfo& i : kSynthTypes) {
+        if (i.name == lower) return i.type;
     }
-    throw ArgumentError(cat("unknown model type '", name, "' (expected q4_k_m, q8_0 or f16)"));
+    throw ArgumentError(cat("unknown model type '", name, "' (expected one of ", synth_type_names(), ")"));
 }
 
 FileType synth_file_type(SynthType type) {
-    switch (type) {
-        case SynthType::Q4_K_M:
-            return FileType::MostlyQ4_K_M;
-        case SynthType::Q8_0:
-            return FileType::MostlyQ8_0;
-        case SynthType::F16:
-            return FileType::MostlyF16;
-    }
-    return FileType::AllF32;
+    return info(type).file_type;
 }
 
 bool use_more_bits(int64_t i_layer, int64_t n_layer) {
@@ -49,22 +72,10 @@ bool use_more_bits(int64_t i_layer, int64_t n_layer) {
 
 namespace {
 
-// Rows that are not a whole number of 256-blocks cannot hold K-quants.
+// Rows that are not a whole number of 256-blocks cannot hold K-quants or i-quants.
 GgmlType shape_fallback(GgmlType type, int64_t ne0) {
-    if (ne0 % 256 != 0) {
-        switch (type) {
-            case GgmlType::Q4_K:
-                type = GgmlType::Q5_0;
-                break;
-            case GgmlType::Q5_K:
-                type = GgmlType::Q5_1;
-                break;
-            case GgmlType::Q6_K:
-                type = GgmlType::Q8_0;
-                break;
-            default:
-                break;
-        }
+    if (ne0 % 256 != 0 && type_traits(type).block_size == 256) {
+        type = type == GgmlType::Q5_K ? GgmlType::Q5_1 : type == GgmlType::Q6_K ? GgmlType::Q8_0 : GgmlType::Q5_0;
     }
     if (type != GgmlType::F16 && type != GgmlType::F32 && ne0 % 32 != 0) type = GgmlType::F16;
     return type;
@@ -76,10 +87,12 @@ bool is_70b_class(const ModelConfig& c) {
     return c.n_layer == 80 && (c.architecture == "llama" || c.architecture == "qwen2");
 }
 
+bool is_output_matrix(const TensorSpec& spec, const ModelConfig& c) {
+    return spec.role == TensorRole::Output || (spec.role == TensorRole::TokenEmbd && c.tied_output);
+}
+
 GgmlType q4_k_m_type(const TensorSpec& spec, const ModelConfig& c) {
-    bool is_output =
-        spec.role == TensorRole::Output || (spec.role == TensorRole::TokenEmbd && c.tied_output);
-    if (is_output) return GgmlType::Q6_K;
+    if (is_output_matrix(spec, c)) return GgmlType::Q6_K;
     switch (spec.role) {
         case TensorRole::AttnV: {
             GgmlType t = use_more_bits(spec.layer, c.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
@@ -99,17 +112,11 @@ GgmlType synth_tensor_type(const TensorSpec& spec, const ModelConfig& config, Sy
     if (spec.ne.size() < 2 || is_norm_role(spec.role) || is_vector_role(spec.role)) {
         return GgmlType::F32;
     }
-    GgmlType t = GgmlType::F16;
-    switch (type) {
-        case SynthType::Q4_K_M:
-            t = q4_k_m_type(spec, config);
-            break;
-        case SynthType::Q8_0:
-            t = GgmlType::Q8_0;
-            break;
-        case SynthType::F16:
-            t = GgmlType::F16;
-            break;
+    GgmlType t = info(type).weights;
+    if (type == SynthType::Q4_K_M) {
+        t = q4_k_m_type(spec, config);
+    } else if (t != GgmlType::Q8_0 && t != GgmlType::F16 && is_output_matrix(spec, config)) {
+        t = GgmlType::Q6_K;  // low-bit files keep the output matrix at more bits
     }
     return shape_fallback(t, spec.ne[0]);
 }

@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstring>
 
+#include <vector>
+
 #include "engine/core/error.h"
-#include "quant/half.h"
 #include "engine/synth/rng.h"
+#include "quant/half.h"
+#include "quant/iq_grids.h"
 
 namespace strata {
 namespace {
@@ -171,9 +174,95 @@ void fill_table(Rng& rng, const std::array<T, kNormalSize>& table, int64_t n, ui
     }
 }
 
+// ---- i-quants and ternary types: every bit pattern of their index and scale fields is a valid
+// block, so blocks are random bytes with the f16 d written over its place.
+bool is_random_block_type(GgmlType type) {
+    return is_iq_lattice(type) || is_ternary(type);
+}
+
+void put_block_scale(GgmlType type, uint8_t* block, uint16_t d) {
+    switch (type) {
+        case GgmlType::TQ1_0:
+            put_half(block + 52, d);
+            break;
+        case GgmlType::TQ2_0:
+            put_half(block + 64, d);
+            break;
+        case GgmlType::IQ1_M:  // nibble i of d tops scale word i (bytes 48..55)
+            for (int i = 0; i < 4; ++i) {
+                uint16_t w;
+                std::memcpy(&w, block + 48 + 2 * i, 2);
+                put_half(block + 48 + 2 * i, static_cast<uint16_t>((w & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12)));
+            }
+            break;
+        default:  // the lattice i-quants keep d first
+            put_half(block, d);
+            break;
+    }
+}
+
+// TQ2_0's 2-bit fields must stay below 3 (3 would read as +2 and bias the mean): four uniform
+// trits per byte.
+void random_trit_pairs(Rng& rng, uint8_t* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t r = rng.below(81);
+        uint8_t byte = 0;
+        for (int k = 0; k < 4; ++k, r /= 3) byte = static_cast<uint8_t>(byte | ((r % 3) << (2 * k)));
+        p[i] = byte;
+    }
+}
+
+void random_block(GgmlType type, Rng& rng, uint8_t* p, size_t bytes) {
+    if (type == GgmlType::TQ2_0) {
+        random_trit_pairs(rng, p, 64);
+    } else {
+        random_bytes(rng, p, bytes);
+    }
+}
+
+void fill_random_blocks(GgmlType type, Rng& rng, const BlockScales& bs, int64_t nb, uint8_t* p) {
+    const size_t bytes = type_traits(type).type_size;
+    for (int64_t b = 0; b < nb; ++b, p += bytes) {
+        random_block(type, rng, p, bytes);
+        put_block_scale(type, p, bs.d[rng.below(2 * kJitterLevels)]);
+    }
+}
+
+// Mean square of the dequantized values of random blocks per unit of d, measured once per type
+// with quant/'s reference on 4096 blocks of d = 1 (the grids and scale rules are not worth a
+// formula each; the sub-block scales vary, so fewer blocks would leave percent-level noise).
+double measure_mean_square(GgmlType type) {
+    const TypeTraits& t = type_traits(type);
+    constexpr int kBlocks = 4096;
+    std::vector<uint8_t> raw(kBlocks * t.type_size);
+    Rng rng(0x5EED);
+    for (int b = 0; b < kBlocks; ++b) {
+        random_block(type, rng, raw.data() + b * t.type_size, t.type_size);
+        put_block_scale(type, raw.data() + b * t.type_size, fp32_to_fp16(1.0f));
+    }
+    std::vector<float> y(static_cast<size_t>(kBlocks * t.block_size));
+    t.dequantize(raw.data(), y.data(), kBlocks * t.block_size);
+    double s = 0.0;
+    for (float v : y) s += static_cast<double>(v) * v;
+    return s / static_cast<double>(y.size());
+}
+
+double random_block_mean_square(GgmlType type) {
+    static const std::array<double, 64> cache = [] {
+        std::array<double, 64> c{};
+        for (uint32_t id = 0; id < c.size(); ++id) {
+            const TypeTraits* t = find_type_traits(id);
+            if (t != nullptr && is_random_block_type(t->type)) c[id] = measure_mean_square(t->type);
+        }
+        return c;
+    }();
+    return cache[static_cast<uint32_t>(type)];
+}
+
 }  // namespace
 
 bool can_fill(GgmlType type) {
+    if (is_random_block_type(type)) return true;
     switch (type) {
         case GgmlType::F32:
         case GgmlType::F16:
@@ -233,6 +322,7 @@ void fill_rows(GgmlType type, WeightDist dist, uint64_t seed, int64_t row0, int6
             quant_ms = mean_square(8, 15) * mean_square(-32, 31);
             break;
         default:
+            if (is_random_block_type(type)) quant_ms = random_block_mean_square(type);
             break;
     }
     BlockScales bs(dist.std, quant_ms, dmin_ratio);
@@ -264,6 +354,7 @@ void fill_rows(GgmlType type, WeightDist dist, uint64_t seed, int64_t row0, int6
                 fill_q6_k(rng, bs, nb, p);
                 break;
             default:
+                fill_random_blocks(type, rng, bs, nb, p);
                 break;
         }
     }

@@ -19,7 +19,8 @@ struct WeightDist {
     float std = 0.02f;
 };
 
-// True for the types fill_rows can write: F32, F16, BF16, Q8_0, Q5_0, Q4_K, Q5_K, Q6_K.
+// True for the types fill_rows can write: F32, F16, BF16, Q8_0, Q5_0, Q4_K, Q5_K, Q6_K, the
+// lattice i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) and TQ1_0 / TQ2_0.
 bool can_fill(GgmlType type);
 
 // Writes rows [row0, row0 + n_rows) of a tensor with rows of `ne0` elements into `out`

@@ -39,10 +39,9 @@ inline test::HostTensor random_block_weights(GgmlType type, int64_t k, int64_t n
                     s ^= s << 17;
                     std::memcpy(blk + i, &s, std::min<size_t>(8, traits.type_size - i));
                 }
-                for (size_t offset : halves) {
-                    const uint16_t h = fp32_to_fp16(0.01f + static_cast<float>(s & 0xFF) * 1e-4f);
-                    std::memcpy(blk + offset, &h, sizeof(h));
-                }
+                const uint16_t h = fp32_to_fp16(0.01f + static_cast<float>(s & 0xFF) * 1e-4f);
+                for (size_t offset : halves) std::memcpy(blk + offset, &h, sizeof(h));
+                if (type == GgmlType::IQ1_M) test::set_iq1_m_scale(blk, h);
             }
         }
     }

@@ -16,6 +16,7 @@
 #include "kernels_cpu/qdot.h"
 #include "quant/ggml_type.h"
 #include "quant/half.h"
+#include "quant/iq_grids.h"
 
 namespace strata {
 // Readable test names in gtest output ("q4_K" rather than bytes).
@@ -86,17 +87,39 @@ inline std::vector<size_t> half_fields(GgmlType type) {
             return {108};
         case GgmlType::Q6_K:
             return {208};
+        case GgmlType::TQ1_0:
+            return {52};
+        case GgmlType::TQ2_0:
+            return {64};
+        case GgmlType::IQ1_M:
+            return {};  // d is spread over the top nibbles of its scale words: see random_weights
         default:
-            return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS: d first
+            return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, IQ1_S..IQ3_S: d first
     }
 }
 
+// Writes the f16 d of an IQ1_M block: nibble i of it tops scale word i (bytes 48..55).
+inline void set_iq1_m_scale(uint8_t* block, uint16_t h) {
+    for (int i = 0; i < 4; ++i) {
+        uint16_t word;
+        std::memcpy(&word, block + 48 + 2 * i, sizeof(word));
+        word = static_cast<uint16_t>((word & 0x0FFF) | (((h >> (4 * i)) & 0xF) << 12));
+        std::memcpy(block + 48 + 2 * i, &word, sizeof(word));
+    }
+}
+
+// True for the lattice i-quants, whose reference quantizers search a grid per group (up to
+// ~7 ms a block): tests take random blocks of them, which also reach every grid point.
+inline bool slow_quantizer(GgmlType type) {
+    return is_iq_lattice(type);
+}
+
 // A weight matrix [k, n] of `type`: random floats through the reference quantizer, or random
-// bytes with sane f16 scales where the type has none.
+// bytes with sane f16 scales where the type has none (or a slow one).
 inline HostTensor random_weights(GgmlType type, int64_t k, int64_t n) {
     HostTensor w(type, {k, n});
     const TypeTraits& traits = type_traits(type);
-    if (traits.quantize != nullptr) {
+    if (traits.quantize != nullptr && !slow_quantizer(type)) {
         std::vector<float> row(static_cast<size_t>(k));
         for (int64_t r = 0; r < n; ++r) {
             fill_uniform(row.data(), k);
@@ -109,10 +132,12 @@ inline HostTensor random_weights(GgmlType type, int64_t k, int64_t n) {
         w.bytes[i] = static_cast<uint8_t>(byte(rng()));
     const uint64_t n_blocks = w.t.n_bytes() / traits.type_size;
     for (uint64_t b = 0; b < n_blocks; ++b) {
+        uint8_t* block = w.bytes.data() + b * traits.type_size;
         for (size_t offset : half_fields(type)) {
             const uint16_t h = fp32_to_fp16(uniform(0.005f, 0.05f));
-            std::memcpy(w.bytes.data() + b * traits.type_size + offset, &h, sizeof(h));
+            std::memcpy(block + offset, &h, sizeof(h));
         }
+        if (type == GgmlType::IQ1_M) set_iq1_m_scale(block, fp32_to_fp16(uniform(0.005f, 0.05f)));
     }
     return w;
 }

@@ -60,7 +60,7 @@ TEST(CudaAttention, MatchesCpuOnBothKernels) {
             const int64_t k_row = int64_t{hc.dk} * hc.n_head_kv, v_row = int64_t{hc.dv} * hc.n_head_kv;
             if (k_row % type_traits(kt).block_size != 0 || v_row % type_traits(vt).block_size != 0) continue;
             for (int64_t n_tokens : {1, 5, 17}) {
-                for (int64_t past : {0, 3000}) {
+                for (int64_t past : {0, 40, 200, 3000}) {
                     const int64_t n_cells = past + n_tokens, cap = n_cells + 3;
                     HostTensor kc(kt, {k_row, cap}), vc(vt, {v_row, cap});
                     const HostTensor k_all = cpu::test::random_f32({k_row, n_cells}, -2.0f, 2.0f);

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "kernels_cuda/codec.cuh"
+#include "kernels_cuda/codec_iq.cuh"
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "tests/kernels_cpu/test_util.h"
 
 namespace strata::cuda {
@@ -36,6 +38,15 @@ void for_codec(GgmlType type, F&& f) {
         case GgmlType::Q6_K: return f(CodecQ6_K{});
         case GgmlType::Q8_K: return f(CodecQ8_K{});
         case GgmlType::IQ4_XS: return f(CodecIq4Xs{});
+        case GgmlType::IQ2_XXS: return f(CodecIq2Xxs{});
+        case GgmlType::IQ2_XS: return f(CodecIq2Xs{});
+        case GgmlType::IQ2_S: return f(CodecIq2S{});
+        case GgmlType::IQ3_XXS: return f(CodecIq3Xxs{});
+        case GgmlType::IQ3_S: return f(CodecIq3S{});
+        case GgmlType::IQ1_S: return f(CodecIq1S{});
+        case GgmlType::IQ1_M: return f(CodecIq1M{});
+        case GgmlType::TQ1_0: return f(CodecTq1_0{});
+        case GgmlType::TQ2_0: return f(CodecTq2_0{});
         default: FAIL() << "no codec for " << type_traits(type).name;
     }
 }
@@ -44,6 +55,8 @@ const GgmlType kAllTypes[] = {
     GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,   GgmlType::Q4_1,  GgmlType::Q5_0,
     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K,
     GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,   GgmlType::Q8_K,  GgmlType::IQ4_XS,
+    GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+    GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0,
 };
 
 // Random rows of `type`; MXFP4 gets sane exponents by hand (the CPU helper writes an f16 scale
@@ -130,6 +143,10 @@ TEST_P(CodecTypes, Dp4aDecodeDotsLikeTheDequantizedRow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, CodecTypes, ::testing::ValuesIn(kAllTypes));
+
+TEST(CodecTables, IqSignParityMatchesQuant) {
+    for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(iq_sign8(i), iq_sign_byte(i)) << i;
+}
 
 TEST(CodecTables, PackedValueTablesMatchQuant) {
     for (int i = 0; i < 16; ++i) {

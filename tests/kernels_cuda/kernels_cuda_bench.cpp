@@ -1,6 +1,7 @@
 // Microbenchmark of the CUDA backend (Google Benchmark, run by hand, not in ctest): decode GEMV
-// GB/s at 8192 x 28672 for Q4_K, Q6_K, Q8_0 (and more) beside a device-to-device copy measured in
-// the same run, a prefill matmul through cuBLAS, and a summary table of GEMV / copy.
+// GB/s at 8192 x 28672 for Q4_K, Q6_K, Q8_0 (and more) and at the 7B decode shapes beside a
+// device-to-device copy measured in the same run, a prefill matmul through cuBLAS, decode
+// attention over f16/q8_0/q4_0 caches, and a summary table of GB/s / copy.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -9,7 +10,9 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "kernels_cpu/cpu_backend.h"
 #include "kernels_cuda/cuda_backend.h"
 #include "kernels_cuda/device_info.h"
 #include "tests/kernels_cpu/test_util.h"
@@ -131,6 +134,54 @@ void bm_matmul(benchmark::State& state, GgmlType type, int64_t m, int variant) {
     if (m > 8) state.counters["TFLOP/s"] = 2.0 * k * n * m * g_bandwidth[name] * 1e9 / bytes / 1e12;
 }
 
+// Decode GEMV at the 7B shapes, one token, y = W [k, n] · x: enough copies of W to pass 240 MB
+// (4x the L2) are cycled, so every launch reads its weights from HBM as a decode step does.
+void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n, int variant = 4) {
+    CudaBackend* b = backend(variant);  // 4: the default options
+    if (b == nullptr) return state.SkipWithError("no CUDA device");
+    const HostTensor w = random_blocks(type, k, n);
+    const int copies = static_cast<int>(240e6 / static_cast<double>(w.t.n_bytes())) + 1;
+    std::vector<DeviceTensor> ws;
+    for (int i = 0; i < copies; ++i) ws.push_back(b->upload(w.t, "bench weights"));
+    DeviceTensor xd = b->upload(strata::cpu::test::random_f32({k, 1}).t, "bench x");
+    DeviceTensor yd = b->allocate(GgmlType::F32, {n, 1});
+    const double bytes = static_cast<double>(w.t.n_bytes()) + 4.0 * static_cast<double>(k + n);
+    const std::string name = std::string(strata::type_traits(type).name) + " " + std::to_string(k) + "x" +
+                             std::to_string(n) + " m=1" + (variant == 4 ? "" : ", rows/warp " + std::to_string(variant));
+    int next = 0;
+    timed_batches(state, *b, [&] { b->matmul(ws[static_cast<size_t>(next++ % copies)].tensor, xd.tensor, yd.tensor); },
+                  bytes, name);
+}
+
+// Decode attention of the Llama-2-7B shape (32 heads, head dim 128) over `cells` cells of an
+// f16 or q8_0 cache: 20 attentions recorded as one step graph and replayed, so the time is
+// the GPU's, not the launches'. Reported per attention; GB/s counts the K and V bytes read.
+void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells) {
+    CudaBackend* b = backend(4);
+    if (b == nullptr) return state.SkipWithError("no CUDA device");
+    constexpr int kHeads = 32, kDim = 128, kPerGraph = 20;
+    HostTensor kc(kv_type, {kDim * kHeads, cells}), vc(kv_type, {kDim * kHeads, cells});
+    strata::cpu::CpuBackend cpu(0);
+    cpu.kv_store(strata::cpu::test::random_f32({kDim * kHeads, cells}, -2.0f, 2.0f).t, kc.t, 0);
+    cpu.kv_store(strata::cpu::test::random_f32({kDim * kHeads, cells}, -2.0f, 2.0f).t, vc.t, 0);
+    DeviceTensor kd = b->upload(kc.t, "bench k"), vd = b->upload(vc.t, "bench v");
+    DeviceTensor qd = b->upload(strata::cpu::test::random_f32({kDim, kHeads, 1}).t, "bench q");
+    DeviceTensor od = b->allocate(GgmlType::F32, {kDim, kHeads, 1});
+    strata::AttentionParams p;
+    p.n_head = p.n_head_kv = kHeads;
+    p.head_dim_k = p.head_dim_v = kDim;
+    p.scale = 0.088f;
+    const int32_t token = 0, pos = static_cast<int32_t>(cells - 1);
+    b->begin_step_graph(b, &token, &pos);
+    for (int i = 0; i < kPerGraph; ++i) b->attention(qd.tensor, kd.tensor, vd.tensor, cells, &pos, p, od.tensor);
+    b->end_graph();
+    const double bytes = 2.0 * static_cast<double>(kc.t.n_bytes()) * kPerGraph;
+    const std::string name = std::string("attention ") + std::string(strata::type_traits(kv_type).name) + " " +
+                             std::to_string(cells) + " cells, x" + std::to_string(kPerGraph);
+    timed_batches(state, *b, [&] { b->replay_step(b, token, pos); }, bytes, name);
+    state.counters["us/attention"] = bytes / (g_bandwidth[name] * 1e9) / kPerGraph * 1e6;
+}
+
 }  // namespace
 
 BENCHMARK(bm_copy)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -151,6 +202,32 @@ STRATA_GEMV_BENCH(q4_K_m4_r2, GgmlType::Q4_K, 4, 2);
 STRATA_GEMV_BENCH(q4_K_f32x, GgmlType::Q4_K, 1, 0);
 STRATA_GEMV_BENCH(f16, GgmlType::F16, 1, 0);
 STRATA_GEMV_BENCH(q4_K_prefill512, GgmlType::Q4_K, 512, 2);
+#define STRATA_DECODE_BENCH(tag, type, k, n) \
+    BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_DECODE_BENCH(q4_K_4096x4096, GgmlType::Q4_K, 4096, 4096);
+STRATA_DECODE_BENCH(q4_K_4096x11008, GgmlType::Q4_K, 4096, 11008);
+STRATA_DECODE_BENCH(q4_K_11008x4096, GgmlType::Q4_K, 11008, 4096);
+STRATA_DECODE_BENCH(q6_K_4096x4096, GgmlType::Q6_K, 4096, 4096);
+STRATA_DECODE_BENCH(q6_K_11008x4096, GgmlType::Q6_K, 11008, 4096);
+STRATA_DECODE_BENCH(q6_K_4096x32000, GgmlType::Q6_K, 4096, 32000);
+STRATA_DECODE_BENCH(q8_0_4096x4096, GgmlType::Q8_0, 4096, 4096);
+STRATA_DECODE_BENCH(q8_0_4096x11008, GgmlType::Q8_0, 4096, 11008);
+#define STRATA_DECODE_BENCH_R(tag, type, k, n, r) \
+    BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n, r)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_DECODE_BENCH_R(q4_K_4096x4096_r1, GgmlType::Q4_K, 4096, 4096, 1);
+STRATA_DECODE_BENCH_R(q4_K_4096x4096_r2, GgmlType::Q4_K, 4096, 4096, 2);
+STRATA_DECODE_BENCH_R(q4_K_4096x11008_r1, GgmlType::Q4_K, 4096, 11008, 1);
+STRATA_DECODE_BENCH_R(q4_K_4096x11008_r2, GgmlType::Q4_K, 4096, 11008, 2);
+STRATA_DECODE_BENCH_R(q4_K_11008x4096_r2, GgmlType::Q4_K, 11008, 4096, 2);
+STRATA_DECODE_BENCH_R(q6_K_4096x4096_r1, GgmlType::Q6_K, 4096, 4096, 1);
+#define STRATA_ATTN_BENCH(tag, type, cells) \
+    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_ATTN_BENCH(f16_16, GgmlType::F16, 16);
+STRATA_ATTN_BENCH(f16_256, GgmlType::F16, 256);
+STRATA_ATTN_BENCH(f16_4096, GgmlType::F16, 4096);
+STRATA_ATTN_BENCH(f16_32768, GgmlType::F16, 32768);
+STRATA_ATTN_BENCH(q8_0_4096, GgmlType::Q8_0, 4096);
+STRATA_ATTN_BENCH(q4_0_4096, GgmlType::Q4_0, 4096);
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
@@ -159,7 +236,7 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
     if (g_bandwidth.count("copy") == 0) return 0;
     const double copy = g_bandwidth["copy"];
-    std::printf("\n| benchmark (8192 x 28672) | GB/s | of copy |\n| --- | ---: | ---: |\n");
+    std::printf("\n| benchmark (8192 x 28672 unless named) | GB/s | of copy |\n| --- | ---: | ---: |\n");
     std::printf("| device-to-device copy (read + write) | %.0f | 100%% |\n", copy);
     for (const auto& [name, gbs] : g_bandwidth) {
         if (name != "copy") std::printf("| %s | %.0f | %.0f%% |\n", name.c_str(), gbs, 100.0 * gbs / copy);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "quant/ggml_type.h"
 #include "quant/reference.h"
 
@@ -33,15 +34,15 @@ const Expected kExpected[] = {
     {10, "q2_K", 256, 84, true, false},   {11, "q3_K", 256, 110, true, false},
     {12, "q4_K", 256, 144, true, true},   {13, "q5_K", 256, 176, true, false},
     {14, "q6_K", 256, 210, true, true},   {15, "q8_K", 256, 292, true, true},
-    {16, "iq2_xxs", 256, 66, false, false}, {17, "iq2_xs", 256, 74, false, false},
-    {18, "iq3_xxs", 256, 98, false, false}, {19, "iq1_s", 256, 50, false, false},
-    {20, "iq4_nl", 32, 18, true, false},  {21, "iq3_s", 256, 110, false, false},
-    {22, "iq2_s", 256, 82, false, false}, {23, "iq4_xs", 256, 136, true, false},
+    {16, "iq2_xxs", 256, 66, true, true}, {17, "iq2_xs", 256, 74, true, true},
+    {18, "iq3_xxs", 256, 98, true, true}, {19, "iq1_s", 256, 50, true, true},
+    {20, "iq4_nl", 32, 18, true, false},  {21, "iq3_s", 256, 110, true, true},
+    {22, "iq2_s", 256, 82, true, true}, {23, "iq4_xs", 256, 136, true, false},
     {24, "i8", 1, 1, false, false},       {25, "i16", 1, 2, false, false},
     {26, "i32", 1, 4, false, false},      {27, "i64", 1, 8, false, false},
-    {28, "f64", 1, 8, false, false},      {29, "iq1_m", 256, 56, false, false},
-    {30, "bf16", 1, 2, true, true},       {34, "tq1_0", 256, 54, false, false},
-    {35, "tq2_0", 256, 66, false, false}, {39, "mxfp4", 32, 17, true, false},
+    {28, "f64", 1, 8, false, false},      {29, "iq1_m", 256, 56, true, true},
+    {30, "bf16", 1, 2, true, true},       {34, "tq1_0", 256, 54, true, true},
+    {35, "tq2_0", 256, 66, true, true}, {39, "mxfp4", 32, 17, true, false},
     {40, "nvfp4", 64, 36, false, false},  {41, "q1_0", 128, 18, false, false},
 };
 
@@ -76,11 +77,34 @@ TEST(QuantTraits, BlockStructsMatchTraits) {
     EXPECT_EQ(type_traits(GgmlType::IQ4_NL).type_size, sizeof(BlockIq4Nl));
     EXPECT_EQ(type_traits(GgmlType::IQ4_XS).type_size, sizeof(BlockIq4Xs));
     EXPECT_EQ(type_traits(GgmlType::MXFP4).type_size, sizeof(BlockMxfp4));
+    EXPECT_EQ(type_traits(GgmlType::IQ2_XXS).type_size, sizeof(BlockIq2Xxs));
+    EXPECT_EQ(type_traits(GgmlType::IQ2_XS).type_size, sizeof(BlockIq2Xs));
+    EXPECT_EQ(type_traits(GgmlType::IQ2_S).type_size, sizeof(BlockIq2S));
+    EXPECT_EQ(type_traits(GgmlType::IQ3_XXS).type_size, sizeof(BlockIq3Xxs));
+    EXPECT_EQ(type_traits(GgmlType::IQ3_S).type_size, sizeof(BlockIq3S));
+    EXPECT_EQ(type_traits(GgmlType::IQ1_S).type_size, sizeof(BlockIq1S));
+    EXPECT_EQ(type_traits(GgmlType::IQ1_M).type_size, sizeof(BlockIq1M));
+    EXPECT_EQ(type_traits(GgmlType::TQ1_0).type_size, sizeof(BlockTq1_0));
+    EXPECT_EQ(type_traits(GgmlType::TQ2_0).type_size, sizeof(BlockTq2_0));
+    EXPECT_EQ(offsetof(BlockIq3S, scales), 106u);  // d, qs[64], qh[8], signs[32], scales[4]
+    EXPECT_EQ(offsetof(BlockIq1S, qh), 34u);
+    EXPECT_EQ(offsetof(BlockIq1M, scales), 48u);  // IQ1_M has no leading d
+    EXPECT_EQ(offsetof(BlockTq1_0, d), 52u);
     EXPECT_EQ(offsetof(BlockQ2_K, d), 80u);  // d last in Q2_K/Q3_K/Q6_K
     EXPECT_EQ(offsetof(BlockQ3_K, d), 108u);
     EXPECT_EQ(offsetof(BlockQ6_K, d), 208u);
     EXPECT_EQ(offsetof(BlockQ4_K, scales), 4u);  // d, dmin first in Q4_K/Q5_K
     EXPECT_EQ(offsetof(BlockQ8_K, qs), 4u);      // Q8_K's d is a float
+}
+
+TEST(QuantTraits, IqFamilies) {
+    int lattice = 0;
+    for (const Expected& e : kExpected) lattice += is_iq_lattice(find_type_traits(e.id)->type);
+    EXPECT_EQ(lattice, 7);
+    EXPECT_TRUE(is_iq_lattice(GgmlType::IQ1_M));
+    EXPECT_FALSE(is_iq_lattice(GgmlType::IQ4_XS));  // a plain table, no lattice
+    EXPECT_TRUE(is_ternary(GgmlType::TQ2_0));
+    EXPECT_FALSE(is_ternary(GgmlType::Q2_K));
 }
 
 TEST(QuantTraits, UnknownAndRemovedIdsAreNull) {

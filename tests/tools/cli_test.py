@@ -122,6 +122,12 @@ def basic_suite(tmp):
         rc, _, err = run("synth", "--preset", preset, "-o", path, "--type", "q8_0")
         expect(rc == 0, f"synth {preset}: {err!r}")
         check_inspect(path)
+    for ftype in ("iq2_xs", "iq1_m", "tq2_0"):  # the low-bit types show in inspect as gguf-py reads them
+        path = os.path.join(tmp, f"tiny-{ftype}.gguf")
+        rc, _, err = run("synth", "--preset", "tiny", "-o", path, "--type", ftype)
+        expect(rc == 0, f"synth tiny --type {ftype}: {err!r}")
+        j = check_inspect(path)
+        expect(ftype in [t["type"].lower() for t in j["types"]], f"inspect --json: {ftype} among the types")
 
     # Usage errors: exit 2.
     expect_error(["synth", "--preset", "llama9-1t", "-o", os.path.join(tmp, "x.gguf")], 2,

@@ -16,6 +16,14 @@ TEST(TensorErrors, MissingRequiredTensor) {
         m, {"missing required tensor 'blk.1.ffn_up.weight'", "[n_embd, n_ff] = [256, 768]"});
 }
 
+TEST(TensorErrors, TypeWithoutKernelsNamesTensorTypeAndSupportedTypes) {
+    TestModel m = TestModel::from_preset("tiny");
+    m.erase_tensor("blk.1.ffn_up.weight");
+    m.add_tensor({"blk.1.ffn_up.weight", GgmlType::Q1_0, {256, 768}});  // gguf-py knows it; Strata has no kernels
+    expect_load_error<UnsupportedError>(
+        m, {"'blk.1.ffn_up.weight'", "type q1_0", "supported: ", "q4_K", "iq2_xxs", "iq1_m", "tq2_0"});
+}
+
 TEST(TensorErrors, MissingTokenEmbedding) {
     TestModel m = TestModel::from_preset("tiny");
     m.erase_tensor("token_embd.weight");

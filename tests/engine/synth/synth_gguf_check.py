@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Independent check of `strata synth` files with the `gguf` Python package (gguf-py):
 the reader accepts them, metadata and tensor types follow the Q4_K_M / Q8_0 / F16 rules of
-gguf-facts §2.6 (re-derived here), and gguf.quants.dequantize gives finite values with the
+gguf-facts §2.6 (re-derived here) and the i-quant / ternary rule of type_rules.h (every matrix
+of the type, the output matrix Q6_K), and gguf.quants.dequantize gives finite values with the
 documented magnitudes (synth_model.h): matrices std 1/sqrt(fan_in), norms mean 1 std 0.02.
 
 usage: synth_gguf_check.py --strata BUILD/bin/strata [--workdir DIR]
@@ -22,6 +23,13 @@ except ImportError as e:  # pragma: no cover
 T = gguf.GGMLQuantizationType
 
 
+# --type name -> (tensor type, general.file_type) of the single-type low-bit files.
+LOW_BIT = {"iq2_xxs": (T.IQ2_XXS, 19), "iq2_xs": (T.IQ2_XS, 20), "iq2_s": (T.IQ2_S, 28),
+           "iq3_xxs": (T.IQ3_XXS, 23), "iq3_s": (T.IQ3_S, 26), "iq1_s": (T.IQ1_S, 24),
+           "iq1_m": (T.IQ1_M, 31), "tq1_0": (T.TQ1_0, 36), "tq2_0": (T.TQ2_0, 37)}
+FILE_TYPES = {"q4_k_m": 15, "q8_0": 7, "f16": 1, **{k: v[1] for k, v in LOW_BIT.items()}}
+
+
 def use_more_bits(i, n):
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
@@ -36,6 +44,8 @@ def expected_type(name, shape, n_layer, tied, arch, ftype):
     layer = int(name.split(".")[1]) if name.startswith("blk.") else -1
     if name == "output.weight" or (tied and name == "token_embd.weight"):
         t = T.Q6_K
+    elif ftype in LOW_BIT:
+        t = LOW_BIT[ftype][0]
     elif ".attn_v." in name:
         t = T.Q6_K if use_more_bits(layer, n_layer) else T.Q4_K
         if t == T.Q4_K and n_layer == 80 and arch in ("llama", "qwen2"):
@@ -45,7 +55,7 @@ def expected_type(name, shape, n_layer, tied, arch, ftype):
     else:
         t = T.Q4_K
     if shape[0] % 256 != 0:
-        t = {T.Q4_K: T.Q5_0, T.Q6_K: T.Q8_0, T.Q5_K: T.Q5_1}[t]
+        t = {T.Q6_K: T.Q8_0, T.Q5_K: T.Q5_1}.get(t, T.Q5_0)
     return t
 
 
@@ -69,7 +79,7 @@ def check(strata, workdir, preset, ftype, layers=None, vocab=None):
     n_vocab = len(r.fields["tokenizer.ggml.tokens"].data)
     if layers:
         assert n_layer == layers, (n_layer, layers)
-    assert field(r, "general.file_type") == {"q4_k_m": 15, "q8_0": 7, "f16": 1}[ftype]
+    assert field(r, "general.file_type") == FILE_TYPES[ftype]
     assert field(r, "general.quantization_version") == 2
     assert len(r.fields["tokenizer.ggml.token_type"].data) == n_vocab
     names = {t.name for t in r.tensors}
@@ -107,6 +117,8 @@ def main():
             check(args.strata, workdir, preset, "q4_k_m")
         check(args.strata, workdir, "tiny", "q8_0")
         check(args.strata, workdir, "tiny-gemma3", "f16")
+        for ftype in LOW_BIT:
+            check(args.strata, workdir, "tiny" if ftype != "iq2_xs" else "tiny-gemma3", ftype)
         check(args.strata, workdir, "tiny", "q4_k_m", layers=26)
         check(args.strata, workdir, "gemma3-1b", "q4_k_m", layers=2, vocab=1024)
         check(args.strata, workdir, "llama3-8b", "q4_k_m", layers=1, vocab=1024)

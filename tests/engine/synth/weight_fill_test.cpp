@@ -63,7 +63,10 @@ TEST_P(FillType, RowsDependOnlyOnSeedAndRow) {
 INSTANTIATE_TEST_SUITE_P(Types, FillType,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
                                            GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_K,
-                                           GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XXS,
+                                           GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                                           GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M,
+                                           GgmlType::TQ1_0, GgmlType::TQ2_0),
                          [](const auto& info) {
                              return std::string(type_traits(info.param).name);
                          });
