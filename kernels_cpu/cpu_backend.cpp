@@ -56,4 +56,13 @@ void CpuBackend::softcap(Tensor& x, float cap) {
     cpu::softcap(x, cap, n_threads_);
 }
 
+int64_t CpuBackend::thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
+                                                 float threshold, Tensor& y) {
+    return cpu::thresholded_gated_activation(gate, up, act, threshold, y, n_threads_);
+}
+
+int64_t CpuBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
+    return cpu::sparse_gated_ffn(args, y, n_threads_, options_.quantize_activations);
+}
+
 }  // namespace strata::cpu

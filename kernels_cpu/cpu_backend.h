@@ -69,6 +69,9 @@ class CpuBackend : public Backend {
     void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                    const int32_t* positions, const AttentionParams& params, Tensor& out) override;
     void softcap(Tensor& x, float cap) override;
+    int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
+                                         Tensor& y) override;
+    int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
     void synchronize() override {}
 
   private:

@@ -38,6 +38,11 @@ void softcap(Tensor& x, float cap, int n_threads);
 void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y,
                       int n_threads);
 
+// sparse_ffn.cpp
+int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
+                                     Tensor& y, int n_threads);
+int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
+
 // rope.cpp
 void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_threads);
 

@@ -238,7 +238,7 @@ int CostModel::home_out(const Layout& layout, int layer) const {
 }
 
 void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,
-                           double pf_share) const {
+                           double pf_share, double decode_share) const {
     if (bytes <= 0) return;
     const TensorInfo& ti = info_[static_cast<size_t>(tensor)];
     const TensorEntry& t = table_.tensors[static_cast<size_t>(tensor)];
@@ -247,11 +247,11 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
         throw ArgumentError(cat("the placement puts ", t.name,
                                 " on the GPU, but the hardware profile has no GPU rates"));
     }
-    const double decode = bytes / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate);
+    const double decode = bytes * decode_share / (proc == kGpu ? ti.gpu_rate : ti.cpu_rate);
     if (proc == kGpu) {
-        w.fixed(kGpu, gemv_floor_s(kGpu, bytes), 1);
+        w.fixed(kGpu, gemv_floor_s(kGpu, bytes * decode_share), 1);
     } else {
-        w.fixed(kCpu, gemv_floor_s(kCpu, bytes), 0);
+        w.fixed(kCpu, gemv_floor_s(kCpu, bytes * decode_share), 0);
         w.t.host_parts += 1;
     }
     const double n = static_cast<double>(params_.n_prompt);
@@ -369,10 +369,32 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {
-        for (int i : L.ffn_index) add_weight(w, i, bytes(i), tier(i), fh);
+        add_sparse_ffn(w, layout, s, fh);
     }
     for (int i : L.other) add_weight(w, i, bytes(i), tier(i), fh);
     return w.t;
+}
+
+// An unsplit FFN: dense, or with activation sparsity the gate dense and up and down read at the
+// active fraction (params_.ffn_active_fraction) in decode; prefill (dense) unchanged.
+void CostModel::add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const {
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    const auto tier = [&](int i) { return layout.tier[static_cast<size_t>(i)]; };
+    const auto bytes = [&](int i) { return static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes); };
+    const double f = params_.ffn_active_fraction;
+    for (int k = 0; k < 3; ++k) {
+        const int i = L.ffn_index[k];
+        if (k == 0 || f >= 1.0) {
+            add_weight(w, i, bytes(i), tier(i), home);
+            continue;
+        }
+        const TensorEntry& t = table_.tensors[static_cast<size_t>(i)];
+        double read = bytes(i);
+        if (k == 2 && params_.ffn_down_bytes_per_weight > 0) {
+            read = params_.ffn_down_bytes_per_weight * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
+        }
+        add_weight(w, i, bytes(i), tier(i), home, 1.0, read * f / bytes(i));
+    }
 }
 
 CostTerms CostModel::terms(const Layout& layout) const {

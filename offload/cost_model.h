@@ -73,6 +73,12 @@ struct CostParams {
     // per-step amount that the profile's small graphs do not show (fitted 0.25-1.4 ms on the
     // H200 machine, where the eager steps' overhead_s fitted 0).
     double graph_overhead_s = 1e-3;
+    // Activation sparsity (engine/runtime/sparse_ffn.h): decode reads the gate of a whole
+    // (unsplit) FFN densely and its up and down rows at this expected active fraction (1 - S),
+    // down from its neuron-major copy of ffn_down_bytes_per_weight bytes per weight (0: the
+    // tensor's own type). Prefill stays dense (the same FLOPs).
+    double ffn_active_fraction = 1.0;
+    double ffn_down_bytes_per_weight = 0;
 };
 
 struct CostEstimate {
@@ -227,9 +233,11 @@ class CostModel {
 
     int home_out(const Layout& layout, int layer) const;
     int ffn_home(const Layout& layout, int layer) const;
+    // decode_share: the part of `bytes` a decode step reads (activation sparsity).
     void add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,
-                    double pf_share = 1.0) const;
+                    double pf_share = 1.0, double decode_share = 1.0) const;
     void add_ffn_split(Walk& w, int layer, const FfnSplit& split) const;
+    void add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const;
 
     const TensorTable& table_;
     const HardwareProfile& profile_;

@@ -116,6 +116,23 @@ void print_fit(const Runtime& runtime, const TgRun& run) {
                 run.measured_s / e->decode_s_per_token);
 }
 
+// The skipped fraction of FFN neuron evaluations per layer and overall between two snapshots
+// of the program's counts, or null without sparsity.
+nlohmann::json achieved_sparsity(const std::vector<LayerProgram::SparsityCount>& before,
+                                 const std::vector<LayerProgram::SparsityCount>& after) {
+    if (after.empty() || before.size() != after.size()) return nullptr;
+    nlohmann::json layers = nlohmann::json::array();
+    uint64_t evaluated = 0, active = 0;
+    for (size_t i = 0; i < after.size(); ++i) {
+        const uint64_t e = after[i].evaluated - before[i].evaluated, a = after[i].active - before[i].active;
+        evaluated += e;
+        active += a;
+        layers.push_back(e > 0 ? 1.0 - static_cast<double>(a) / static_cast<double>(e) : 0.0);
+    }
+    return {{"target", nullptr}, {"achieved", evaluated > 0 ? 1.0 - static_cast<double>(active) / static_cast<double>(evaluated) : 0.0},
+            {"per_layer", layers}};
+}
+
 void bench(const BenchArgs& args) {
     if (args.repetitions < 1) throw ArgumentError(cat("-r must be at least 1, got ", args.repetitions));
     EngineOptions engine = args.engine;
@@ -137,6 +154,7 @@ void bench(const BenchArgs& args) {
                                 " tokens (", engine.n_ctx > 0 ? "-c, at most the model's training context"
                                                               : "the model's training context", ")"));
     }
+    const double target_sparsity = runtime.sparse() != nullptr ? runtime.sparse()->sparsity() : -1;
     const int64_t n_vocab = session->program().n_vocab();
     std::mt19937 rng(1234);
     const Placement& plan = runtime.placement();
@@ -153,7 +171,9 @@ void bench(const BenchArgs& args) {
         if (n <= 0) return;
         run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
         std::vector<double> rates;
+        const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
         for (int r = 0; r < args.repetitions; ++r) rates.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        const nlohmann::json sparsity = achieved_sparsity(before, session->program().sparsity_counts());
         const Stat s = stats(rates);
         const std::string test = cat(prompt ? "pp" : "tg", n);
         double predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
@@ -166,12 +186,20 @@ void bench(const BenchArgs& args) {
         if (args.json) {
             results.push_back({{"test", test}, {"tokens_per_second", s.mean}, {"stdev", s.stdev},
                                {"samples", rates}, {"predicted", predicted}});
+            if (!sparsity.is_null()) {
+                results.back()["sparsity"] = sparsity;
+                results.back()["sparsity"]["target"] = target_sparsity;
+            }
             return;
         }
         std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f | %s |\n",
                     runtime.model().config().architecture.c_str(), format_bytes(rs.gpu_weight_bytes).c_str(),
                     format_bytes(rs.ram_weight_bytes).c_str(), format_bytes(rs.disk_weight_bytes).c_str(),
-                    static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads(), test.c_str(), s.mean, s.stdev,
+                    static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads(),
+                    (sparsity.is_null() ? test
+                                        : cat(test, " sparsity ", fixed(target_sparsity, 2), " (achieved ",
+                                              fixed(sparsity["achieved"].get<double>(), 3), ")")).c_str(),
+                    s.mean, s.stdev,
                     predicted > 0 ? cat(predicted).c_str() : "-");
         std::fflush(stdout);
     };

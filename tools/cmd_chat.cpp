@@ -21,6 +21,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/runtime.h"
+#include "engine/runtime/sparse_ffn.h"
 #include "offload/tier.h"
 #include "tools/answer_keys.h"
 #include "tools/chat_input.h"
@@ -71,7 +72,7 @@ constexpr const char* kHelp =
     "  /help              this text\n"
     "  /clear             forget the conversation (the system text stays)\n"
     "  /system TEXT       set the system text (empty: none)\n"
-    "  /stats             context use and the speed of the last answer\n"
+    "  /stats             context use, the speed of the last answer (and the sparsity achieved)\n"
     "  /save FILE         write the conversation as JSON\n"
     "  /load FILE         read a conversation written by /save\n"
     "  /set [NAME VALUE]  show the settings, or set one: temp, top-k, top-p, min-p, repeat-penalty,\n"
@@ -223,6 +224,7 @@ private:
                     static_cast<long long>(t.n_prompt), static_cast<long long>(t.n_reused),
                     t.prompt_tokens_per_second(), static_cast<long long>(t.n_generated),
                     t.decode_tokens_per_second(), std::string(stop_reason_name(t.stop)).c_str());
+        if (const SparseFfn* sparse = s.program().sparse()) std::printf("%s", sparsity_report(*sparse, &s.program()).c_str());
     }
 
     Conversation conv_;

@@ -8,10 +8,13 @@
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/perplexity.h"
+#include "engine/runtime/placed_model.h"
+#include "engine/runtime/sparse_ffn.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
+#include "tools/sparsity_options.h"
 
 namespace strata::cli {
 namespace {
@@ -23,12 +26,16 @@ struct PerplexityArgs {
     int64_t n_batch = 512;
     int64_t chunks = 0;  // 0: every window of the text
     int n_threads = 0;
+    SparsityFlags sparsity;
+    bool compare_dense = false;
 };
 
 void run(const PerplexityArgs& args) {
     const std::string text =
         read_bounded_file(args.text_file, "text file", ReadOptions{kMaxTextFileBytes});
     if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
+    const SparsityOptions sparsity = args.sparsity.options();
+    if (args.compare_dense && !sparsity.enabled()) throw ArgumentError("--compare-dense needs --sparsity S");
 
     Model model(args.model);
     cpu::CpuBackend backend(cap_threads(args.n_threads));
@@ -40,13 +47,17 @@ void run(const PerplexityArgs& args) {
                      static_cast<long long>(n_train));
         n_ctx = n_train;
     }
+    const PlacedModel placed(model, backend);
+    const std::unique_ptr<SparseFfn> sparse = load_sparse_ffn(placed, args.model, sparsity);
     const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
     PerplexityParams pp;
     pp.n_ctx = n_ctx;
     pp.n_batch = args.n_batch;
     pp.max_chunks = args.chunks;
+    pp.sparse = sparse.get();
+    pp.compare_dense = args.compare_dense;
     bool header = false;
-    const PerplexityResult r = perplexity(model, backend, tokens, pp,
+    const PerplexityResult r = perplexity(placed, tokens, pp,
                                           [&](int64_t chunk, int64_t n_chunks, double ppl) {
         if (!header) {  // printed once the text is known to be long enough
             std::printf("perplexity: %zu tokens, calculating perplexity over %lld chunks, "
@@ -59,6 +70,14 @@ void run(const PerplexityArgs& args) {
         std::fflush(stdout);
     });
     std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
+    if (sparse) {
+        std::printf("sparsity: target %.3f, achieved %.4f of FFN neuron evaluations skipped\n", sparse->sparsity(),
+                    r.achieved_sparsity);
+    }
+    if (r.top1_agreement >= 0) {
+        std::printf("top-1 agreement with dense: %.4f of %lld scored tokens\n", r.top1_agreement,
+                    static_cast<long long>(r.n_scored));
+    }
 }
 
 }  // namespace
@@ -76,6 +95,9 @@ void add_perplexity_command(CLI::App& app) {
         ->check(int_in(1, INT32_MAX));
     cmd->add_option("-t,--threads", args->n_threads, "CPU threads (0 = physical cores)")
         ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
+    add_sparsity_options(*cmd, args->sparsity);
+    cmd->add_flag("--compare-dense", args->compare_dense,
+                  "with --sparsity: also run dense and report the greedy (top-1) agreement");
     cmd->callback([args] { run(*args); });
 }
 

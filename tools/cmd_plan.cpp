@@ -25,7 +25,6 @@ struct PlanArgs {
     EngineOptions engine;
     std::string output;
     bool explain = false;
-    std::string stats;  // activation statistics (not used by the planner yet)
 };
 
 // One layer's row of the table: where its attention, KV and FFN are.
@@ -164,16 +163,19 @@ void print_disk(const Runtime& runtime) {
 }
 
 void plan(const PlanArgs& args) {
-    RuntimeOptions ro = args.engine.runtime_options();
+    EngineOptions engine = args.engine;
+    const bool sparse = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
+    if (!engine.sparsity.stats.empty() && !sparse) {
+        std::printf("note: --stats %s without --sparsity: the planner does not use activation statistics to place neurons"
+                    " yet (a split FFN computes every neuron, so its GPU share does its byte share of the work)\n",
+                    engine.sparsity.stats.c_str());
+        engine.sparsity.stats.clear();
+    }
+    RuntimeOptions ro = engine.runtime_options();
     if (!ro.plan_path.empty()) throw ArgumentError("strata plan makes a placement; --plan reads one");
     ro.load_weights = false;
     ro.want_estimate = args.explain;
     check_write_target(args.output, "placement file");  // before measuring and planning
-    if (!args.stats.empty()) {
-        std::printf("note: --stats %s: the planner does not use activation statistics yet (a split FFN"
-                    " computes every neuron, so its GPU share does its byte share of the work)\n",
-                    args.stats.c_str());
-    }
     const Runtime runtime(args.engine.model, ro);
     const TensorTable table = tensor_table(runtime.model());
     Placement p = runtime.placement();
@@ -241,8 +243,6 @@ void add_plan_command(CLI::App& app) {
     add_engine_options(*cmd, args->engine);
     cmd->add_option("-o,--output", args->output, "placement file to write (JSON)")->required();
     cmd->add_flag("--explain", args->explain, "say per group of layers what its placement saves, by the cost model");
-    cmd->add_option("--stats", args->stats, "activation statistics file (accepted; not used by the planner yet)")
-        ->check(CLI::ExistingFile);
     cmd->callback([args] { plan(*args); });
 }
 

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     strata::cli::add_bench_command(app);
     strata::cli::add_calibration_command(app);
     strata::cli::add_serve_command(app);
+    strata::cli::add_profile_command(app);
 
     // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {

@@ -43,6 +43,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.disk_io = parse_disk_io(disk_io);
     r.n_threads = cap_threads(n_threads);
     r.session = session_params();
+    r.sparsity = sparsity.options();
     return r;
 }
 
@@ -75,6 +76,7 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
         ->capture_default_str();
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
+    add_sparsity_options(cmd, o.sparsity);
     SamplerParams& s = o.sampler;
     constexpr double kInf = std::numeric_limits<double>::infinity();
     cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str()

@@ -9,6 +9,7 @@
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/session.h"
 #include "engine/sampler/sampler_params.h"
+#include "tools/sparsity_options.h"
 
 namespace strata::cli {
 
@@ -30,6 +31,7 @@ struct EngineOptions {
     bool reprofile = false;          // --reprofile
     std::string disk_io = "auto";
     bool verbose = false;
+    SparsityFlags sparsity;    // --sparsity --stats
 
     SessionParams session_params() const;
     RuntimeOptions runtime_options() const;
@@ -42,7 +44,7 @@ constexpr int64_t kMaxThreadsFlag = 1 << 16;       // -t accepted, then lowered 
 uint32_t parse_seed(std::string_view text, std::string_view name);
 
 // Adds -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
-// --reprofile --disk-io --verbose) and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
+// --reprofile --disk-io --verbose), --sparsity --stats and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
 // --repeat-last-n --presence-penalty --frequency-penalty --seed).
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
 

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "engine/core/buffer.h"
+#include "engine/core/error.h"
 #include "engine/core/op_types.h"
 #include "engine/core/tensor.h"
 
@@ -26,6 +27,17 @@ struct RopeParams {
     float freq_scale = 1.0f;     // linear scaling: theta *= freq_scale (= 1/factor)
     RopeStyle style = RopeStyle::Neox;
     const float* freq_factors = nullptr;  // [n_rot/2] divisors of theta (rope_freqs), or null
+};
+
+// The products of a sparse gated FFN for one batch (Backend::sparse_gated_ffn). Neuron i is
+// active for token t when |act(gate[i, t])| > threshold (CATS).
+struct SparseFfnArgs {
+    const Tensor* gate = nullptr;    // [n_ff, n] f32: gate·x, before the activation
+    const Tensor* x = nullptr;       // [n_embd, n] f32: the FFN's (normed) input
+    const Tensor* up = nullptr;      // ffn_up [n_embd, n_ff], any matmul type
+    const Tensor* down_t = nullptr;  // ffn_down neuron-major [n_embd, n_ff]: row i = column i
+    Activation act = Activation::Silu;
+    float threshold = 0.0f;
 };
 
 struct AttentionParams {
@@ -97,6 +109,23 @@ public:
 
     // x = c·tanh(x/c), in place.
     virtual void softcap(Tensor& x, float cap) = 0;
+
+    // ---- activation sparsity (engine/runtime/sparse_ffn.h). Backends without these ops throw
+    // UnsupportedError; the runtime checks before it runs a sparse model on them.
+    // y = act(gate) ⊙ up where |act(gate)| > threshold, else 0, all [n_ff, n]; y may alias gate
+    // or up. Returns how many elements were kept.
+    virtual int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
+                                                 float threshold, Tensor& y) {
+        (void)gate, (void)up, (void)act, (void)threshold, (void)y;
+        throw UnsupportedError(cat("the ", name(), " backend has no thresholded activation (activation sparsity)"));
+    }
+    // y [n_embd, n] = Σ over the active neurons i of token t: act(gate[i, t])·(up_i · x_t)·down_t_i,
+    // reading only the active rows of up and down_t (decode). Returns the number of active
+    // (neuron, token) pairs. y does not alias the inputs.
+    virtual int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
+        (void)args, (void)y;
+        throw UnsupportedError(cat("the ", name(), " backend has no sparse FFN (activation sparsity)"));
+    }
 
     // Waits until every queued op has finished (a no-op on synchronous backends).
     virtual void synchronize() {}

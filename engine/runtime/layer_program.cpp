@@ -277,6 +277,7 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
     Tensor x = residual_on(hb, n);
     Tensor cur = act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
     b.rms_norm(x, &w.attn_norm.on(hb), eps, cur);
+    observe(il, ActivationSite::AttnInput, cur);
 
     Tensor q = act(hb, kQ, n_head * hd_k, n);     // [n_head*hd_k, n]
     Tensor k = act(hb, kK, n_head_kv * hd_k, n);  // [n_head_kv*hd_k, n]
@@ -327,12 +328,17 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
     b.attention(q_heads, kv.k(il), kv.v(il), pos0 + n, positions_.data(), ap, attn_heads);
 
     Tensor proj = act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
+    observe(il, ActivationSite::AttnOutputInput, attn);
     matmul(w.attn_output, hb, attn, proj);
     if (w.post_attention_norm.present()) b.rms_norm(proj, &w.post_attention_norm.on(hb), eps, proj);
     b.add(x, proj, x);
 }
 
 void LayerProgram::ffn_block(int il, int64_t n) {
+    if (sparse_ != nullptr) {
+        sparse_ffn_block(il, n);
+        return;
+    }
     const PlacedLayer& w = model_.layer(il);
     const float eps = static_cast<float>(config_.rms_eps);
     const int hb = compute_backend(w.ffn.front().gate, n);
@@ -341,6 +347,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     Tensor x = residual_on(hb, n);
     Tensor cur = act(hb, kCur, config_.n_embd, n);
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    observe(il, ActivationSite::FfnInput, cur);
     // Every other backend gets its copy of the normed input before any part is queued, so the
     // copies never wait behind a device part.
     std::array<bool, kMaxBackends> has_input{}, has_sum{};
@@ -362,7 +369,9 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         Tensor up = act(pb, kUp, width, n);
         matmul_local(p.gate, pb, in, gate);
         matmul_local(p.up, pb, in, up);
+        observe(il, ActivationSite::FfnGateAct, gate);
         b.gated_activation(gate, up, config_.activation, gate);
+        observe(il, ActivationSite::FfnDownInput, gate);
         // Partial sums per backend: the home's in proj, others' in kPart.
         Tensor sum = pb == hb ? proj : act(pb, kPart, config_.n_embd, n);
         if (!has_sum[static_cast<size_t>(pb)]) {

@@ -28,12 +28,15 @@
 #include <vector>
 
 #include "engine/core/backend.h"
+#include "predictor/activation_profile.h"
 
 namespace strata {
 
 struct ModelConfig;
+class ActivationObserver;
 class KvCache;
 class PlacedModel;
+class SparseFfn;
 struct PlacedWeight;
 
 class LayerProgram {
@@ -64,6 +67,21 @@ class LayerProgram {
     // batch seen).
     uint64_t activation_bytes(const Backend* backend) const;
 
+    // Activation sparsity (sparse_ffn.h): each FFN runs with the calibrated thresholds of
+    // `sparse` (which must outlive the program, and was built for this placed model), or dense
+    // when null. The counts of neurons evaluated and active per layer, since the last reset.
+    void set_sparse(const SparseFfn* sparse);
+    const SparseFfn* sparse() const { return sparse_; }
+    struct SparsityCount {
+        uint64_t evaluated = 0;  // (neuron, token) pairs
+        uint64_t active = 0;
+    };
+    const std::vector<SparsityCount>& sparsity_counts() const { return sparsity_counts_; }
+    void reset_sparsity_counts();
+
+    // A calibration hook (activation_observer.h), or null; it must outlive the program's use.
+    void set_observer(ActivationObserver* observer) { observer_ = observer; }
+
   private:
     enum Slot { kX, kCur, kQ, kK, kV, kAttn, kProj, kGate, kUp, kPart, kPartTmp, kMmIn, kMmOut,
                 kHidden, kLogits, kSlotCount };
@@ -71,6 +89,9 @@ class LayerProgram {
 
     void attention_block(int il, int64_t n, KvCache& kv, int64_t pos0);
     void ffn_block(int il, int64_t n);
+    // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
+    void sparse_ffn_block(int il, int64_t n);
+    void observe(int il, ActivationSite site, const Tensor& t) const;
     // An f32 [ne0, n] scratch tensor of `slot` on backend bi (grown as needed).
     Tensor act(int bi, Slot slot, int64_t ne0, int64_t n);
     // Copies src on backend `from` into dst on backend `to` (through host memory).
@@ -110,6 +131,9 @@ class LayerProgram {
     Buffer ship_;              // GPU staging of a host weight during prefill
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
     std::vector<float> bounce_;  // host hop of device-to-device transfers
+    const SparseFfn* sparse_ = nullptr;
+    std::vector<SparsityCount> sparsity_counts_;  // per layer
+    ActivationObserver* observer_ = nullptr;
 };
 
 }  // namespace strata

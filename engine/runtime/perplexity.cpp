@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
 #include "engine/core/error.h"
@@ -13,6 +14,32 @@
 
 namespace strata {
 namespace {
+
+constexpr int64_t kLogitRows = 16;  // logits computed this many rows at a time
+
+// The final hidden states of rows first .. n_ctx-2 of a window: hidden [n_embd, n_ctx-1-first].
+void window_hidden(LayerProgram& program, KvCache& kv, const std::vector<TokenId>& window, int64_t n_batch,
+                   int64_t first, int64_t n_embd, std::vector<float>& hidden) {
+    const int64_t n_ctx = static_cast<int64_t>(window.size());
+    std::vector<float> batch_hidden;
+    kv.clear();
+    hidden.assign(static_cast<size_t>(n_embd * (n_ctx - 1 - first)), 0.0f);
+    for (int64_t b0 = 0; b0 < n_ctx; b0 += n_batch) {
+        const int64_t nb = std::min(n_batch, n_ctx - b0);
+        std::vector<int32_t> rows;
+        for (int64_t r = std::max(b0, first); r < std::min(b0 + nb, n_ctx - 1); ++r) rows.push_back(static_cast<int32_t>(r - b0));
+        if (rows.empty()) {
+            const int32_t last = static_cast<int32_t>(nb - 1);  // cache only
+            program.forward({window.data() + b0, static_cast<size_t>(nb)}, kv, {&last, 1}, batch_hidden);
+            continue;
+        }
+        program.forward({window.data() + b0, static_cast<size_t>(nb)}, kv, rows, batch_hidden);
+        const int64_t dst_row = b0 + rows.front() - first;
+        std::copy(batch_hidden.begin(), batch_hidden.end(), hidden.begin() + dst_row * n_embd);
+    }
+}
+
+int64_t argmax(const float* v, int64_t n) { return std::max_element(v, v + n) - v; }
 
 // Negative log-likelihood of `target` under a row of logits, in double.
 double nll(const float* logits, int64_t n_vocab, TokenId target) {
@@ -47,13 +74,23 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     const ModelConfig& config = model.config();
     const Vocab& vocab = model.tokenizer().vocab();
     LayerProgram program(placed);
+    program.set_sparse(params.sparse);
     const int64_t n_vocab = program.n_vocab();
     KvCache kv(config, n_ctx, GgmlType::F16, placed.kv_backends());
+    // The dense twin of compare_dense, and the positions where both pick the same token.
+    std::unique_ptr<LayerProgram> dense;
+    std::unique_ptr<KvCache> dense_kv;
+    std::vector<float> dense_hidden, dense_logits;
+    int64_t agree = 0;
+    if (params.compare_dense) {
+        dense = std::make_unique<LayerProgram>(placed);
+        dense_kv = std::make_unique<KvCache>(config, n_ctx, GgmlType::F16, placed.kv_backends());
+        dense_logits.resize(static_cast<size_t>(n_vocab * kLogitRows));
+    }
 
     // Score rows first .. n_ctx-2, each predicting the next token.
     const int64_t first = n_ctx / 2;
-    constexpr int64_t kLogitRows = 16;  // logits computed this many rows at a time
-    std::vector<float> hidden, batch_hidden, logits(static_cast<size_t>(n_vocab * kLogitRows));
+    std::vector<float> hidden, logits(static_cast<size_t>(n_vocab * kLogitRows));
     double sum = 0, sum_sq = 0;
     int64_t count = 0;
     PerplexityResult result;
@@ -62,28 +99,16 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     for (int64_t c = 0; c < n_chunks; ++c) {
         std::vector<TokenId> window(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
         if (vocab.add_bos && vocab.bos != kNoToken) window[0] = vocab.bos;
-        kv.clear();
-        hidden.assign(static_cast<size_t>(config.n_embd * (n_ctx - 1 - first)), 0.0f);
-        for (int64_t b0 = 0; b0 < n_ctx; b0 += params.n_batch) {
-            const int64_t nb = std::min(params.n_batch, n_ctx - b0);
-            std::vector<int32_t> rows;
-            for (int64_t r = std::max(b0, first); r < std::min(b0 + nb, n_ctx - 1); ++r) {
-                rows.push_back(static_cast<int32_t>(r - b0));
-            }
-            if (rows.empty()) {
-                const int32_t last = static_cast<int32_t>(nb - 1);  // cache only
-                program.forward({window.data() + b0, static_cast<size_t>(nb)}, kv, {&last, 1},
-                                batch_hidden);
-                continue;
-            }
-            program.forward({window.data() + b0, static_cast<size_t>(nb)}, kv, rows, batch_hidden);
-            const int64_t dst_row = b0 + rows.front() - first;
-            std::copy(batch_hidden.begin(), batch_hidden.end(),
-                      hidden.begin() + dst_row * config.n_embd);
-        }
+        window_hidden(program, kv, window, params.n_batch, first, config.n_embd, hidden);
+        if (dense) window_hidden(*dense, *dense_kv, window, params.n_batch, first, config.n_embd, dense_hidden);
         for (int64_t r0 = 0; r0 < n_ctx - 1 - first; r0 += kLogitRows) {
             const int64_t nr = std::min(kLogitRows, n_ctx - 1 - first - r0);
             program.logits(hidden.data() + r0 * config.n_embd, nr, logits.data());
+            if (dense) {
+                dense->logits(dense_hidden.data() + r0 * config.n_embd, nr, dense_logits.data());
+                for (int64_t r = 0; r < nr; ++r)
+                    agree += argmax(logits.data() + r * n_vocab, n_vocab) == argmax(dense_logits.data() + r * n_vocab, n_vocab);
+            }
             for (int64_t r = 0; r < nr; ++r) {
                 const TokenId target = window[static_cast<size_t>(first + r0 + r + 1)];
                 const double v = nll(logits.data() + r * n_vocab, n_vocab, target);
@@ -98,6 +123,15 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     const double mean = sum / static_cast<double>(count);
     const double var = sum_sq / static_cast<double>(count) - mean * mean;
     result.n_scored = count;
+    if (dense) result.top1_agreement = static_cast<double>(agree) / static_cast<double>(count);
+    if (params.sparse != nullptr) {
+        uint64_t evaluated = 0, active = 0;
+        for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) {
+            evaluated += c.evaluated;
+            active += c.active;
+        }
+        if (evaluated > 0) result.achieved_sparsity = 1.0 - static_cast<double>(active) / static_cast<double>(evaluated);
+    }
     result.ppl = std::exp(mean);
     result.ppl_error = var > 0 ? result.ppl * std::sqrt(var / static_cast<double>(count - 1)) : 0.0;
     return result;

@@ -16,11 +16,16 @@ namespace strata {
 class Model;
 class Backend;
 class PlacedModel;
+class SparseFfn;
 
 struct PerplexityParams {
     int64_t n_ctx = 512;
     int64_t n_batch = 512;
     int64_t max_chunks = -1;  // -1: every full window
+    const SparseFfn* sparse = nullptr;  // activation sparsity (sparse_ffn.h), or null: dense
+    // Also evaluates each window densely and counts the scored positions where the greedy
+    // (top-1) token agrees (doubles the time).
+    bool compare_dense = false;
 };
 
 struct PerplexityResult {
@@ -29,6 +34,8 @@ struct PerplexityResult {
     double ppl = 0;
     double ppl_error = 0;
     std::vector<double> running;  // cumulative PPL after each chunk
+    double top1_agreement = -1;   // compare_dense: share of scored positions, else -1
+    double achieved_sparsity = -1;  // with sparse: skipped share of FFN neuron evaluations
 };
 
 // Called after each chunk with its index and the running estimate.

@@ -264,6 +264,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
     cost_params_.n_prompt = std::max<int64_t>(1, options_.session.n_batch);
+    if (options.sparsity.enabled()) {
+        // Decode reads the up rows and the neuron-major down rows of the active neurons only.
+        const TypeTraits& down = type_traits(options.sparsity.down_type);
+        cost_params_.ffn_active_fraction = 1.0 - options.sparsity.sparsity;
+        cost_params_.ffn_down_bytes_per_weight = static_cast<double>(down.type_size) / static_cast<double>(down.block_size);
+    }
 
     if (!options.plan_path.empty()) {
         placement_ = read_placement(options.plan_path);
@@ -367,6 +373,8 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             (left > kv_gpu + activation_reserve ? left - kv_gpu - activation_reserve : 0) /
             static_cast<uint64_t>(options.session.n_sequences);
     }
+    sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
+    options_.session.sparse = sparse_.get();
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {
@@ -401,6 +409,7 @@ std::string Runtime::accounting(const Session* session) const {
             << " per session for a shipped weight (largest " << format_bytes(largest_streamed_bytes(tensor_table(*model_)))
             << "; a larger one is computed where it lives)\n";
     }
+    if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
     if (auto* fake = dynamic_cast<const FakeDeviceBackend*>(gpu_.get())) {
         const FakeDeviceStats s = fake->stats();
         out << "vram (fake device): budget " << format_bytes(fake->budget_bytes()) << " | in use "

@@ -15,6 +15,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/placed_model.h"
 #include "engine/runtime/session.h"
+#include "engine/runtime/sparse_ffn.h"
 #include "offload/cost_model.h"
 #include "offload/disk_stream.h"
 #include "offload/hardware_profile.h"
@@ -55,6 +56,7 @@ struct RuntimeOptions {
     DiskIo disk_io = DiskIo::Auto;
     int n_threads = 0;         // CPU threads; 0 = physical cores
     SessionParams session;     // context and batch the budgets must hold
+    SparsityOptions sparsity;  // --sparsity: the FFNs' activation sparsity (CPU backend only)
     bool load_weights = true;  // false: only make the placement (strata plan)
     // Where profiling and a fallback from the planner to the built-in placement are said (the
     // tools pass std::cerr); null: nowhere.
@@ -102,6 +104,8 @@ class Runtime {
     // Bytes per tier, staging, KV, activations, peak VRAM and RSS: what --verbose prints.
     std::string accounting(const Session* session) const;
     uint64_t gpu_budget() const { return gpu_budget_; }
+    // The FFNs' activation sparsity, or null (dense).
+    const SparseFfn* sparse() const { return sparse_.get(); }
 
   private:
     void make_gpu(const RuntimeOptions& options);
@@ -124,6 +128,7 @@ class Runtime {
     std::optional<PlanReport> plan_report_;
     DiskStreamOptions disk_options_;
     std::unique_ptr<PlacedModel> placed_;
+    std::unique_ptr<SparseFfn> sparse_;
 };
 
 }  // namespace strata

@@ -23,6 +23,7 @@ Session::Session(const PlacedModel& placed, const SessionParams& params)
       kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends()),
       program_(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
+    program_.set_sparse(params.sparse);
 }
 
 Session::Session(const Model& model, Backend& backend, const SessionParams& params)

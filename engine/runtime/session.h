@@ -19,6 +19,7 @@
 namespace strata {
 
 class Model;
+class SparseFfn;
 
 struct SessionParams {
     int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
@@ -34,6 +35,9 @@ struct SessionParams {
     // Sessions of these params the budgets must hold at once (strata serve --parallel): the
     // runtime counts n_sequences KV caches of n_ctx cells and as many activation scratches.
     int64_t n_sequences = 1;
+    // Activation sparsity of the FFNs (sparse_ffn.h), built for the same placed model; null:
+    // dense. Must outlive the session.
+    const SparseFfn* sparse = nullptr;
 };
 
 class Session {

@@ -375,3 +375,36 @@ TEST(CostModel, FitKeepsCoefficientsNonNegativeAndUnexercisedOnes) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Activation sparsity: decode reads ffn_up at the active fraction (its type's rate) and the
+// neuron-major ffn_down copy's bytes at the active fraction (at ffn_down's type rate); the gate
+// stays dense and prefill FLOPs do not change.
+TEST(CostModel, SparseFfnCountsUpAndDownAtTheActiveFraction) {
+    const LlamaShape s = mid_shape();
+    const TensorTable t = make_llama_table(s);
+    const Placement p = first_layers(t, 0, Tier::Ram);
+    CostParams dense;
+    dense.overhead_s = 0;
+    CostParams sparse = dense;
+    sparse.ffn_active_fraction = 0.5;
+    sparse.ffn_down_bytes_per_weight = 34.0 / 32.0;  // Q8_0
+    const CostEstimate d = estimate(p, t, laptop(), dense);
+    const CostEstimate e = estimate(p, t, laptop(), sparse);
+    const double weights = static_cast<double>(s.n_embd) * static_cast<double>(s.n_ff);
+    const double up = static_cast<double>(row_bytes(GgmlType::Q4_K, s.n_embd)) * static_cast<double>(s.n_ff);
+    const double down = static_cast<double>(row_bytes(GgmlType::Q6_K, s.n_ff)) * static_cast<double>(s.n_embd);
+    // Bytes over the profile's q4_K / q6_K rates (the product floors depend on size: excluded).
+    const double saved = s.n_layer * (0.5 * up / 45e9 + (down - 0.5 * weights * 34.0 / 32.0) / 40e9);
+    EXPECT_NEAR((d.cpu_s - d.fixed_s) - (e.cpu_s - e.fixed_s), saved, saved * 1e-6);
+    EXPECT_NEAR(e.prefill_s_per_token, d.prefill_s_per_token, d.prefill_s_per_token * 1e-9);
+    // A copy four times the bytes of ffn_down costs more than it saves at 90% active.
+    sparse.ffn_active_fraction = 0.9;
+    sparse.ffn_down_bytes_per_weight = 4.0;
+    EXPECT_GT(estimate(p, t, laptop(), sparse).decode_s_per_token, d.decode_s_per_token);
+}
+
+}  // namespace
+}  // namespace strata

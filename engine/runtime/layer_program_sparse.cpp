@@ -1,0 +1,67 @@
+// The layer program's FFN with activation sparsity (sparse_ffn.h) and its calibration hook
+// (activation_observer.h). Decode (one token) reads only the active rows of ffn_up and of the
+// neuron-major ffn_down (Backend::sparse_gated_ffn); batches compute the dense products with
+// the same mask (Backend::thresholded_gated_activation), since a batch's active sets together
+// cover most neurons and the dense kernels read each weight once for the whole batch.
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/model/model_config.h"
+#include "engine/runtime/activation_observer.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/placed_model.h"
+#include "engine/runtime/sparse_ffn.h"
+
+namespace strata {
+
+void LayerProgram::set_sparse(const SparseFfn* sparse) {
+    if (sparse != nullptr && sparse->n_layer() != model_.n_layer()) {
+        throw ArgumentError(cat("the sparse FFN has ", sparse->n_layer(), " layers, the model ", model_.n_layer()));
+    }
+    sparse_ = sparse;
+    sparsity_counts_.clear();  // dense: no counts
+    if (sparse_ != nullptr) reset_sparsity_counts();
+}
+
+void LayerProgram::reset_sparsity_counts() {
+    sparsity_counts_.assign(static_cast<size_t>(model_.n_layer()), SparsityCount{});
+}
+
+void LayerProgram::observe(int il, ActivationSite site, const Tensor& t) const {
+    if (observer_ != nullptr) observer_->observe(il, site, t);
+}
+
+void LayerProgram::sparse_ffn_block(int il, int64_t n) {
+    const PlacedLayer& w = model_.layer(il);
+    STRATA_INVARIANT(w.ffn.size() == 1);  // SparseFfn refuses split FFNs
+    const FfnPart& p = w.ffn.front();
+    const float eps = static_cast<float>(config_.rms_eps);
+    const int64_t n_ff = p.end - p.begin;
+    const int hb = index_of(p.gate.backend);  // never shipped: the sparse ops are the CPU's
+    Backend& h = backend(hb);
+
+    Tensor x = residual_on(hb, n);
+    Tensor cur = act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
+    h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    Tensor gate = act(hb, kGate, n_ff, n);  // [n_ff, n]
+    matmul_local(p.gate, hb, cur, gate);
+    Tensor proj = act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
+    const float threshold = sparse_->threshold(il);
+    int64_t active = 0;
+    if (n == 1) {
+        SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
+        active = h.sparse_gated_ffn(args, proj);
+    } else {
+        Tensor up = act(hb, kUp, n_ff, n);
+        matmul_local(p.up, hb, cur, up);
+        active = h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
+        matmul_local(p.down, hb, gate, proj);
+    }
+    SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
+    c.evaluated += static_cast<uint64_t>(n_ff * n);
+    c.active += static_cast<uint64_t>(active);
+    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
+    h.add(x, proj, x);
+}
+
+}  // namespace strata

@@ -1,0 +1,180 @@
+// Calibrated FFN sparsity: thresholds and the neuron-major ffn_down (sparse_ffn.h).
+#include "engine/runtime/sparse_ffn.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "engine/core/bounded_read.h"
+#include "engine/core/error.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/model_placement.h"
+#include "engine/runtime/placed_model.h"
+#include "offload/hardware_profile.h"
+#include "offload/tier.h"
+#include "predictor/activation_profile_file.h"
+
+namespace strata {
+namespace {
+
+constexpr uint64_t kMaxStatsBytes = 1ull << 30;  // a 70B model's stats are ~60 MB
+
+std::string stem_of(const std::string& model_path) {
+    const std::string suffix = ".gguf";
+    if (model_path.size() > suffix.size() && model_path.ends_with(suffix)) {
+        return model_path.substr(0, model_path.size() - suffix.size());
+    }
+    return model_path;
+}
+
+}  // namespace
+
+std::string default_stats_path(const std::string& model_path, bool for_writing) {
+    namespace fs = std::filesystem;
+    const std::string beside = stem_of(model_path) + ".stats";
+    const fs::path folder = fs::path(beside).parent_path().empty() ? fs::path(".") : fs::path(beside).parent_path();
+    const bool usable = for_writing ? access(folder.c_str(), W_OK) == 0 : fs::exists(beside);
+    if (usable) return beside;
+    const fs::path cache = fs::path(default_profile_path()).parent_path();
+    return (cache / (fs::path(stem_of(model_path)).filename().string() + ".stats")).string();
+}
+
+ActivationProfile read_activation_profile(const std::string& path) {
+    if (!std::filesystem::exists(path)) {
+        throw SystemError(cat("activation stats '", path, "' do not exist: make them with `strata profile -m MODEL -f TEXT -o ",
+                              path, "`"));
+    }
+    ReadOptions options;
+    options.max_bytes = kMaxStatsBytes;
+    return activation_profile_from_json(read_bounded_file(path, "activation stats", options), path);
+}
+
+void check_profile_for(const ActivationProfile& profile, const Model& model, const std::string& stats_path) {
+    const ModelFingerprint fp = model_fingerprint(model);
+    if (fp.file_bytes != profile.model_file_bytes || fp.header_hash != profile.model_header_hash) {
+        throw FormatError(cat("activation stats '", stats_path, "' were measured on model '", profile.model_name, "' (",
+                              profile.model_file_bytes, " bytes, header ", profile.model_header_hash, "), not on '",
+                              model.file().shard(0).path(), "' (", fp.file_bytes, " bytes, header ", fp.header_hash,
+                              "): run `strata profile` on this model"));
+    }
+    if (profile.layers.size() != static_cast<size_t>(model.config().n_layer)) {
+        throw FormatError(cat("activation stats '", stats_path, "' have ", profile.layers.size(), " layers, the model ",
+                              model.config().n_layer));
+    }
+}
+
+void make_neuron_major(const Tensor& down, Tensor& dst) {
+    const int64_t n_ff = down.ne[0], n_embd = down.ne[1];
+    const TypeTraits& src = type_traits(down.type);
+    const TypeTraits& out = type_traits(dst.type);
+    if (src.dequantize == nullptr || out.quantize == nullptr) {
+        throw UnsupportedError(cat("cannot re-quantize ", src.name, " ffn_down to ", out.name));
+    }
+    if (dst.ne[0] != n_embd || dst.ne[1] != n_ff || n_embd % out.block_size != 0) {
+        throw ArgumentError(cat("neuron-major copy ", dst.shape_string(), " of ffn_down ", down.shape_string(),
+                                ": expected [", n_embd, ", ", n_ff, "] with n_embd a multiple of ", out.block_size));
+    }
+    std::vector<float> f(static_cast<size_t>(n_ff * n_embd));  // [n_embd rows of n_ff]
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < n_embd; ++e) {
+        src.dequantize(static_cast<const uint8_t*>(down.data) + static_cast<uint64_t>(e) * down.nb[1],
+                       f.data() + e * n_ff, n_ff);
+    }
+    // Columns are gathered a tile of neurons at a time, so each row of f is read in runs.
+    constexpr int64_t kTile = 64;
+#pragma omp parallel
+    {
+        std::vector<float> cols(static_cast<size_t>(kTile * n_embd));  // [tile][n_embd]
+#pragma omp for schedule(static)
+        for (int64_t i0 = 0; i0 < n_ff; i0 += kTile) {
+            const int64_t n = std::min(kTile, n_ff - i0);
+            for (int64_t e = 0; e < n_embd; ++e) {
+                const float* src = f.data() + e * n_ff + i0;
+                for (int64_t i = 0; i < n; ++i) cols[static_cast<size_t>(i * n_embd + e)] = src[i];
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                out.quantize(cols.data() + i * n_embd,
+                             static_cast<uint8_t*>(dst.data) + static_cast<uint64_t>(i0 + i) * dst.nb[1], n_embd);
+            }
+        }
+    }
+}
+
+SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, GgmlType down_type)
+    : sparsity_(sparsity), down_type_(down_type) {
+    if (!(sparsity >= 0.0 && sparsity < 1.0)) {
+        throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped)"));
+    }
+    const Model& model = placed.model();
+    if (profile.layers.size() != static_cast<size_t>(placed.n_layer())) {
+        throw FormatError(cat("the activation stats have ", profile.layers.size(), " layers, the model ", placed.n_layer()));
+    }
+    layers_.resize(static_cast<size_t>(placed.n_layer()));
+    for (int il = 0; il < placed.n_layer(); ++il) {
+        const PlacedLayer& l = placed.layer(il);
+        const LayerWeights& lw = model.weights().layers[static_cast<size_t>(il)];
+        if (!present(lw.ffn_gate)) {
+            throw UnsupportedError(cat("--sparsity needs a gated FFN (SwiGLU/GeGLU); layer ", il, " of ",
+                                       model.config().architecture, " has no ffn_gate"));
+        }
+        if (l.ffn.size() != 1 || l.ffn.front().gate.backend->memory_kind() == MemoryKind::Device ||
+            l.ffn.front().gate.stream_id >= 0 || l.ffn.front().up.stream_id >= 0) {
+            throw UnsupportedError(cat("--sparsity runs on the CPU backend only: layer ", il, "'s FFN is ",
+                                       l.ffn.size() != 1 ? "split between tiers" : "not in RAM",
+                                       " (use --gpu none, or give the FFNs room in RAM)"));
+        }
+        if (profile.layers[static_cast<size_t>(il)].n_ff != lw.ffn_gate.ne[1]) {
+            throw FormatError(cat("the activation stats give layer ", il, " ", profile.layers[static_cast<size_t>(il)].n_ff,
+                                  " FFN neurons, the model ", lw.ffn_gate.ne[1]));
+        }
+        Layer& s = layers_[static_cast<size_t>(il)];
+        // S = 0 keeps every neuron (the threshold below every magnitude).
+        s.threshold = sparsity == 0.0 ? -1.0f : static_cast<float>(profile.ffn_threshold(il, sparsity));
+        Backend& cpu = *l.ffn.front().gate.backend;
+        const int64_t n_ff = lw.ffn_down.ne[0], n_embd = lw.ffn_down.ne[1];
+        s.down_t = Tensor::contiguous(down_type, nullptr, {n_embd, n_ff});
+        s.buffer = cpu.allocate(s.down_t.n_bytes(), cat("blk.", il, ".ffn_down neuron-major"));
+        s.down_t.data = s.buffer.data();
+        make_neuron_major(lw.ffn_down, s.down_t);
+        down_t_bytes_ += s.down_t.n_bytes();
+    }
+}
+
+std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program) {
+    std::ostringstream out;
+    out << "sparsity: S = " << fixed(sparse.sparsity(), 3) << " of FFN neurons (CATS thresholds), ffn_down neuron-major "
+        << type_traits(sparse.down_type()).name << " copy " << format_bytes(sparse.down_t_bytes()) << "\n";
+    if (program == nullptr || program->sparsity_counts().empty()) return out.str();
+    uint64_t evaluated = 0, active = 0;
+    out << "sparsity achieved per layer (skipped fraction):";
+    for (const LayerProgram::SparsityCount& c : program->sparsity_counts()) {
+        evaluated += c.evaluated;
+        active += c.active;
+        out << " " << (c.evaluated > 0 ? fixed(1.0 - static_cast<double>(c.active) / static_cast<double>(c.evaluated), 3) : "-");
+    }
+    out << " | all layers " << (evaluated > 0 ? fixed(1.0 - static_cast<double>(active) / static_cast<double>(evaluated), 3) : "-")
+        << "\n";
+    return out.str();
+}
+
+std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std::string& model_path,
+                                           const SparsityOptions& options) {
+    if (!options.enabled()) return nullptr;
+    if (!(options.sparsity < 1.0)) {
+        throw ArgumentError(cat("--sparsity ", options.sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped;",
+                                " thresholds come from `strata profile`)"));
+    }
+    const std::string path = options.stats_path.empty() ? default_stats_path(model_path, false) : options.stats_path;
+    if (!std::filesystem::exists(path)) {
+        throw ArgumentError(cat("--sparsity needs activation stats: '", path, "' does not exist; make them with `strata profile -m ",
+                                model_path, " -f TEXT -o ", path, "` (or pass --stats FILE)"));
+    }
+    const ActivationProfile profile = read_activation_profile(path);
+    check_profile_for(profile, placed.model(), path);
+    return std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type);
+}
+
+}  // namespace strata

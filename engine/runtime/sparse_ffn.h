@@ -1,0 +1,89 @@
+// SparseFfn: activation sparsity of a gated FFN (CATS: Lee et al. 2024). Per layer, neuron i
+// is skipped for a token when |act(gate_i·x)| <= the layer's threshold, the S-quantile of its
+// calibrated |act(gate·x)| histogram (`strata profile`), so a fraction S of neuron evaluations
+// is expected to be skipped. The gate is computed densely; a skipped neuron's rows of ffn_up
+// and ffn_down are not read in decode. ffn_down's neuron i is a strided column in GGUF, so a
+// neuron-major copy is made at load (re-quantized to down_type: its own cost is measured in
+// docs/SPARSITY.md). Batches run the dense products with the same mask (same function, no
+// savings). CPU backend only: a layer whose FFN is on a GPU, split, or streamed from disk is
+// refused. Immutable after construction; sessions share it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/buffer.h"
+#include "engine/core/tensor.h"
+#include "predictor/activation_profile.h"
+#include "quant/ggml_type.h"
+
+namespace strata {
+
+class LayerProgram;
+class Model;
+class PlacedModel;
+
+struct SparsityOptions {
+    double sparsity = -1;    // skipped fraction S in [0, 1); < 0: off (dense)
+    std::string stats_path;  // empty: default_stats_path(model)
+    GgmlType down_type = GgmlType::Q8_0;  // the neuron-major ffn_down copy
+    bool enabled() const { return sparsity >= 0; }
+};
+
+// Where `strata profile` writes and --sparsity reads stats by default: M.stats beside the
+// model (M = the model path without .gguf) when it exists there (or, for writing, when that
+// folder is writable), else <cache>/strata/<file name>.stats (the hardware profile's folder).
+std::string default_stats_path(const std::string& model_path, bool for_writing);
+
+// Reads a stats file (FormatError on a bad one; SystemError naming `strata profile` when
+// it is missing).
+ActivationProfile read_activation_profile(const std::string& path);
+
+// FormatError, naming both, when `profile` was measured on another model file.
+void check_profile_for(const ActivationProfile& profile, const Model& model, const std::string& stats_path);
+
+class SparseFfn {
+  public:
+    // ArgumentError: sparsity outside [0, 1). UnsupportedError: an FFN that is not gated, or
+    // one not on a host backend in RAM as a single part. FormatError: a profile whose layers do
+    // not match the model.
+    SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity,
+              GgmlType down_type = GgmlType::Q8_0);
+
+    double sparsity() const { return sparsity_; }
+    GgmlType down_type() const { return down_type_; }
+    int n_layer() const { return static_cast<int>(layers_.size()); }
+    float threshold(int il) const { return layers_.at(static_cast<size_t>(il)).threshold; }
+    // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in host memory.
+    const Tensor& down_t(int il) const { return layers_.at(static_cast<size_t>(il)).down_t; }
+    uint64_t down_t_bytes() const { return down_t_bytes_; }
+
+  private:
+    struct Layer {
+        float threshold = 0;
+        Tensor down_t;
+        Buffer buffer;
+    };
+    double sparsity_;
+    GgmlType down_type_;
+    std::vector<Layer> layers_;
+    uint64_t down_t_bytes_ = 0;
+};
+
+// The whole load: stats from options.stats_path (or the default), checked against the model,
+// then the SparseFfn. Null when options are off. ArgumentError naming `strata profile` when S
+// is outside [0, 1) or there are no stats.
+std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std::string& model_path,
+                                           const SparsityOptions& options);
+
+// One line for --verbose: the sparsity, the thresholds' source, the neuron-major copy's bytes,
+// and (with a program) the skipped fraction achieved per layer since its counts were reset.
+std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program);
+
+// Fills dst [n_embd, n_ff] (down_type rows) with the columns of down [n_ff, n_embd] (any
+// dequantizable type), re-quantized by quant/'s reference quantizer.
+void make_neuron_major(const Tensor& down, Tensor& dst);
+
+}  // namespace strata

@@ -1,0 +1,114 @@
+// The ops of activation sparsity on the CPU (CATS): the thresholded gated activation of a
+// batch (the dense products with the sparse model's function) and the sparse FFN of decode,
+// which reads only the active rows of ffn_up and of the neuron-major ffn_down (sparse_rows.h).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "kernels_cpu/op_args.h"
+#include "kernels_cpu/ops.h"
+#include "kernels_cpu/row_ops.h"
+#include "kernels_cpu/sparse_rows.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr int64_t kChunk = 1024;  // elements of act(gate) computed at a time
+
+using ActMulFn = void (*)(const float*, const float*, float*, int64_t);
+
+ActMulFn act_mul_of(Activation act, std::string_view op) {
+    const RowOps& ops = row_ops();
+    if (act == Activation::Silu) return ops.silu_mul;
+    if (act == Activation::GeluTanh) return ops.gelu_tanh_mul;
+    throw UnsupportedError(cat(op, ": activation id ", static_cast<int>(act), " is not supported on the CPU backend"));
+}
+
+// act(g[0..n)) into a[0..n), by the same row kernel as gated_activation (times ones).
+void activation(ActMulFn act_mul, const float* g, float* a, int64_t n) {
+    static const std::vector<float> ones(kChunk, 1.0f);
+    for (int64_t i = 0; i < n; i += kChunk) act_mul(g + i, ones.data(), a + i, std::min(kChunk, n - i));
+}
+
+std::vector<float>& thread_buffer(size_t n) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf;
+}
+
+}  // namespace
+
+int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
+                                     Tensor& y, int n_threads) {
+    const char* op = "thresholded_gated_activation";
+    check_f32(op, "gate", gate);
+    check_f32(op, "up", up);
+    check_f32(op, "y", y);
+    check_same_shape(op, "gate", gate, "up", up);
+    check_same_shape(op, "gate", gate, "y", y);
+    const ActMulFn act_mul = act_mul_of(act, op);
+    const int64_t ne0 = gate.ne[0];
+    const int64_t n_chunks = (ne0 + kChunk - 1) / kChunk;
+    const int64_t n_items = gate.n_rows() * n_chunks;
+    int64_t kept = 0;
+#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(+ : kept) if (n_items > 1 && n_items * kChunk > 8192)
+    for (int64_t item = 0; item < n_items; ++item) {
+        const int64_t r = item / n_chunks;
+        const int64_t i0 = item % n_chunks * kChunk;
+        const int64_t len = std::min(ne0, i0 + kChunk) - i0;
+        float* a = thread_buffer(kChunk).data();
+        activation(act_mul, f32_row(gate, r) + i0, a, len);
+        const float* u = f32_row(up, r) + i0;
+        float* out = f32_row(y, r) + i0;
+        for (int64_t i = 0; i < len; ++i) {
+            const bool on = std::fabs(a[i]) > threshold;
+            out[i] = on ? a[i] * u[i] : 0.0f;
+            kept += on;
+        }
+    }
+    return kept;
+}
+
+int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations) {
+    const char* op = "sparse_gated_ffn";
+    if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
+    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
+    check_f32(op, "gate", gate);
+    check_f32(op, "x", x);
+    check_f32(op, "y", y);
+    check_dequantizable(op, "up", up);
+    check_dequantizable(op, "down_t", down_t);
+    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
+    if (up.ne[0] != n_embd || up.ne[1] != n_ff || down_t.ne[0] != n_embd || down_t.ne[1] != n_ff ||
+        gate.n_rows() != n || y.ne[0] != n_embd || y.n_rows() != n) {
+        throw ArgumentError(cat(op, ": shapes do not match: gate ", gate.shape_string(), ", x ", x.shape_string(), ", up ",
+                                up.shape_string(), ", down_t ", down_t.shape_string(), ", y ", y.shape_string(),
+                                " (expected gate [n_ff, n], x and y [n_embd, n], up and down_t [n_embd, n_ff])"));
+    }
+    const ActMulFn act_mul = act_mul_of(args.act, op);
+    std::vector<float>& a = thread_buffer(static_cast<size_t>(2 * n_ff));  // act(gate), then the kept values
+    std::vector<int32_t> rows(static_cast<size_t>(n_ff));
+    int64_t total = 0;
+    for (int64_t t = 0; t < n; ++t) {
+        float* act_t = a.data();
+        float* h = a.data() + n_ff;
+        activation(act_mul, f32_row(gate, t), act_t, n_ff);
+        int64_t m = 0;
+        for (int64_t i = 0; i < n_ff; ++i) {
+            if (std::fabs(act_t[i]) > args.threshold) {
+                rows[static_cast<size_t>(m)] = static_cast<int32_t>(i);
+                h[m++] = act_t[i];
+            }
+        }
+        // h[j] = act_j · (up_j · x): the active rows of up, then their weighted sum of down_t rows.
+        float* upx = act_t;  // act(gate) is no longer needed
+        gather_matvec(up, f32_row(x, t), rows.data(), m, upx, n_threads, quantize_activations);
+        for (int64_t j = 0; j < m; ++j) h[j] *= upx[j];
+        accumulate_rows(down_t, h, rows.data(), m, f32_row(y, t), n_threads);
+        total += m;
+    }
+    return total;
+}
+
+}  // namespace strata::cpu

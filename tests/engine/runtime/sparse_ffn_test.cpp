@@ -1,0 +1,204 @@
+// Activation sparsity end to end on synthetic models: the calibration run's histograms give
+// thresholds whose achieved skipped fraction is the target on the calibration tokens; S = 0
+// (nothing skipped) matches the dense model up to the neuron-major copy's rounding; decode
+// (the sparse kernels, one token at a time) matches batches (the dense products with the same
+// mask); and bad input is refused with messages that name what to do.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/model_placement.h"
+#include "engine/runtime/placed_model.h"
+#include "engine/runtime/profile_run.h"
+#include "engine/runtime/session.h"
+#include "engine/runtime/sparse_ffn.h"
+#include "engine/synth/synth_model.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "offload/fake_device.h"
+#include "tests/engine/synth/scratch_file.h"
+
+namespace strata {
+namespace {
+
+std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    return t;
+}
+
+// Logits of the last token after feeding `tokens` in batches of n_batch.
+std::vector<float> last_logits(const PlacedModel& placed, const SparseFfn* sparse, const std::vector<int32_t>& tokens,
+                               int64_t n_batch, double* achieved = nullptr) {
+    SessionParams params;
+    params.n_ctx = 128;
+    params.n_batch = n_batch;
+    params.sparse = sparse;
+    Session session(placed, params);
+    std::span<const float> logits;
+    for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(n_batch)) {
+        const size_t n = std::min(tokens.size() - i, static_cast<size_t>(n_batch));
+        logits = session.feed({tokens.data() + i, n});
+    }
+    if (achieved != nullptr) {
+        uint64_t e = 0, a = 0;
+        for (const auto& c : session.program().sparsity_counts()) e += c.evaluated, a += c.active;
+        *achieved = 1.0 - static_cast<double>(a) / static_cast<double>(e);
+    }
+    return {logits.begin(), logits.end()};
+}
+
+double rel_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0, m = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+        m = std::max(m, std::fabs(static_cast<double>(b[i])));
+    }
+    return d / m;
+}
+
+// One synthetic model and its profile per architecture, shared by the cases (the calibration
+// run is the slow part). Comparisons run on the f32 matmul path: with 8-bit activations a
+// one-ulp change can flip a rounding that random weights amplify to ~1% of the logits
+// (placed_model_test.cpp), which would hide real errors behind a loose bound.
+struct Fixture {
+    explicit Fixture(const std::string& preset) : file("sparse_ffn_test_" + preset + ".gguf") {}
+    testing::ScratchFile file;
+    std::unique_ptr<Model> model;
+    std::vector<int32_t> calib;
+    ActivationProfile profile;
+};
+
+class SparseFfnTest : public ::testing::TestWithParam<const char*> {
+  protected:
+    void SetUp() override {
+        static std::map<std::string, std::unique_ptr<Fixture>> fixtures;
+        std::unique_ptr<Fixture>& f = fixtures[GetParam()];
+        if (!f) {
+            f = std::make_unique<Fixture>(GetParam());
+            SynthOptions o;
+            o.preset = GetParam();
+            write_synth_model(o, f->file.path());
+            f->model = std::make_unique<Model>(f->file.path());
+            f->calib = random_tokens(128, static_cast<int32_t>(f->model->config().n_vocab), 11);
+            ProfileParams pp;
+            pp.n_ctx = 32;
+            pp.n_batch = 32;
+            f->profile = profile_activations(*f->model, cpu_, f->calib, pp);
+        }
+        model_ = f->model.get();
+        calib_ = f->calib;
+        profile_ = f->profile;
+    }
+    cpu::CpuBackend cpu_{2};
+    cpu::CpuBackend cpu_f32_{cpu::CpuBackendOptions{.n_threads = 2, .quantize_activations = false}};
+    Model* model_ = nullptr;
+    std::vector<int32_t> calib_;
+    ActivationProfile profile_;
+};
+
+TEST_P(SparseFfnTest, ProfileRecordsEveryLayerAndCountsNeuronsAfterTheWarmup) {
+    ASSERT_EQ(profile_.layers.size(), static_cast<size_t>(model_->config().n_layer));
+    EXPECT_EQ(profile_.n_tokens, 128u);
+    for (const LayerActivationStats& l : profile_.layers) {
+        EXPECT_EQ(l.histogram(ActivationSite::FfnGateAct).total(), static_cast<uint64_t>(128 * l.n_ff));
+        EXPECT_EQ(l.histogram(ActivationSite::FfnDownInput).total(), static_cast<uint64_t>(128 * l.n_ff));
+        EXPECT_EQ(l.histogram(ActivationSite::FfnInput).total(), static_cast<uint64_t>(128 * model_->config().n_embd));
+        EXPECT_EQ(l.neuron_tokens, 96u);  // the first of four windows only fills histograms
+        // At threshold S, neurons are active on about (1 - S) of the counted tokens.
+        for (size_t g = 0; g < kNeuronCountSparsity.size(); ++g) {
+            uint64_t active = 0;
+            for (uint32_t c : l.neuron_counts[g]) active += c;
+            const double rate = static_cast<double>(active) / static_cast<double>(l.neuron_tokens * l.n_ff);
+            EXPECT_NEAR(rate, 1.0 - kNeuronCountSparsity[g], 0.05);
+        }
+    }
+}
+
+TEST_P(SparseFfnTest, AchievesTheTargetOnTheCalibrationTokens) {
+    const PlacedModel placed(*model_, cpu_);
+    for (double s : {0.25, 0.5, 0.7}) {
+        const SparseFfn sparse(placed, profile_, s);
+        double achieved = 0;
+        last_logits(placed, &sparse, std::vector<int32_t>(calib_.begin(), calib_.begin() + 32), 32, &achieved);
+        EXPECT_NEAR(achieved, s, 0.03) << "S = " << s;
+    }
+}
+
+TEST_P(SparseFfnTest, NothingSkippedMatchesDense) {
+    const PlacedModel placed(*model_, cpu_f32_);
+    const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 5);
+    const std::vector<float> dense = last_logits(placed, nullptr, prompt, 1);
+    // The decode path reads the neuron-major copy: f32 adds no rounding, q8_0 a little.
+    const SparseFfn exact(placed, profile_, 0.0, GgmlType::F32);
+    EXPECT_LT(rel_max_diff(last_logits(placed, &exact, prompt, 1), dense), 1e-4);
+    const SparseFfn q8(placed, profile_, 0.0);
+    EXPECT_LT(rel_max_diff(last_logits(placed, &q8, prompt, 1), dense), 1e-2);
+    // Batches take the dense products: the same function.
+    EXPECT_LT(rel_max_diff(last_logits(placed, &q8, prompt, 12), last_logits(placed, nullptr, prompt, 12)), 1e-6);
+}
+
+TEST_P(SparseFfnTest, DecodeMatchesBatchesWithTheSameMask) {
+    const PlacedModel placed(*model_, cpu_f32_);
+    const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
+    const SparseFfn sparse(placed, profile_, 0.5, GgmlType::F32);
+    const std::vector<float> decode = last_logits(placed, &sparse, prompt, 1);
+    const std::vector<float> batch = last_logits(placed, &sparse, prompt, 12);
+    EXPECT_LT(rel_max_diff(decode, batch), 1e-4);
+    // ... and the mask matters: dense differs by far more.
+    EXPECT_GT(rel_max_diff(last_logits(placed, nullptr, prompt, 12), batch), 5e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, SparseFfnTest, ::testing::Values("tiny", "tiny-gemma3"));
+
+TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
+    testing::ScratchFile a("sparse_a.gguf"), b("sparse_b.gguf");
+    SynthOptions o;
+    write_synth_model(o, a.path());
+    o.seed = 43;
+    write_synth_model(o, b.path());
+    const Model ma(a.path()), mb(b.path());
+    cpu::CpuBackend cpu(1);
+    ProfileParams pp;
+    pp.n_ctx = 32;
+    const ActivationProfile profile = profile_activations(ma, cpu, random_tokens(64, 512, 1), pp);
+    try {
+        check_profile_for(profile, mb, "a.stats");
+        FAIL() << "stats of another model accepted";
+    } catch (const FormatError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("a.stats"), std::string::npos) << m;
+        EXPECT_NE(m.find(profile.model_name), std::string::npos) << m;
+        EXPECT_NE(m.find(b.path()), std::string::npos) << m;
+    }
+    const PlacedModel placed(ma, cpu);
+    EXPECT_THROW(SparseFfn(placed, profile, 1.0), ArgumentError);
+    EXPECT_THROW(SparseFfn(placed, profile, -0.1), ArgumentError);
+    SparsityOptions so;
+    so.sparsity = 0.5;
+    so.stats_path = a.path() + ".missing.stats";
+    try {
+        load_sparse_ffn(placed, a.path(), so);
+        FAIL() << "missing stats accepted";
+    } catch (const ArgumentError& e) {
+        EXPECT_NE(std::string(e.what()).find("strata profile"), std::string::npos) << e.what();
+    }
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+    const PlacedModel on_gpu(ma, fake);
+    try {
+        SparseFfn s(on_gpu, profile, 0.5);
+        FAIL() << "an FFN on the GPU accepted";
+    } catch (const UnsupportedError& e) {
+        EXPECT_NE(std::string(e.what()).find("CPU backend only"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace strata

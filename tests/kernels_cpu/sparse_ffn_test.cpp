@@ -1,0 +1,145 @@
+// The sparse FFN kernels against the dense ops with the same mask, on random inputs, for every
+// type the real models use and every kernel variant this CPU runs: gathered rows equal the
+// dense matmul's rows bit for bit; the row accumulate matches a double reference over quant/'s
+// dequantized rows; the whole sparse FFN matches dense gate/up/down with the mask applied.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "kernels_cpu/ops.h"
+#include "kernels_cpu/sparse_rows.h"
+#include "test_util.h"
+
+namespace strata::cpu {
+namespace {
+
+using test::HostTensor;
+using test::random_f32;
+using test::random_weights;
+
+std::vector<KernelVariant> variants() {
+    std::vector<KernelVariant> out;
+    for (KernelVariant v : {KernelVariant::Dequant, KernelVariant::Scalar, KernelVariant::Avx2, KernelVariant::Avx512})
+        if (kernel_variant_supported(v)) out.push_back(v);
+    return out;
+}
+
+// About a third of [0, n), in increasing order, never empty.
+std::vector<int32_t> random_rows(int64_t n) {
+    std::vector<int32_t> rows;
+    for (int64_t i = 0; i < n; ++i)
+        if (test::rng()() % 3 == 0) rows.push_back(static_cast<int32_t>(i));
+    if (rows.empty()) rows.push_back(static_cast<int32_t>(n / 2));
+    return rows;
+}
+
+class SparseRows : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(SparseRows, GatheredRowsEqualTheDenseMatmulRows) {
+    const GgmlType type = GetParam();
+    const int64_t k = 512, n = 301;
+    const HostTensor w = random_weights(type, k, n);
+    const HostTensor x = random_f32({k, 1});
+    const std::vector<int32_t> rows = random_rows(n);
+    for (KernelVariant v : variants()) {
+        test::ScopedKernelVariant scoped(v);
+        HostTensor dense(GgmlType::F32, {n, 1});
+        matmul(w.t, x.t, dense.t, 2, v != KernelVariant::Dequant);
+        for (int threads : {1, 2}) {
+            std::vector<float> y(rows.size(), NAN);
+            gather_matvec(w.t, x.f32(), rows.data(), static_cast<int64_t>(rows.size()), y.data(), threads);
+            for (size_t j = 0; j < rows.size(); ++j) {
+                const float d = dense.f32()[rows[j]];
+                // The f32 path dots one row where matmul dots four at once: a summation order apart.
+                EXPECT_NEAR(y[j], d, (find_qdot_kernel(type, v) ? 0.0f : 1e-5f * (1 + std::fabs(d))))
+                    << kernel_variant_name(v) << " row " << rows[j] << " threads " << threads;
+            }
+        }
+    }
+}
+
+TEST_P(SparseRows, AccumulateMatchesADoubleReferenceOverDequantizedRows) {
+    const GgmlType type = GetParam();
+    const int64_t k = 768, n = 97;
+    const HostTensor w = random_weights(type, k, n);
+    const std::vector<float> wf = test::dequantized(w.t);
+    const std::vector<int32_t> rows = random_rows(n);
+    std::vector<float> coef(rows.size());
+    test::fill_uniform(coef.data(), static_cast<int64_t>(coef.size()));
+    std::vector<double> ref(static_cast<size_t>(k), 0.0), mag(static_cast<size_t>(k), 0.0);
+    for (size_t j = 0; j < rows.size(); ++j)
+        for (int64_t e = 0; e < k; ++e) {
+            const double t = static_cast<double>(coef[j]) * wf[static_cast<size_t>(rows[j] * k + e)];
+            ref[static_cast<size_t>(e)] += t;
+            mag[static_cast<size_t>(e)] += std::fabs(t);
+        }
+    for (KernelVariant v : variants()) {
+        test::ScopedKernelVariant scoped(v);
+        std::vector<float> y1(static_cast<size_t>(k), NAN), y2(static_cast<size_t>(k), NAN);
+        accumulate_rows(w.t, coef.data(), rows.data(), static_cast<int64_t>(rows.size()), y1.data(), 1);
+        accumulate_rows(w.t, coef.data(), rows.data(), static_cast<int64_t>(rows.size()), y2.data(), 2);
+        for (int64_t e = 0; e < k; ++e) {
+            const size_t i = static_cast<size_t>(e);
+            ASSERT_EQ(y1[i], y2[i]) << "thread count changed element " << e;
+            ASSERT_NEAR(y1[i], ref[i], 1e-6 * mag[i] + 1e-7) << kernel_variant_name(v) << " element " << e;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, SparseRows,
+                         ::testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0,
+                                           GgmlType::F16, GgmlType::F32, GgmlType::Q4_0));
+
+// Dense FFN with the mask: act(gate) ⊙ up where |act(gate)| > t, then down · that.
+TEST(SparseFfn, MatchesTheDenseOpsWithTheSameMask) {
+    const int64_t n_embd = 256, n_ff = 704, n = 3;
+    for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
+        const HostTensor gate_w = random_weights(GgmlType::Q4_K, n_embd, n_ff);
+        const HostTensor up = random_weights(GgmlType::Q6_K, n_embd, n_ff);
+        const HostTensor down = random_weights(GgmlType::Q8_0, n_ff, n_embd);
+        // The neuron-major copy: column i of down as row i, Q8_0 from the dequantized values.
+        const std::vector<float> df = test::dequantized(down.t);
+        HostTensor down_t(GgmlType::Q8_0, {n_embd, n_ff});
+        std::vector<float> col(static_cast<size_t>(n_embd));
+        for (int64_t i = 0; i < n_ff; ++i) {
+            for (int64_t e = 0; e < n_embd; ++e) col[static_cast<size_t>(e)] = df[static_cast<size_t>(e * n_ff + i)];
+            type_traits(GgmlType::Q8_0).quantize(col.data(), static_cast<uint8_t*>(down_t.t.data) + i * down_t.t.nb[1], n_embd);
+        }
+        const HostTensor x = random_f32({n_embd, n});
+        HostTensor gate(GgmlType::F32, {n_ff, n}), upx(GgmlType::F32, {n_ff, n}), h(GgmlType::F32, {n_ff, n});
+        matmul(gate_w.t, x.t, gate.t, 2);
+        matmul(up.t, x.t, upx.t, 2);
+        const float threshold = 0.35f;
+        const int64_t kept = thresholded_gated_activation(gate.t, upx.t, act, threshold, h.t, 2);
+        EXPECT_GT(kept, n * n_ff / 10);
+        EXPECT_LT(kept, n * n_ff * 9 / 10);
+        // Reference: down_t rows (the same Q8_0 values) weighted by the masked h, in double.
+        const std::vector<float> dtf = test::dequantized(down_t.t);
+        HostTensor y(GgmlType::F32, {n_embd, n});
+        SparseFfnArgs args{&gate.t, &x.t, &up.t, &down_t.t, act, threshold};
+        EXPECT_EQ(sparse_gated_ffn(args, y.t, 2), kept);
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t e = 0; e < n_embd; ++e) {
+                double ref = 0, mag = 0;
+                for (int64_t i = 0; i < n_ff; ++i) {
+                    const double v = static_cast<double>(h.f32()[t * n_ff + i]) * dtf[static_cast<size_t>(i * n_embd + e)];
+                    ref += v;
+                    mag += std::fabs(v);
+                }
+                ASSERT_NEAR(y.f32()[t * n_embd + e], ref, 1e-5 * mag + 1e-6) << "token " << t << " element " << e;
+            }
+    }
+}
+
+TEST(SparseFfn, RefusesMismatchedShapes) {
+    const HostTensor up = random_weights(GgmlType::Q8_0, 64, 96);
+    const HostTensor down_t = random_weights(GgmlType::Q8_0, 64, 95);
+    const HostTensor gate = random_f32({96, 1}), x = random_f32({64, 1});
+    HostTensor y(GgmlType::F32, {64, 1});
+    SparseFfnArgs args{&gate.t, &x.t, &up.t, &down_t.t, Activation::Silu, 0.1f};
+    EXPECT_THROW(sparse_gated_ffn(args, y.t, 1), ArgumentError);
+}
+
+}  // namespace
+}  // namespace strata::cpu

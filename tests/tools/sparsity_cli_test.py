@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""`strata profile` and --sparsity end to end on tiny synthetic models: the stats file is
+versioned JSON with the model's fingerprint and the model file is not modified; --sparsity runs
+(perplexity, run -v, bench --json) and reports the achieved sparsity; bad input gives one clear
+error line: S outside [0, 1) and missing stats name `strata profile`, stats of another model
+name both files, a GPU (fake) placement is refused.
+
+usage: sparsity_cli_test.py --strata BUILD/bin/strata"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+
+
+def expect(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}")
+
+
+def run(strata, *args):
+    p = subprocess.run([strata, *args], capture_output=True, timeout=600)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def expect_error(strata, args, *fragments):
+    rc, out, err = run(strata, *args)
+    lines = err.strip().splitlines()
+    expect(rc != 0 and rc < 128, f"{args}: exit {rc} (crash or success), stderr {err!r}")
+    expect(len(lines) >= 1 and lines[-1].startswith("strata: error: "), f"{args}: no error line: {err!r}")
+    for f in fragments:
+        expect(f.lower() in err.lower(), f"{args}: {f!r} not in {err!r}")
+
+
+def sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True)
+    strata = ap.parse_args().strata
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = os.path.join(tmp, "a.gguf"), os.path.join(tmp, "b.gguf")
+        for path, seed in ((a, "1"), (b, "2")):
+            rc, _, err = run(strata, "synth", "--preset", "tiny", "-o", path, "--seed", seed)
+            expect(rc == 0, f"synth: {err}")
+        text = os.path.join(tmp, "text.txt")
+        with open(text, "w") as f:
+            for i in range(400):
+                f.write(f"In the beginning line {i} the quick brown fox {i * 7 % 13} jumps over the lazy dog.\n")
+        before = sha(a)
+        stats = os.path.join(tmp, "a.stats")
+        rc, out, err = run(strata, "profile", "-m", a, "-f", text, "-c", "64", "--tokens", "256", "-t", "1", "-o", stats)
+        expect(rc == 0, f"profile: {err}")
+        expect(sha(a) == before, "profile modified the model file")
+        doc = json.load(open(stats))
+        expect(doc["format"] == "strata-activation-stats" and doc["version"] == 1, f"stats header {doc.get('format')}")
+        expect(doc["model"]["file_bytes"] == os.path.getsize(a), "stats file_bytes is not the model's size")
+        expect(len(doc["layers"]) == 4 and doc["n_tokens"] == 256, "stats layers / tokens")
+        # The default path: A.stats beside the model.
+        rc, out, err = run(strata, "profile", "-m", a, "-f", text, "-c", "64", "--tokens", "128", "-t", "1")
+        expect(rc == 0 and os.path.exists(os.path.join(tmp, "a.stats")), f"default output: {out} {err}")
+
+        common = ["-f", text, "-c", "64", "--chunks", "2", "-t", "1"]
+        rc, out, err = run(strata, "perplexity", "-m", a, *common, "--sparsity", "0.5", "--stats", stats, "--compare-dense")
+        expect(rc == 0 and "achieved" in out and "top-1 agreement" in out, f"perplexity --sparsity: {out} {err}")
+        rc, out, err = run(strata, "run", "-m", a, "-p", "In the beginning", "-n", "4", "-t", "1", "--gpu", "none",
+                           "--sparsity", "0.4", "-v")  # default stats: a.stats beside the model
+        expect(rc == 0 and "sparsity achieved per layer" in err, f"run -v --sparsity: {err}")
+        rc, out, err = run(strata, "bench", "-m", a, "-p", "0", "-n", "4", "-r", "1", "-t", "1", "--gpu", "none",
+                           "--sparsity", "0.5", "--stats", stats, "--json")
+        if rc == 0:
+            res = json.loads(out)["results"][0]
+            expect(len(res["sparsity"]["per_layer"]) == 4 and 0.3 < res["sparsity"]["achieved"] < 0.7,
+                   f"bench --json sparsity: {res.get('sparsity')}")
+        else:
+            expect(False, f"bench --sparsity: {err}")
+
+        expect_error(strata, ["perplexity", "-m", a, *common, "--sparsity", "1.0", "--stats", stats], "strata profile")
+        expect_error(strata, ["perplexity", "-m", a, *common, "--sparsity", "-0.2", "--stats", stats], "[0, 1)")
+        expect_error(strata, ["perplexity", "-m", b, *common, "--sparsity", "0.5"], "strata profile", "b.stats")
+        expect_error(strata, ["perplexity", "-m", b, *common, "--sparsity", "0.5", "--stats", stats], "a.gguf", "b.gguf")
+        expect_error(strata, ["run", "-m", a, "-p", "hi", "-n", "1", "--gpu", "fake", "--gpu-mem", "1G",
+                              "--sparsity", "0.5", "--stats", stats], "CPU backend only")
+    if FAILURES:
+        print(f"{len(FAILURES)} failure(s)")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

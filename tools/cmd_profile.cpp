@@ -1,0 +1,81 @@
+// strata profile: the calibration run of activation sparsity. Evaluates a text with the model on
+// the CPU and writes the activation statistics (predictor/activation_profile_file.h) that
+// --sparsity reads: per layer the magnitude histograms of act(gate·x) and of each matrix's
+// input, and each FFN neuron's activity at five thresholds. The model file is never modified.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/core/bounded_read.h"
+#include "engine/core/error.h"
+#include "engine/core/safe_write.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/profile_run.h"
+#include "engine/runtime/sparse_ffn.h"
+#include "kernels_cpu/cpu_backend.h"
+#include "predictor/activation_profile_file.h"
+#include "tools/commands.h"
+#include "tools/numbers.h"
+#include "tools/sampling_options.h"
+#include "tools/progress_bar.h"
+
+namespace strata::cli {
+namespace {
+
+struct ProfileArgs {
+    std::string model;
+    std::string text_file;
+    std::string output;  // empty: default_stats_path
+    int64_t n_tokens = 0;
+    int64_t n_ctx = 512;
+    int n_threads = 0;
+};
+
+void run(const ProfileArgs& args) {
+    if (args.n_tokens < 0) throw ArgumentError(cat("--tokens must be >= 0, got ", args.n_tokens));
+    const std::string text = read_bounded_file(args.text_file, "calibration text", ReadOptions{kMaxTextFileBytes});
+    if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
+    const std::string output = args.output.empty() ? default_stats_path(args.model, true) : args.output;
+    check_write_target(output, "activation stats");  // before the long run
+
+    Model model(args.model);
+    cpu::CpuBackend backend(cap_threads(args.n_threads));
+    const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
+    ProfileParams pp;
+    pp.n_ctx = args.n_ctx;
+    pp.n_batch = args.n_ctx;
+    pp.max_tokens = args.n_tokens;
+    ProgressBar bar("profile");
+    ActivationProfile profile = profile_activations(model, backend, tokens, pp, [&](int64_t done, int64_t total) {
+        bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "tokens");
+    });
+    bar.finish();
+    profile.text_name = std::filesystem::path(args.text_file).filename().string();
+    write_file_atomic(output, activation_profile_to_json(profile), "activation stats");
+    std::printf("profiled %llu tokens of %s: %zu layers; wrote %s\n", static_cast<unsigned long long>(profile.n_tokens),
+                args.text_file.c_str(), profile.layers.size(), output.c_str());
+    for (double s : {0.25, 0.5, 0.7}) {
+        std::printf("  S = %.2f: |act(gate)| thresholds layer 0 %.4g, layer %zu %.4g\n", s, profile.ffn_threshold(0, s),
+                    profile.layers.size() - 1, profile.ffn_threshold(static_cast<int>(profile.layers.size()) - 1, s));
+    }
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+    auto args = std::make_shared<ProfileArgs>();
+    CLI::App* cmd = app.add_subcommand("profile", "calibration run: activation statistics for --sparsity");
+    cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+    cmd->add_option("-f,--file", args->text_file, "calibration text (e.g. scripts/perplexity-text.sh's)")->required();
+    cmd->add_option("-o,--output", args->output,
+                    "stats file (default: MODEL.stats beside the model, else ~/.cache/strata/MODEL.stats)");
+    cmd->add_option("--tokens", args->n_tokens, "evaluate at most this many tokens (0 = the whole text)")
+        ->capture_default_str()->check(int_in(0, INT32_MAX));
+    cmd->add_option("-c,--ctx-size", args->n_ctx, "window size")->capture_default_str()->check(int_in(8, kMaxContext));
+    cmd->add_option("-t,--threads", args->n_threads, "CPU threads (0 = physical cores)")
+        ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
+    cmd->callback([args] { run(*args); });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,42 @@
+// Activation-sparsity flags (sparsity_options.h).
+#include "tools/sparsity_options.h"
+
+#include "engine/core/error.h"
+#include "quant/ggml_type.h"
+
+namespace strata::cli {
+
+SparsityOptions SparsityFlags::options() const {
+    SparsityOptions o;
+    const bool given = sparsity_option != nullptr && sparsity_option->count() > 0;
+    if (!given) {
+        if (!stats.empty()) throw ArgumentError("--stats was given without --sparsity S");
+        return o;
+    }
+    if (!(sparsity >= 0.0 && sparsity < 1.0)) {
+        throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1): it is the fraction of FFN neurons skipped,",
+                                " with thresholds calibrated by `strata profile -m MODEL -f TEXT`"));
+    }
+    o.sparsity = sparsity;
+    o.stats_path = stats;
+    const TypeTraits* t = find_type_traits_by_name(down_type);
+    if (t == nullptr || t->quantize == nullptr || t->dequantize == nullptr) {
+        throw ArgumentError(cat("--sparse-down '", down_type, "' is not a type Strata can quantize to (q8_0, f16, q6_K...)"));
+    }
+    o.down_type = t->type;
+    return o;
+}
+
+void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
+    flags.sparsity_option = cmd.add_option(
+        "--sparsity", flags.sparsity,
+        "skip this fraction of FFN neurons per token (0 <= S < 1; CPU backend; thresholds from `strata profile`)");
+    cmd.add_option("--stats", flags.stats,
+                   "activation stats from `strata profile` (default: MODEL.stats beside the model, else"
+                   " ~/.cache/strata/MODEL.stats)");
+    cmd.add_option("--sparse-down", flags.down_type,
+                   "type of the neuron-major ffn_down copy sparse decode reads (q8_0 has the fast kernels)")
+        ->capture_default_str();
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,26 @@
+// The activation-sparsity flags of run, chat, bench and perplexity: --sparsity S (the fraction
+// of FFN neurons skipped, thresholds calibrated by `strata profile`) and --stats FILE.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/runtime/sparse_ffn.h"
+
+namespace strata::cli {
+
+struct SparsityFlags {
+    double sparsity = -1;
+    std::string stats;
+    std::string down_type = "q8_0";
+    CLI::Option* sparsity_option = nullptr;
+
+    // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
+    // [0, 1), or --stats without --sparsity.
+    SparsityOptions options() const;
+};
+
+void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags);
+
+}  // namespace strata::cli
