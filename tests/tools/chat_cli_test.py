@@ -2,7 +2,8 @@
 """`strata chat` end to end on the default model: piped stdin (one turn per line, one answer
 line each, exit 0 at EOF), bad flags as one error line, and an interactive session in a
 detached tmux: an answer, /stats with tok/s, Ctrl-C during a long answer brings the prompt
-back with the process alive, /clear, and Ctrl-D exits. Every wait is bounded.
+back with the process alive, /clear, and Ctrl-D exits (also while an answer streams). Every wait
+is bounded.
 
 usage: chat_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset or missing)."""
@@ -142,6 +143,30 @@ def interactive(strata, model):
         shutil.rmtree(home, ignore_errors=True)
 
 
+def ctrl_d_during_answer(strata, model):
+    """Ctrl-D typed while an answer streams stops it and ends the chat (it used to be swallowed)."""
+    if not shutil.which("tmux"):
+        return
+    home = tempfile.mkdtemp(prefix="strata_chat_home_")
+    env = dict(os.environ, HOME=home, TERM="xterm")
+    name = f"strata_chat_eof_{os.getpid()}"
+    tm = Tmux(name, f"'{strata}' chat -m '{model}' -t 2 -n 2000 --temp 0; echo STRATA_EXIT=$?; sleep 30", env)
+    try:
+        t = tm.wait(lambda t: prompts(t) >= 1, 120)
+        if not expect(t and prompts(t) >= 1, f"no REPL prompt: {t!r}"):
+            return
+        marker = "Write a very long story about a dragon."
+        tm.send("-l", marker)
+        tm.send("Enter")
+        tm.wait(lambda t: marker in t and not t.rstrip().endswith(marker), 120)
+        tm.send("C-d")
+        t = tm.wait(lambda t: "STRATA_EXIT=" in t, 60)
+        expect(t and "STRATA_EXIT=0" in t, f"Ctrl-D during an answer did not end the chat: {t!r}")
+    finally:
+        tm.kill()
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", required=True)
@@ -152,6 +177,7 @@ def main():
         return 77
     piped(args.strata, model)
     interactive(args.strata, model)
+    ctrl_d_during_answer(args.strata, model)
     print(f"{len(FAILURES)} failures")
     return 1 if FAILURES else 0
 
