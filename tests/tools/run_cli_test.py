@@ -53,8 +53,8 @@ def main():
     # Bad input: each a single clear line, never a crash.
     expect_error(strata, ["run", *m, "-p", ""], "prompt is empty")
     expect_error(strata, ["run", *m, "-p", "hello", "--temp", "-1"], "temperature")
-    expect_error(strata, ["run", *m, "-p", "hello", "--top-p", "1.5"], "top_p")
-    expect_error(strata, ["run", *m, "-p", "hello", "--min-p", "2"], "min_p")
+    expect_error(strata, ["run", *m, "-p", "hello", "--top-p", "1.5"], "--top-p: 1.5 is out of range (expected a number from 0 to 1)")
+    expect_error(strata, ["run", *m, "-p", "hello", "--min-p", "2"], "--min-p: 2 is out of range")
     expect_error(strata, ["run", *m, "-p", "hello", "-n", "-5"], "-n")
     expect_error(strata, ["run", *m, "-p", "hello", "--ctk", "q9_9"], "q9_9")
     expect_error(strata, ["run", *m], "-p", code=2)
