@@ -38,6 +38,7 @@ class KvCache;
 class PlacedModel;
 class SparseFfn;
 struct PlacedWeight;
+struct FfnPart;
 
 class LayerProgram {
   public:
@@ -105,6 +106,8 @@ class LayerProgram {
     void matmul_local(const PlacedWeight& w, int bi, const Tensor& in, Tensor& out);
     // The backend a weight's product runs on for a batch of n tokens.
     int compute_backend(const PlacedWeight& w, int64_t n) const;
+    // The backend an FFN part (gate, up and down together) runs on for a batch of n tokens.
+    int part_backend(const FfnPart& p, int64_t n) const;
     Backend& backend(int bi) const;
     int index_of(const Backend* b) const;
 
