@@ -371,10 +371,16 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
                 kv_gpu += kv_bytes_per_layer(table, il, kv_cells, options.session.kv_type);
             }
         }
+        // Part of the activation reserve may be held already: scratch the backend kept from the
+        // hardware measurement (the f16 weight tile), taken after gpu_free was. What the GPU
+        // lost beyond the weights counts as held (at 70B and 6 GiB: 73 MiB, which made the room
+        // for a 183.75 MiB matrix 174.8 MiB).
         const uint64_t left = gpu_free_bytes(gpu_.get());
+        const uint64_t weights = placed_->stats().gpu_weight_bytes;
+        const uint64_t held = gpu_free > left + weights ? gpu_free - left - weights : 0;
+        const uint64_t still = activation_reserve > held ? activation_reserve - held : 0;
         options_.session.gpu_staging_limit =
-            (left > kv_gpu + activation_reserve ? left - kv_gpu - activation_reserve : 0) /
-            static_cast<uint64_t>(options.session.n_sequences);
+            (left > kv_gpu + still ? left - kv_gpu - still : 0) / static_cast<uint64_t>(options.session.n_sequences);
     }
     sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
     options_.session.sparse = sparse_.get();
