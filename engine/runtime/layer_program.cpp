@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/core/timing.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/model.h"
@@ -143,7 +144,10 @@ void LayerProgram::matmul_local(const PlacedWeight& w, int bi, const Tensor& in,
             STRATA_INVARIANT(ship_.size() >= bytes);
             t = Tensor::contiguous(host.type, ship_.data(), {host.ne[0], host.ne[1], host.ne[2], host.ne[3]},
                                    ship_.memory());
+            const auto t0 = Clock::now();
             b.copy_in(host, t);
+            ship_stats_.seconds += seconds_since(t0);
+            ship_stats_.bytes += bytes;
         }
         // A shipped weight's host bytes are free once copied; otherwise the product reads them.
         if (shipped && stream != nullptr) {

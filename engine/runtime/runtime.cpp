@@ -417,6 +417,12 @@ std::string Runtime::accounting(const Session* session) const {
         out << "prefill staging: up to " << format_bytes(options_.session.gpu_staging_limit)
             << " per session for a shipped weight (largest " << format_bytes(largest_streamed_bytes(tensor_table(*model_)))
             << "; a larger one is computed where it lives)\n";
+        if (session != nullptr && session->program().ship_stats().bytes > 0) {
+            const LayerProgram::ShipStats& s = session->program().ship_stats();
+            out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU, host copies "
+                << s.seconds << " s (" << (s.seconds > 0 ? static_cast<double>(s.bytes) / s.seconds / 1e9 : 0.0)
+                << " GB/s)\n";
+        }
     }
     if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
     if (auto* fake = dynamic_cast<const FakeDeviceBackend*>(gpu_.get())) {
