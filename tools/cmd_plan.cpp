@@ -1,6 +1,7 @@
 // strata plan: places a model inside --gpu-mem and --ram-mem, writes the placement file and
 // prints where everything goes, per group of layers, with the predicted speed; --explain adds
 // what each choice is worth by the cost model.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -67,12 +68,15 @@ class Explainer {
     // placement whose alternative is faster by the cost model (a layer the GPU cannot take
     // whole, where the transfers cost more than its bytes save) is said as such, never as a
     // negative saving.
+    static constexpr double kNoDifference = 5e-7;  // below what "0.001 ms" prints
     static std::string saving(double saved_s, double bytes, const std::string& over) {
+        if (std::abs(saved_s) < kNoDifference) return cat("the same time per token as ", over, " (its reads overlap the work)");
         if (saved_s >= 0) return cat("saves ", rate(saved_s, bytes), " over ", over);
         return cat("costs ", fixed(-saved_s * 1e3, 3), " ms/token more than ", over,
                    " (the transfers between processors outweigh the faster reads)");
     }
     static std::string would_save(const std::string& where, double saved_s, double bytes) {
+        if (std::abs(saved_s) < kNoDifference) return cat(where, " would take the same time per token");
         if (saved_s > 0) return cat(where, " would save ", rate(saved_s, bytes));
         return cat(where, " would not be faster (", fixed(-saved_s * 1e3, 3), " ms/token slower: transfers)");
     }
