@@ -246,6 +246,26 @@ def bench_effects(model):
     expect(rc == 0 and all(r["n_batch"] == 8 for r in json.loads(out)), f"bench -ub 8: {out[:300]!r}")
 
 
+def calibration_json(model, tmp):
+    """bench --fit records runs in a cache of its own; calibration --json reads them back."""
+    cache = os.path.join(tmp, "cache")
+    os.makedirs(os.path.join(cache, "strata"), exist_ok=True)
+    shared = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "strata", "hardware.json")
+    if os.path.exists(shared):
+        with open(shared) as src, open(os.path.join(cache, "strata", "hardware.json"), "w") as dst:
+            dst.write(src.read())
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    for n in ("2", "4"):
+        p = subprocess.run([STRATA, "bench", "-m", model, "-p", "0", "-n", n, "-r", "1", "--fit", "--gpu", "none"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        expect(p.returncode == 0, f"bench --fit: {p.stderr!r}")
+    p = subprocess.run([STRATA, "calibration", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    if expect(p.returncode == 0, f"calibration --json: {p.stderr!r}"):
+        j = json.loads(p.stdout)
+        expect(len(j["runs"]) == 2 and all(r["measured_ts"] > 0 and r["fitted_to_others_ts"] > 0 for r in j["runs"]),
+               f"calibration --json runs: {j}")
+
+
 def error_effects(model):
     def refused(args, fragment):
         rc, out, err = run(args)
@@ -284,6 +304,7 @@ def main():
         token_effects(chat_model)
         residency_effects(model)
         bench_effects(model)
+        calibration_json(model, tmp)
         error_effects(model)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
