@@ -34,6 +34,7 @@ struct RunArgs {
     bool no_special = false;  // --no-special: control-token spellings stay text
     bool no_escape = false;   // --no-escape: "\n" in -p stays two characters
     bool json = false;
+    bool ignore_eos = false;
     bool verbose_prompt = false;
     std::vector<std::string> stops;
     // Conversation mode (llama-cli): -cnv, -st, -sys, -i.
@@ -95,6 +96,7 @@ void run(const RunArgs& args) {
     GenerateParams gp;
     gp.n_predict = args.n_predict;
     gp.sampler = args.engine.sampler;
+    gp.stop_at_eog = !args.ignore_eos;
     server::StopMatcher stop(args.stops);
     std::string generated;
     const auto emit = [&](const std::string& out) {
@@ -151,6 +153,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("-e,--escape")->description("accepted: escapes in -p are processed by default");
     cmd->add_flag("--no-escape", args->no_escape, "keep backslashes in -p as typed");
     cmd->add_flag("--json", args->json, "print the text, token counts and timings as JSON");
+    cmd->add_flag("--ignore-eos", args->ignore_eos, "generate past the end-of-text token (up to -n)");
     cmd->add_flag("--verbose-prompt", args->verbose_prompt, "print the prompt's tokens (id and piece) on stderr");
     cmd->add_flag("--color")->description("accepted (llama-cli's colours; the output here is plain text)");
     add_stop_options(*cmd, args->stops);

@@ -71,6 +71,7 @@ LINES = [
     'llama-cli -m {M} -p "Hello" -n 8 --flash-attn auto --cache-type-k f16 --cache-type-v f16',
     'llama-cli -m {M} -p "Hello" -n 8 -i',
     'llama-cli -m {M} -p "Hello" -n 8 --stop "." --special',
+    'llama-cli -m {M} -p "Hello" -n 8 --ignore-eos --temp 0',
     'llama-bench -m {M} -p 16 -n 4 -r 1',
     'llama-bench -m {M} -p 8,16 -n 4 -r 1 -t 1,2',
     'llama-bench -m {M} -p 16 -n 4 -r 1 -o json',
@@ -175,6 +176,9 @@ def text_effects(model, chat_model):
         expect(j["text"] == text, f"run --json text {j['text']!r} != {text!r}")
         expect(0 < j["tokens"]["generated"] <= 16 and j["tokens"]["prompt"] > 0, f"run --json tokens {j['tokens']}")
         expect(j["timings"]["decode_tokens_per_s"] > 0, f"run --json timings {j['timings']}")
+    # --ignore-eos: exactly -n tokens.
+    rc, out, err = run(["run", "-m", model, "--temp", "0", "-n", "24", "-p", "Hello", "--json", "--ignore-eos"])
+    expect(rc == 0 and json.loads(out)["tokens"]["generated"] == 24, f"--ignore-eos: {out[:200]!r} {err!r}")
     # -r / --stop: the text ends before the stop string, which is not printed.
     if len(text) > 6:
         stop = text[3:6]
