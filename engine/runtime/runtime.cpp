@@ -310,6 +310,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
         params.rules = options.rules;
+        if (!gpu_) {  // a llama.cpp command line's "=CUDA0" on a machine without a GPU: nothing to pin
+            const size_t before = params.rules.tensors.size();
+            std::erase_if(params.rules.tensors, [](const TensorRule& r) { return r.on_gpu; });
+            if (params.rules.tensors.size() != before) log << "note: -ot rules for the GPU are ignored: this run has no GPU\n";
+        }
         // When every weight and KV cache fits on the GPU there is nothing to plan: the GPU is
         // the fastest tier for every byte (a calibrated model that says otherwise is wrong about
         // small ops, not about bytes).

@@ -57,6 +57,7 @@ LINES = [
     'llama-cli -m {M} -p "Hello" -n 8 --no-mmap',
     'llama-cli -m {M} -p "Hello" -n 8 --mlock',
     'llama-cli -m {M} -p "Hello" -n 8 -ot "ffn_.*=CPU"',
+    'llama-cli -m {M} -p "Hello" -n 8 -ngl 99 -ot "blk\\.[0-9]+\\.ffn_.*=CUDA0"',
     'llama-cli -m {M} -p "Hello" -n 8 -no-cnv',
     'llama-cli -m {M} -p "Hello" -n 8 -st',
     'llama-cli -m {M} -sys "You are brief." -p "Hello" -n 8 -st',
