@@ -275,6 +275,10 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
 
     if (!options.plan_path.empty()) {
+        if (!options.rules.empty()) {
+            throw ArgumentError(cat("-ngl and -ot place the weights; the plan '", options.plan_path,
+                                    "' has placed them already (drop one or the other)"));
+        }
         placement_ = read_placement(options.plan_path);
         check_placement_for(placement_, *model_);
         const TierBytes bytes = placement_bytes(placement_, table);
@@ -308,6 +312,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         params.kv_type = options.session.kv_type;
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
+        params.rules = options.rules;
+        if (!gpu_) {  // a llama.cpp command line's "=CUDA0" on a machine without a GPU: nothing to pin
+            const size_t before = params.rules.tensors.size();
+            std::erase_if(params.rules.tensors, [](const TensorRule& r) { return r.on_gpu; });
+            if (params.rules.tensors.size() != before) log << "note: -ot rules for the GPU are ignored: this run has no GPU\n";
+        }
         // When every weight and KV cache fits on the GPU there is nothing to plan: the GPU is
         // the fastest tier for every byte (a calibrated model that says otherwise is wrong about
         // small ops, not about bytes).
@@ -325,6 +335,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             pp.kv_type = params.kv_type;
             pp.gpu_reserved_bytes = params.gpu_reserved_bytes;
             pp.ram_reserved_bytes = params.ram_reserved_bytes;
+            pp.rules = params.rules;
             pp.cost = cost_params_;
             try {
                 PlanReport report;
@@ -360,7 +371,13 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             estimate_->prefill_s_per_token > 0 ? 1.0 / estimate_->prefill_s_per_token : 0.0;
     }
     if (!options.load_weights) return;
-    placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+    placed_ = std::make_unique<PlacedModel>(*model_, placement_,
+                                            TierBackends{cpu_.get(), gpu_.get(), options.no_mmap, options.mlock}, disk);
+    const ResidencyStats& placed_stats = placed_->stats();
+    if (options.mlock && placed_stats.locked_bytes < placed_stats.ram_weight_bytes) {
+        log << "warning: --mlock locked " << format_bytes(placed_stats.locked_bytes) << " of the "
+            << format_bytes(placed_stats.ram_weight_bytes) << " of RAM weights (the limit is `ulimit -l`)\n";
+    }
     // What the placement left on the GPU beyond its weights, the KV caches and the activation
     // reserve: the most that prefill may take to stage shipped weights, shared by the
     // n_sequences sessions (each stages on its own).
@@ -405,6 +422,11 @@ std::string Runtime::accounting(const Session* session) const {
             << ", read " << format_bytes(s->stats().bytes_read) << ", waited " << s->stats().wait_seconds << " s)";
     }
     out << "\n";
+    if (options_.no_mmap || options_.mlock) {
+        out << "ram weights: " << (options_.no_mmap ? "copied out of the file mapping" : "read through the file mapping");
+        if (options_.mlock) out << ", " << format_bytes(r.locked_bytes) << " locked in memory";
+        out << "\n";
+    }
     if (session != nullptr) {
         const KvCache& kv = session->kv_cache();
         out << "kv cache: gpu " << format_bytes(gpu_ ? kv.bytes_on(gpu_.get()) : 0) << " | ram "
