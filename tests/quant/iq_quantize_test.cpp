@@ -17,7 +17,7 @@
 namespace strata {
 namespace {
 
-// Where a format keeps lattice point p's index (facts: gguf-py's quants.py, quant/blocks.h).
+// Where a format keeps lattice point p's index (from gguf-py's quants.py; quant/blocks.h).
 struct IndexField {
     int n_points;      // per block
     int width;         // elements per point
