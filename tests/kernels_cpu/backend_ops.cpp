@@ -19,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -72,18 +73,25 @@ HostTensor random_weights(GgmlType type, int64_t k, int64_t n, std::vector<float
         return w;
     }
     // Every type with a quantizer goes through it. The lattice i-quants search a grid per
-    // group (~5 ms a block), so they quantize a pool of 16 blocks and draw the matrix's blocks
-    // from it at random: rows still differ, and every value is one the quantizer produced.
+    // group (~5 ms a block), so they quantize one pool of 16 blocks per type and process, and
+    // each matrix draws its blocks from it at random: rows still differ, and every value is
+    // one the quantizer produced.
     const int64_t bs = traits.block_size, n_blocks = k / bs * n;
-    const int64_t pool = cpu::test::slow_quantizer(type) ? std::min<int64_t>(16, n_blocks) : n_blocks;
-    std::vector<float> floats(static_cast<size_t>(pool * bs));
-    std::vector<uint8_t> blocks(static_cast<size_t>(pool) * traits.type_size);
-    cpu::test::fill_uniform(floats.data(), pool * bs);
-    traits.quantize(floats.data(), blocks.data(), pool * bs);
+    const bool pooled = cpu::test::slow_quantizer(type);
+    const int64_t pool = pooled ? 16 : n_blocks;
+    static std::map<GgmlType, std::pair<std::vector<float>, std::vector<uint8_t>>> pools;
+    auto [floats, blocks] = pooled && pools.count(type) ? pools[type] : std::pair<std::vector<float>, std::vector<uint8_t>>{};
+    if (blocks.empty()) {
+        floats.resize(static_cast<size_t>(pool * bs));
+        blocks.resize(static_cast<size_t>(pool) * traits.type_size);
+        cpu::test::fill_uniform(floats.data(), pool * bs);
+        traits.quantize(floats.data(), blocks.data(), pool * bs);
+        if (pooled) pools[type] = {floats, blocks};
+    }
     HostTensor w(type, {k, n});
     std::vector<float> src(static_cast<size_t>(k * n));
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const int64_t from = pool == n_blocks ? b : static_cast<int64_t>(cpu::test::rng()() % pool);
+        const int64_t from = pooled ? static_cast<int64_t>(cpu::test::rng()() % pool) : b;
         std::memcpy(w.bytes.data() + b * traits.type_size, blocks.data() + from * traits.type_size, traits.type_size);
         std::memcpy(src.data() + b * bs, floats.data() + from * bs, sizeof(float) * bs);
     }
