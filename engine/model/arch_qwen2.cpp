@@ -1,5 +1,5 @@
 // Architecture "qwen2": like llama but NEOX RoPE, required q/k/v biases, and q/o projections
-// n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
+// n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). gguf-facts §3.4.
 #include <cmath>
 
 #include "engine/model/arch_spec.h"
