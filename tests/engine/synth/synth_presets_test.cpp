@@ -16,7 +16,7 @@
 namespace strata::testing {
 namespace {
 
-// The Q4_K_M rule for one tensor, written out from docs/FORMATS.md §2.6 for this test.
+// The Q4_K_M rule for one tensor, written out from gguf-facts §2.6 for this test.
 GgmlType expected_q4_k_m(const TensorInfo& t, const ModelConfig& c) {
     if (t.n_dims < 2) return GgmlType::F32;
     GgmlType type = GgmlType::Q4_K;
