@@ -21,7 +21,9 @@ namespace {
 // u8·s8 products summed in fours straight to int32 by one vpdpbusd.
 struct Avx512Vnni {
     static constexpr int kMaxCols = 8;
-    static __m256i dot_u8s8(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+    static __m256i dot_u8s8(__m256i u, __m256i s) {
+        return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+    }
 };
 
 }  // namespace

@@ -19,7 +19,8 @@ namespace strata::cpu::legacy_x86 {
 
 // Exact Σ w·x of one block as 8 int32 lanes; wu = |w| (or w when unsigned), ws = w.
 template <typename Isa, bool Signed>
-__attribute__((always_inline)) inline __m256i block_isum(__m256i wu, __m256i ws, const int8_t* xqs) {
+__attribute__((always_inline)) inline __m256i block_isum(__m256i wu, __m256i ws,
+                                                         const int8_t* xqs) {
     __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xqs));
     if constexpr (Signed) xv = _mm256_sign_epi8(xv, ws);
     return Isa::dot_u8s8(wu, xv);
@@ -72,7 +73,8 @@ void dot_cols(const typename Dec::Block* w, const QDotActs& x, int64_t n_blocks,
 
 // The first min(n, C) activation rows, C chosen at compile time.
 template <typename Isa, typename Dec, int C = Isa::kMaxCols>
-void dot_first_cols(const typename Dec::Block* w, const QDotActs& x, int64_t n_blocks, int n, float* out) {
+void dot_first_cols(const typename Dec::Block* w, const QDotActs& x, int64_t n_blocks, int n,
+                    float* out) {
     if constexpr (C > 1) {
         if (n < C) return dot_first_cols<Isa, Dec, C - 1>(w, x, n_blocks, n, out);
     }

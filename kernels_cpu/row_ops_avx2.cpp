@@ -16,6 +16,7 @@
 #pragma GCC target("avx2,fma,f16c")
 
 #include "kernels_cpu/simd_f32_avx2.h"
+// After the SIMD type it instantiates its templates for.
 #include "kernels_cpu/row_ops_x86.h"
 
 const strata::cpu::RowOps* strata::cpu::row_ops_avx2() {

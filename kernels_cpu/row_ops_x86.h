@@ -34,18 +34,10 @@ QuantizeFn find_quantize(GgmlType type) {
 
 template <typename S>
 const RowOps* table() {
-    static const RowOps ops{simd_sum_squares<S>,
-                            simd_scale_mul<S>,
-                            simd_rope_norm<S>,
-                            simd_rope_neox<S>,
-                            simd_add<S>,
-                            simd_scale<S>,
-                            simd_softcap<S>,
-                            simd_silu_mul<S>,
-                            simd_gelu_tanh_mul<S>,
-                            find_dequantize<S>,
-                            find_quantize<S>,
-                            simd_attention_supports<S>,
+    static const RowOps ops{simd_sum_squares<S>,    simd_scale_mul<S>, simd_rope_norm<S>,
+                            simd_rope_neox<S>,      simd_add<S>,       simd_scale<S>,
+                            simd_softcap<S>,        simd_silu_mul<S>,  simd_gelu_tanh_mul<S>,
+                            find_dequantize<S>,     find_quantize<S>,  simd_attention_supports<S>,
                             simd_attention_chunk<S>};
     return &ops;
 }

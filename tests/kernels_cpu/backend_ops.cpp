@@ -41,7 +41,8 @@ Tensor OnBackend::put(const HostTensor& h) {
 
 Tensor OnBackend::nan_f32(std::initializer_list<int64_t> ne) {
     HostTensor h(GgmlType::F32, ne);
-    for (int64_t i = 0; i < h.size(); ++i) h.f32()[i] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < h.size(); ++i)
+        h.f32()[i] = std::numeric_limits<float>::quiet_NaN();
     return put(h);
 }
 
@@ -53,11 +54,11 @@ std::vector<float> OnBackend::read(const Tensor& t) {
 
 const std::vector<GgmlType>& weight_types() {
     static const std::vector<GgmlType> types = {
-        GgmlType::F32,     GgmlType::F16,    GgmlType::BF16,    GgmlType::Q4_0,   GgmlType::Q4_1,
-        GgmlType::Q5_0,    GgmlType::Q5_1,   GgmlType::Q8_0,    GgmlType::Q2_K,   GgmlType::Q3_K,
-        GgmlType::Q4_K,    GgmlType::Q5_K,   GgmlType::Q6_K,    GgmlType::IQ4_NL, GgmlType::IQ4_XS,
-        GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,   GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-        GgmlType::IQ1_S,   GgmlType::IQ1_M,  GgmlType::TQ1_0,   GgmlType::TQ2_0,  GgmlType::MXFP4,
+        GgmlType::F32,     GgmlType::F16,    GgmlType::BF16,  GgmlType::Q4_0,    GgmlType::Q4_1,
+        GgmlType::Q5_0,    GgmlType::Q5_1,   GgmlType::Q8_0,  GgmlType::Q2_K,    GgmlType::Q3_K,
+        GgmlType::Q4_K,    GgmlType::Q5_K,   GgmlType::Q6_K,  GgmlType::IQ4_NL,  GgmlType::IQ4_XS,
+        GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+        GgmlType::IQ1_S,   GgmlType::IQ1_M,  GgmlType::TQ1_0, GgmlType::TQ2_0,   GgmlType::MXFP4,
     };
     return types;
 }
@@ -80,7 +81,9 @@ HostTensor random_weights(GgmlType type, int64_t k, int64_t n, std::vector<float
     const bool pooled = cpu::test::slow_quantizer(type);
     const int64_t pool = pooled ? 16 : n_blocks;
     static std::map<GgmlType, std::pair<std::vector<float>, std::vector<uint8_t>>> pools;
-    auto [floats, blocks] = pooled && pools.count(type) ? pools[type] : std::pair<std::vector<float>, std::vector<uint8_t>>{};
+    auto [floats, blocks] = pooled && pools.count(type)
+                                ? pools[type]
+                                : std::pair<std::vector<float>, std::vector<uint8_t>>{};
     if (blocks.empty()) {
         floats.resize(static_cast<size_t>(pool * bs));
         blocks.resize(static_cast<size_t>(pool) * traits.type_size);
@@ -92,7 +95,8 @@ HostTensor random_weights(GgmlType type, int64_t k, int64_t n, std::vector<float
     std::vector<float> src(static_cast<size_t>(k * n));
     for (int64_t b = 0; b < n_blocks; ++b) {
         const int64_t from = pooled ? static_cast<int64_t>(cpu::test::rng()() % pool) : b;
-        std::memcpy(w.bytes.data() + b * traits.type_size, blocks.data() + from * traits.type_size, traits.type_size);
+        std::memcpy(w.bytes.data() + b * traits.type_size, blocks.data() + from * traits.type_size,
+                    traits.type_size);
         std::memcpy(src.data() + b * bs, floats.data() + from * bs, sizeof(float) * bs);
     }
     if (source != nullptr) *source = std::move(src);
@@ -118,7 +122,7 @@ Bound matmul_bound(GgmlType type) {
 }
 
 const std::vector<std::string>& families() {
-    static const std::vector<std::string> names = {"matmul", "get_rows", "row_ops", "rope",
+    static const std::vector<std::string> names = {"matmul",   "get_rows",  "row_ops", "rope",
                                                    "kv_store", "attention", "sparse"};
     return names;
 }
@@ -128,8 +132,9 @@ const std::vector<OpCase>& cases_of(const std::string& family) {
     auto it = built.find(family);
     if (it != built.end()) return it->second;
     static const std::map<std::string, void (*)(std::vector<OpCase>&)> builders = {
-        {"matmul", add_matmul_cases}, {"get_rows", add_get_rows_cases}, {"row_ops", add_row_op_cases},
-        {"rope", add_rope_cases},     {"kv_store", add_kv_cases},       {"attention", add_attention_cases},
+        {"matmul", add_matmul_cases},  {"get_rows", add_get_rows_cases},
+        {"row_ops", add_row_op_cases}, {"rope", add_rope_cases},
+        {"kv_store", add_kv_cases},    {"attention", add_attention_cases},
         {"sparse", add_sparse_cases},
     };
     cpu::test::rng().seed(16);  // the same inputs whichever families ran before
@@ -150,7 +155,8 @@ std::vector<float> reference_output(const OpCase& c) {
 
 }  // namespace
 
-void check_family(Backend& backend, const std::string& family, bool cuda, cpu::KernelVariant variant) {
+void check_family(Backend& backend, const std::string& family, bool cuda,
+                  cpu::KernelVariant variant) {
     std::map<std::string, cpu::test::PooledNmse> pools;
     std::map<std::string, double> pool_bounds;
     for (const OpCase& c : cases_of(family)) {
@@ -180,7 +186,8 @@ void check_family(Backend& backend, const std::string& family, bool cuda, cpu::K
         pool_bounds[c.pool] = bound;
     }
     for (const auto& [pool, nmse] : pools) {
-        EXPECT_LE(nmse.value(), pool_bounds[pool]) << family << "/" << pool << " pooled on " << backend.name();
+        EXPECT_LE(nmse.value(), pool_bounds[pool])
+            << family << "/" << pool << " pooled on " << backend.name();
         ::testing::Test::RecordProperty(family + "." + pool + ".pooled", cat(nmse.value()));
     }
 }

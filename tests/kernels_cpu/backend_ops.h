@@ -82,7 +82,8 @@ const std::vector<GgmlType>& weight_types();
 
 // A [k, n] weight matrix of `type` from random floats through quant/'s quantizer (random valid
 // blocks for the types without one); `source` receives those floats where there were some.
-HostTensor random_weights(GgmlType type, int64_t k, int64_t n, std::vector<float>* source = nullptr);
+HostTensor random_weights(GgmlType type, int64_t k, int64_t n,
+                          std::vector<float>* source = nullptr);
 
 // The NMSE bound of matmul on `type` (the reasoning is with its definition).
 Bound matmul_bound(GgmlType type);

@@ -48,14 +48,17 @@ const AttentionShape kAttentionShapes[] = {
 void add_kv_cases(std::vector<OpCase>& out) {
     for (GgmlType type : kKvTypes) {
         for (int64_t n : {1, 17}) {
-            const Shared src = std::make_shared<const HostTensor>(cpu::test::random_f32({256, n}, -4.0f, 4.0f));
-            out.push_back({type_name(type) + (n == 1 ? "_decode" : "_prefill17"),
-                           {0.0, 0.0}, [src, type, n](OnBackend& on) {
-                               HostTensor cache(type, {256, 40});  // 0xA5 bytes outside the rows written
-                               Tensor cd = on.put(cache);
-                               on.backend().kv_store(on.put(*src), cd, 3);
-                               return on.read(cd.rows(3, n));
-                           }});
+            const Shared src =
+                std::make_shared<const HostTensor>(cpu::test::random_f32({256, n}, -4.0f, 4.0f));
+            out.push_back(
+                {type_name(type) + (n == 1 ? "_decode" : "_prefill17"),
+                 {0.0, 0.0},
+                 [src, type, n](OnBackend& on) {
+                     HostTensor cache(type, {256, 40});  // 0xA5 bytes outside the rows written
+                     Tensor cd = on.put(cache);
+                     on.backend().kv_store(on.put(*src), cd, 3);
+                     return on.read(cd.rows(3, n));
+                 }});
         }
     }
 }
@@ -67,19 +70,23 @@ void add_attention_cases(std::vector<OpCase>& out) {
             const Shared v = random_cache(type, int64_t{s.head_dim_v} * s.n_head_kv, s.n_cells);
             const Shared q = std::make_shared<const HostTensor>(
                 cpu::test::random_f32({s.head_dim_k, s.n_head, s.n_tokens}, -2.0f, 2.0f));
-            out.push_back({type_name(type) + "_" + s.name, {1e-9, 1e-7},
-                           [k, v, q, s](OnBackend& on) {
-                               std::vector<int32_t> pos(static_cast<size_t>(s.n_tokens));
-                               for (int64_t t = 0; t < s.n_tokens; ++t)
-                                   pos[t] = static_cast<int32_t>(s.n_cells - s.n_tokens + t);
-                               const AttentionParams p{s.n_head, s.n_head_kv, s.head_dim_k, s.head_dim_v,
-                                                       1.0f / std::sqrt(static_cast<float>(s.head_dim_k)),
-                                                       s.window, s.softcap};
-                               const Tensor qd = on.put(*q), kd = on.put(*k), vd = on.put(*v);
-                               Tensor o = on.nan_f32({s.head_dim_v, s.n_head, s.n_tokens});
-                               on.backend().attention(qd, kd, vd, s.n_cells, pos.data(), p, o);
-                               return on.read(o);
-                           }});
+            out.push_back(
+                {type_name(type) + "_" + s.name, {1e-9, 1e-7}, [k, v, q, s](OnBackend& on) {
+                     std::vector<int32_t> pos(static_cast<size_t>(s.n_tokens));
+                     for (int64_t t = 0; t < s.n_tokens; ++t)
+                         pos[t] = static_cast<int32_t>(s.n_cells - s.n_tokens + t);
+                     const AttentionParams p{s.n_head,
+                                             s.n_head_kv,
+                                             s.head_dim_k,
+                                             s.head_dim_v,
+                                             1.0f / std::sqrt(static_cast<float>(s.head_dim_k)),
+                                             s.window,
+                                             s.softcap};
+                     const Tensor qd = on.put(*q), kd = on.put(*k), vd = on.put(*v);
+                     Tensor o = on.nan_f32({s.head_dim_v, s.n_head, s.n_tokens});
+                     on.backend().attention(qd, kd, vd, s.n_cells, pos.data(), p, o);
+                     return on.read(o);
+                 }});
         }
     }
 }
@@ -90,28 +97,34 @@ void add_sparse_cases(std::vector<OpCase>& out) {
     const int64_t n_embd = 256, n_ff = 352;
     for (int64_t n : {1, 3}) {
         const std::string at = n == 1 ? "_decode" : "_odd";
-        const Shared gate = std::make_shared<const HostTensor>(cpu::test::random_f32({n_ff, n}, -3.0f, 3.0f));
+        const Shared gate =
+            std::make_shared<const HostTensor>(cpu::test::random_f32({n_ff, n}, -3.0f, 3.0f));
         const Shared up_x = std::make_shared<const HostTensor>(cpu::test::random_f32({n_ff, n}));
         for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
-            OpCase c{std::string("thresholded_") + (act == Activation::Silu ? "silu" : "gelu_tanh") + at,
-                     {1e-10, 1e-7}, [=](OnBackend& on) {
-                         const Tensor g = on.put(*gate), u = on.put(*up_x);
-                         Tensor y = on.nan_f32({n_ff, n});
-                         const int64_t kept = on.backend().thresholded_gated_activation(g, u, act, 0.4f, y);
-                         std::vector<float> r = on.read(y);
-                         r.push_back(static_cast<float>(kept));
-                         return r;
-                     }};
+            OpCase c{
+                std::string("thresholded_") + (act == Activation::Silu ? "silu" : "gelu_tanh") + at,
+                {1e-10, 1e-7},
+                [=](OnBackend& on) {
+                    const Tensor g = on.put(*gate), u = on.put(*up_x);
+                    Tensor y = on.nan_f32({n_ff, n});
+                    const int64_t kept =
+                        on.backend().thresholded_gated_activation(g, u, act, 0.4f, y);
+                    std::vector<float> r = on.read(y);
+                    r.push_back(static_cast<float>(kept));
+                    return r;
+                }};
             c.sparse = true;
             out.push_back(std::move(c));
         }
         for (GgmlType up_type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16}) {
             const Shared x = std::make_shared<const HostTensor>(cpu::test::random_f32({n_embd, n}));
-            const Shared up = std::make_shared<const HostTensor>(random_weights(up_type, n_embd, n_ff));
-            const Shared down_t = std::make_shared<const HostTensor>(random_weights(GgmlType::Q8_0, n_embd, n_ff));
-            OpCase c{"ffn_" + type_name(up_type) + at, matmul_bound(up_type),
-                     [=](OnBackend& on) {
-                         const Tensor g = on.put(*gate), xd = on.put(*x), ud = on.put(*up), dd = on.put(*down_t);
+            const Shared up =
+                std::make_shared<const HostTensor>(random_weights(up_type, n_embd, n_ff));
+            const Shared down_t =
+                std::make_shared<const HostTensor>(random_weights(GgmlType::Q8_0, n_embd, n_ff));
+            OpCase c{"ffn_" + type_name(up_type) + at, matmul_bound(up_type), [=](OnBackend& on) {
+                         const Tensor g = on.put(*gate), xd = on.put(*x), ud = on.put(*up),
+                                      dd = on.put(*down_t);
                          Tensor y = on.nan_f32({n_embd, n});
                          const SparseFfnArgs args{&g, &xd, &ud, &dd, Activation::Silu, 0.4f};
                          const int64_t active = on.backend().sparse_gated_ffn(args, y);

@@ -26,7 +26,8 @@ struct MatmulShape {
 };
 
 const MatmulShape kMatmulShapes[] = {
-    {"tiny", 1, 4, 2}, {"odd", 3, 7, 3}, {"decode", 5, 67, 1}, {"prefill17", 3, 33, 17}, {"prefill64", 3, 33, 64},
+    {"tiny", 1, 4, 2},        {"odd", 3, 7, 3},         {"decode", 5, 67, 1},
+    {"prefill17", 3, 33, 17}, {"prefill64", 3, 33, 64},
 };
 
 int64_t k_of(GgmlType type, int64_t blocks) {
@@ -46,7 +47,8 @@ void add_matmul_cases(std::vector<OpCase>& out) {
             const int64_t k = k_of(type, s.blocks);
             const Shared w = shared(random_weights(type, k, s.n));
             const Shared x = random_f32({k, s.m});
-            OpCase c{type_name(type) + "_" + s.name, matmul_bound(type), [w, x, n = s.n, m = s.m](OnBackend& on) {
+            OpCase c{type_name(type) + "_" + s.name, matmul_bound(type),
+                     [w, x, n = s.n, m = s.m](OnBackend& on) {
                          const Tensor wd = on.put(*w), xd = on.put(*x);
                          Tensor y = on.nan_f32({n, m});
                          on.backend().matmul(wd, xd, y);
@@ -77,9 +79,11 @@ void add_row_op_cases(std::vector<OpCase>& out) {
         const char* name;
         int64_t ne0, rows;
     };
-    for (const Rows& s : {Rows{"tiny", 7, 1}, Rows{"odd", 127, 5}, Rows{"decode", 4097, 1}, Rows{"prefill17", 768, 17}}) {
+    for (const Rows& s : {Rows{"tiny", 7, 1}, Rows{"odd", 127, 5}, Rows{"decode", 4097, 1},
+                          Rows{"prefill17", 768, 17}}) {
         const std::string at = std::string("_") + s.name;
-        const Shared x = random_f32({s.ne0, s.rows}, -3.0f, 3.0f), w = random_f32({s.ne0}, 0.5f, 2.0f);
+        const Shared x = random_f32({s.ne0, s.rows}, -3.0f, 3.0f),
+                     w = random_f32({s.ne0}, 0.5f, 2.0f);
         const Shared b = random_f32({s.ne0, s.rows}), bias = random_f32({s.ne0});
         const int64_t ne0 = s.ne0, rows = s.rows;
         out.push_back({"rms_norm" + at, f32_ops, [=](OnBackend& on) {
@@ -125,19 +129,23 @@ void add_rope_cases(std::vector<OpCase>& out) {
         int32_t first_pos;
     };
     const RopeShape shapes[] = {
-        {"tiny", 64, 64, 1, 1, 0},  {"odd", 80, 42, 3, 5, 7},  // partial rotation: dims 42..79 pass
-        {"decode", 128, 128, 8, 1, 900}, {"prefill17", 256, 256, 2, 17, 40},
+        {"tiny", 64, 64, 1, 1, 0},
+        {"odd", 80, 42, 3, 5, 7},  // partial rotation: dims 42..79 pass
+        {"decode", 128, 128, 8, 1, 900},
+        {"prefill17", 256, 256, 2, 17, 40},
     };
     for (const RopeShape& s : shapes) {
         for (RopeStyle style : {RopeStyle::Norm, RopeStyle::Neox}) {
             for (bool factors : {false, true}) {
                 const Shared x = random_f32({s.head_dim, s.n_heads, s.n_tokens});
                 const Shared f = random_f32({s.n_rot / 2}, 1.0f, 8.0f);
-                std::string name = std::string("rope_") + (style == RopeStyle::Neox ? "neox" : "norm") +
+                std::string name = std::string("rope_") +
+                                   (style == RopeStyle::Neox ? "neox" : "norm") +
                                    (factors ? "_factors_" : "_") + s.name;
                 out.push_back({name, {1e-9, 1e-7}, [=](OnBackend& on) {
                                    std::vector<int32_t> pos(static_cast<size_t>(s.n_tokens));
-                                   for (int64_t t = 0; t < s.n_tokens; ++t) pos[t] = s.first_pos + static_cast<int32_t>(3 * t);
+                                   for (int64_t t = 0; t < s.n_tokens; ++t)
+                                       pos[t] = s.first_pos + static_cast<int32_t>(3 * t);
                                    RopeParams p;
                                    p.n_rot = static_cast<int>(s.n_rot);
                                    p.freq_base = 500000.0f;

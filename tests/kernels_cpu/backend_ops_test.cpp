@@ -55,7 +55,8 @@ TEST_P(BackendOps, MatchesTheScalarReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, BackendOps,
-                         ::testing::Combine(::testing::Range(0, static_cast<int>(std::size(kKinds))),
+                         ::testing::Combine(::testing::Range(0,
+                                                             static_cast<int>(std::size(kKinds))),
                                             ::testing::ValuesIn(families())),
                          [](const auto& info) {
                              return std::string(kKinds[std::get<0>(info.param)].name) + "_" +
@@ -68,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Table, BackendOps,
 // (made for ternary weights, not uniform ones). Each limit sits above its class with room and
 // far below 1, what zeros or garbage blocks give.
 double quantization_limit(GgmlType type) {
-    const double bits = 8.0 * static_cast<double>(type_traits(type).type_size) / type_traits(type).block_size;
+    const double bits =
+        8.0 * static_cast<double>(type_traits(type).type_size) / type_traits(type).block_size;
     if (bits >= 8.0) return 1e-4;
     if (bits >= 5.5) return 1e-3;
     if (bits >= 4.0) return 1.5e-2;
