@@ -74,3 +74,11 @@ bars("split_ffn_packed.png", "Split FFNs: RAM columns of ffn_down packed (same p
      ["7B 3G", "13B 4G", "13B 8G", "70B 12G", "70B 24G"],
      {"strided view (9d215fc)": [62.42, 25.79, 64.50, 4.74, 7.37], "packed copy": [65.32, 28.77, 80.45, 4.93, 8.02]},
      ["#999999", "#2a7ab9"])
+
+# Llama-2-70B synth, --gpu-mem 6G, planner placement, H100 machine (2026-11-25, issue 17):
+# prefill tok/s as each change landed (one build per call; the peer's figure is from the issue).
+bars("prefill_70b_6g.png", "Llama-2-70B synth prefill at --gpu-mem 6G, H100 + 16 threads (tok/s)", "tokens/s",
+     ["pp512", "pp2048 -b 2048"],
+     {"before (CPU fallback)": [7.51, 7.45], "ship what fits": [14.73, 341.3],
+      "+ 8-thread pinned copies": [372.9, 432.2], "llama.cpp -ngl 10 (H200, issue 17)": [95.4, None]},
+     ["#bbbbbb", "#88aacc", "#2a7ab9", "#999999"])
