@@ -21,6 +21,7 @@
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
+#include "tools/progress_bar.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
 
@@ -172,7 +173,12 @@ void bench(const BenchArgs& args) {
         run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
         std::vector<double> rates;
         const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
-        for (int r = 0; r < args.repetitions; ++r) rates.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        ProgressBar bar(cat(prompt ? "pp" : "tg", n), ProgressStyle{"runs", 1.0});  // a row over a second
+        for (int r = 0; r < args.repetitions; ++r) {
+            bar.update(static_cast<uint64_t>(r), static_cast<uint64_t>(args.repetitions), "");
+            rates.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        }
+        bar.clear();  // the row takes its line
         const nlohmann::json sparsity = achieved_sparsity(before, session->program().sparsity_counts());
         const Stat s = stats(rates);
         const std::string test = cat(prompt ? "pp" : "tg", n);

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "tools/commands.h"
+#include "tools/model_names.h"
 
 #ifndef STRATA_VERSION
 #define STRATA_VERSION "0.0.0"
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
     strata::cli::add_calibration_command(app);
     strata::cli::add_serve_command(app);
     strata::cli::add_profile_command(app);
+    strata::cli::add_list_command(app);
+    strata::cli::add_pull_command(app);
+    strata::cli::add_model_names(app);  // -m NAME and --hf-repo on every command with -m
 
     // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
@@ -77,9 +81,10 @@ int main(int argc, char** argv) {
     try {
         // llama.cpp spells the system prompt flag "-sys"; CLI11 allows only one-letter short
         // flags, so it is rewritten to its long name before parsing.
-        std::string long_sys = "--system";
+        std::string long_sys = "--system", long_hf = "--hf-repo";
         for (int i = 1; i < argc; ++i) {
             if (std::string(argv[i]) == "-sys") argv[i] = long_sys.data();
+            if (std::string(argv[i]) == "-hf") argv[i] = long_hf.data();
         }
         app.parse(argc, argv);  // runs the chosen subcommand's callback
     } catch (const CLI::Success& e) {

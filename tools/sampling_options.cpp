@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
 #include "offload/tier.h"
+#include "tools/load_progress.h"
 #include "tools/numbers.h"
 
 namespace strata::cli {
@@ -44,6 +45,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.n_threads = cap_threads(n_threads);
     r.session = session_params();
     r.sparsity = sparsity.options();
+    r.progress = load_progress();
     return r;
 }
 

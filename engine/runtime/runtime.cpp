@@ -14,6 +14,7 @@
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "kernels_cpu/cpu_backend.h"
+#include "engine/runtime/weight_warmup.h"
 #include "offload/builtin_placement.h"
 #include "offload/disk_profile.h"
 #include "offload/fake_device.h"
@@ -357,7 +358,18 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             estimate_->prefill_s_per_token > 0 ? 1.0 / estimate_->prefill_s_per_token : 0.0;
     }
     if (!options.load_weights) return;
-    placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+    std::function<void(int, int)> on_layer;
+    if (options.progress) {
+        on_layer = [&](int done, int total) {
+            options.progress("placing weights", static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+        };
+    }
+    placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk, on_layer);
+    if (options.progress) {
+        warm_up_ram_weights(*model_, placement_, [&](uint64_t done, uint64_t total) {
+            options.progress("reading weights", done, total);
+        });
+    }
     // What the placement left on the GPU beyond its weights, the KV caches and the activation
     // reserve: the most that prefill may take to stage shipped weights, shared by the
     // n_sequences sessions (each stages on its own).

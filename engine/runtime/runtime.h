@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -61,6 +62,10 @@ struct RuntimeOptions {
     // Where profiling and a fallback from the planner to the built-in placement are said (the
     // tools pass std::cerr); null: nowhere.
     std::ostream* log = nullptr;
+    // How loading goes, from this thread: a step ("placing weights": done of total layers;
+    // "reading weights": bytes) and how far it is. When set, the RAM tier's weights are also read
+    // in during the load (weight_warmup.h) instead of during the first prompt. Null: neither.
+    std::function<void(std::string_view step, uint64_t done, uint64_t total)> progress;
 };
 
 class Runtime {
