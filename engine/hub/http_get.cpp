@@ -102,8 +102,12 @@ HttpHead http_get(const HttpRequest& request, const HttpHeadFn& on_head, const H
             continue;
         }
         if (!result && !(result.error() == httplib::Error::Canceled && head.status != 0)) {
+            const bool untrusted = result.error() == httplib::Error::SSLServerVerification;
             throw SystemError(cat("GET ", url, ": ", httplib::to_string(result.error()),
-                                  head.status ? cat(" after status ", head.status) : std::string()));
+                                  head.status ? cat(" after status ", head.status) : std::string(),
+                                  untrusted ? " (the server's certificate is not trusted for this host; "
+                                              "SSL_CERT_FILE or SSL_CERT_DIR name more CA certificates)"
+                                            : ""));
         }
         if ((head.status < 200 || head.status >= 300) && head.status != 416) {
             throw HttpStatusError(cat("GET ", url, ": HTTP ", head.status,

@@ -3,7 +3,7 @@
 layout (GET /api/models/OWNER/REPO for the file list, /OWNER/REPO/resolve/main/FILE redirecting
 to the bytes, HTTP Range served) and a mode that cuts the connection midway. Checks `strata pull`
 (resume with Range, never a partial file under the final name, sizes, 404 and missing quant
-errors listing the repository's GGUF files), `-hf`, `strata list` over fake Hugging Face cache,
+errors listing the repository's GGUF files, HTTPS with certificate checks), `-hf`, `strata list` over fake Hugging Face cache,
 Ollama (hostile manifests) and Strata folders, `-m NAME` on run and inspect, a name that matches
 nothing (lists the models and the places looked), and progress: none when stderr is a pipe, a
 bar when it is a terminal (a pty).
@@ -16,6 +16,7 @@ import json
 import os
 import pty
 import select
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -247,6 +248,40 @@ def check_progress(strata, hub):
     hub.repos["test/Pty-GGUF"] = {"pty-Q8_0.gguf": hub.repos["test/Tiny-GGUF"]["tiny-Q8_0.gguf"]}
     rc, err = on_pty(strata, "pull", "test/Pty-GGUF:Q8_0")
     expect(rc == 0 and "\r" in err and "pull [" in err and "100.0%" in err, f"a bar on a terminal: {err!r}")
+    # perplexity's time estimate: on a terminal only.
+    text = os.path.join(os.path.dirname(ENV["STRATA_MODELS"]), "text.txt")
+    with open(text, "w") as f:
+        f.write(" ".join(f"word{i % 97} and{i % 13}" for i in range(3000)))
+    ppl = ["perplexity", "-m", "test/Tiny-GGUF:Q8_0", "-f", text, "-c", "64", "--chunks", "3"]
+    rc, _, err = run(strata, *ppl)
+    expect(rc == 0 and "ETA" not in err, f"no perplexity estimate into a pipe: rc={rc} {err!r}")
+    rc, err = on_pty(strata, *ppl)
+    expect(rc == 0 and "seconds per chunk - ETA" in err, f"perplexity estimate on a terminal: {err!r}")
+
+
+def check_https(strata, hub, tmp):
+    """HTTPS through the same client: a certificate the system does not trust is refused, one
+    trusted through SSL_CERT_FILE works (OpenSSL's default verify paths)."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                           "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
+                          capture_output=True)
+    if made.returncode != 0:
+        print("skip HTTPS: openssl cannot make a certificate")
+        return
+    Handler.hub = hub
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = dict(ENV, HF_ENDPOINT=f"https://127.0.0.1:{server.server_address[1]}")
+    env.pop("SSL_CERT_FILE", None)
+    rc, _, err = run(strata, "pull", "test/Tls-GGUF:Q8_0", env=env)
+    expect(rc != 0 and "certificate is not trusted" in err, f"an untrusted certificate is refused: {err}")
+    rc, out, err = run(strata, "pull", "test/Tls-GGUF:Q8_0", env=dict(env, SSL_CERT_FILE=cert))
+    expect(rc == 0 and "pulled test/Tls-GGUF:Q8_0" in out, f"HTTPS pull with a trusted certificate: {err}")
+    server.shutdown()
 
 
 def main():
@@ -275,6 +310,8 @@ def main():
         final = check_pull_and_resume(strata, hub, ENV["STRATA_MODELS"])
         check_names(strata, tmp, final)
         check_progress(strata, hub)
+        hub.repos["test/Tls-GGUF"] = {"tls-Q8_0.gguf": files["tiny-Q8_0.gguf"]}
+        check_https(strata, hub, tmp)
         server.shutdown()
     if FAILURES:
         print(f"{len(FAILURES)} failure(s)")
