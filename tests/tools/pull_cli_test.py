@@ -10,6 +10,7 @@ bar when it is a terminal (a pty).
 
 usage: pull_cli_test.py --strata BUILD/bin/strata"""
 import argparse
+import fcntl
 import hashlib
 import http.server
 import json
@@ -43,6 +44,8 @@ class Hub:
         self.repos = {}        # "owner/repo" -> {file: bytes}
         self.cut_next = 0      # cut this many file transfers after half their bytes
         self.ranges = []       # Range headers of file requests, in order
+        self.ignore_range = False  # answer a Range request with the whole file (200)
+        self.lie_size = {}     # file -> size the file list claims
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -67,7 +70,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if files is None:
                 return self.send_json(404, {"error": "Repository not found"})
             return self.send_json(200, {"id": repo, "siblings": [
-                {"rfilename": name, "size": len(data)} for name, data in files.items()]})
+                {"rfilename": name, "size": self.hub.lie_size.get(name, len(data))} for name, data in files.items()]})
         parts = path.strip("/").split("/")
         if len(parts) >= 5 and parts[2:4] == ["resolve", "main"]:
             # The hub redirects a file to its storage; so does this one.
@@ -87,7 +90,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rng = self.headers.get("Range")
         self.hub.ranges.append(rng)
         start = 0
-        if rng:
+        if rng and not self.hub.ignore_range:
             start = int(rng.split("=")[1].split("-")[0])
             if start >= len(data):
                 self.send_response(416)
@@ -153,6 +156,36 @@ def check_pull_and_resume(strata, hub, models):
     rc, _, err = run(strata, "pull", "../../etc:Q4")
     expect(rc == 2 and "owner/repo:QUANT" in err, f"a bad reference is a usage error: rc={rc} {err}")
     return final
+
+
+def check_hostile_server(strata, hub, models):
+    """A server that ignores Range restarts the file from byte 0; a size unlike the file list's is
+    refused and leaves no file; a part file locked by another process is left alone."""
+    data = hub.repos["test/Tiny-GGUF"]["tiny-Q8_0.gguf"]
+    hub.repos["test/Norange-GGUF"] = {"norange-Q8_0.gguf": data}
+    hub.cut_next = 1
+    rc, _, _ = run(strata, "pull", "test/Norange-GGUF:Q8_0")
+    expect(rc != 0, "the cut transfer fails")
+    hub.ignore_range = True
+    rc, out, err = run(strata, "pull", "test/Norange-GGUF:Q8_0")
+    hub.ignore_range = False
+    final = os.path.join(models, "test", "Norange-GGUF", "norange-Q8_0.gguf")
+    expect(rc == 0 and os.path.exists(final) and open(final, "rb").read() == data,
+           f"a 200 answer to a Range request restarts the file: {err}")
+    hub.repos["test/Liar-GGUF"] = {"liar-Q8_0.gguf": data}
+    hub.lie_size["liar-Q8_0.gguf"] = len(data) + 100
+    rc, _, err = run(strata, "pull", "test/Liar-GGUF:Q8_0")
+    liar = os.path.join(models, "test", "Liar-GGUF", "liar-Q8_0.gguf")
+    expect(rc != 0 and "file list says" in err and not os.path.exists(liar), f"a size unlike the list's: {err}")
+    hub.repos["test/Locked-GGUF"] = {"locked-Q8_0.gguf": data}
+    part = os.path.join(models, "test", "Locked-GGUF", "locked-Q8_0.gguf.part")
+    os.makedirs(os.path.dirname(part))
+    with open(part, "wb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        rc, _, err = run(strata, "pull", "test/Locked-GGUF:Q8_0")
+    expect(rc != 0 and "another process is downloading" in err, f"a locked part file: {err}")
+    rc, _, err = run(strata, "inspect", "-m", final, "-hf", "test/Tiny-GGUF:Q8_0")
+    expect(rc == 2 and "not both" in err, f"-m and -hf together: rc={rc} {err}")
 
 
 def check_names(strata, tmp, final):
@@ -308,6 +341,7 @@ def main():
         server = start_server(hub)
         ENV["HF_ENDPOINT"] = f"http://127.0.0.1:{server.server_address[1]}"
         final = check_pull_and_resume(strata, hub, ENV["STRATA_MODELS"])
+        check_hostile_server(strata, hub, ENV["STRATA_MODELS"])
         check_names(strata, tmp, final)
         check_progress(strata, hub)
         hub.repos["test/Tls-GGUF"] = {"tls-Q8_0.gguf": files["tiny-Q8_0.gguf"]}
