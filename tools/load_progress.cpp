@@ -8,21 +8,21 @@
 
 namespace strata::cli {
 
-std::function<void(std::string_view, uint64_t, uint64_t)> load_progress() {
+std::function<void(std::string_view, std::string_view, uint64_t, uint64_t)> load_progress() {
     if (!stderr_is_terminal()) return {};
     struct State {
         std::string step;
         std::unique_ptr<ProgressBar> bar;
     };
     auto state = std::make_shared<State>();
-    return [state](std::string_view step, uint64_t done, uint64_t total) {
+    return [state](std::string_view step, std::string_view item, uint64_t done, uint64_t total) {
         if (step != state->step || !state->bar) {
             state->step = std::string(step);
-            ProgressStyle style{step == "placing weights" ? "layers" : "", 1.0};
-            state->bar = std::make_unique<ProgressBar>(std::string(step), style);
+            const std::string unit = step == "placing weights" ? "layers" : step == "profiling" ? "steps" : "";
+            state->bar = std::make_unique<ProgressBar>(std::string(step), ProgressStyle{unit, 1.0});
         }
-        state->bar->update(done, total, "");
-        if (done >= total) {
+        state->bar->update(done, total, item);
+        if (total > 0 && done >= total) {
             state->bar->finish();
             state->bar.reset();
         }

@@ -60,13 +60,21 @@ std::string ProgressBar::amount(uint64_t n) const {
 }
 
 void ProgressBar::draw(uint64_t done, uint64_t total, std::string_view item) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::string item_text(item.substr(0, 40));
+    if (total == 0 && !style_.unit.empty()) {  // a count with no known end: how many, how long
+        std::fprintf(stderr, "\r\033[K%s: %s %s, %s  %s", label_.c_str(), amount(done).c_str(), style_.unit.c_str(),
+                     format_duration(secs).c_str(), item_text.c_str());
+        std::fflush(stderr);
+        drawn_ = true;
+        return;
+    }
     constexpr int kWidth = 30;
     double frac = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
     if (frac > 1.0) frac = 1.0;
     int filled = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<size_t>(filled), '#');
     bar.resize(kWidth, '.');
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::string rate;
     if (secs > 0 && style_.unit.empty()) {
         rate = format_bytes(static_cast<uint64_t>(static_cast<double>(done) / secs)) + "/s";
@@ -76,7 +84,6 @@ void ProgressBar::draw(uint64_t done, uint64_t total, std::string_view item) {
         eta = "ETA " + format_duration(secs * static_cast<double>(total - done) / static_cast<double>(done));
     }
     const std::string of_total = style_.unit.empty() ? amount(total) : amount(total) + " " + style_.unit;
-    std::string item_text(item.substr(0, 40));
     // \r + clear-to-end-of-line keeps the bar on one line as items change length.
     std::fprintf(stderr, "\r\033[K%s [%s] %5.1f%% %s / %s  %s  %s  %s", label_.c_str(), bar.c_str(), 100.0 * frac,
                  amount(done).c_str(), of_total.c_str(), rate.c_str(), eta.c_str(), item_text.c_str());

@@ -134,6 +134,16 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
             request.attention = {static_cast<int>(c.n_head.at(0)), static_cast<int>(c.n_head_kv.at(0)),
                                  static_cast<int>(c.head_dim_k)};
             request.cpu = cpu_.get();
+            uint64_t n_steps = 0;
+            if (options_.progress) {
+                request.on_step = [&](std::string_view step) {
+                    if (step.empty()) {
+                        options_.progress("profiling", "", n_steps, n_steps);  // done: the bar ends
+                    } else {
+                        options_.progress("profiling", step, ++n_steps, 0);
+                    }
+                };
+            }
             profile_ = load_or_measure_profile(request, log);
         } catch (const Error& e) {
             if (!planning) throw;
@@ -361,13 +371,13 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     std::function<void(int, int)> on_layer;
     if (options.progress) {
         on_layer = [&](int done, int total) {
-            options.progress("placing weights", static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+            options.progress("placing weights", "", static_cast<uint64_t>(done), static_cast<uint64_t>(total));
         };
     }
     placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk, on_layer);
     if (options.progress) {
         warm_up_ram_weights(*model_, placement_, [&](uint64_t done, uint64_t total) {
-            options.progress("reading weights", done, total);
+            options.progress("reading weights", "", done, total);
         });
     }
     // What the placement left on the GPU beyond its weights, the KV caches and the activation
