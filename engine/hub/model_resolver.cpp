@@ -48,6 +48,13 @@ std::vector<const ModelEntry*> match_model_name(const ModelCatalog& catalog, std
         },
         [&](const ModelEntry& e) { return iends_with(e.name, owner_left_out); },
         [&](const ModelEntry& e) { return istarts_with(e.name, name) || istarts_with(e.file, name); },
+        [&](const ModelEntry& e) {  // "base:QUANT": the quant of the file name, a prefix before it
+            const size_t colon = name.rfind(':');
+            if (colon == std::string_view::npos || colon + 1 == name.size()) return false;
+            const std::string_view base = name.substr(0, colon);
+            return iequals(quant_tag_of(e.file), name.substr(colon + 1)) &&
+                   (istarts_with(e.name, base) || istarts_with(e.file, base) || iends_with(e.name.substr(0, e.name.find(':')), cat("/", base)));
+        },
     };
     for (const Rule& rule : rules) {
         std::vector<const ModelEntry*> found = match_rule(catalog, rule);

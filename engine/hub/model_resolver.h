@@ -3,7 +3,8 @@
 // first rule that matches anything decides:
 //   1. exact: the entry's name, its file name or file stem ("qwen2.5-coder" also = ":latest");
 //   2. owner left out: "Repo-GGUF:Q4_K_M" for "owner/Repo-GGUF:Q4_K_M";
-//   3. prefix: "owner/repo" for "owner/repo:Q4_K_M", "qwen2.5" for "qwen2.5-coder:0.5b".
+//   3. prefix: "owner/repo" for "owner/repo:Q4_K_M", "qwen2.5" for "qwen2.5-coder:0.5b";
+//   4. prefix and quant: "qwen2.5-coder:q4_k_m" for the file qwen2.5-coder-0.5b-instruct-q4_k_m.gguf.
 // One file matched: that file. None or several: ModelNameError.
 #pragma once
 

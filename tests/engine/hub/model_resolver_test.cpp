@@ -45,6 +45,13 @@ TEST_F(Resolver, OwnerLeftOutAndUniquePrefix) {
     EXPECT_EQ(name_of("tiny"), "tiny-llama-Q4_0");
 }
 
+TEST_F(Resolver, PrefixWithTheFileNamesQuant) {
+    EXPECT_EQ(name_of("tiny-llama:q4_0"), "tiny-llama-Q4_0");
+    EXPECT_EQ(name_of("Qwen2.5-0.5B-Instruct:Q8_0"), "Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0");
+    EXPECT_THROW(find_model(catalog, "tiny-llama:Q8_0"), ModelNameError);  // no such quant
+    EXPECT_THROW(find_model(catalog, "tiny-llama:"), ModelNameError);
+}
+
 TEST_F(Resolver, AmbiguousNamesListTheCandidates) {
     try {
         find_model(catalog, "Qwen/Qwen2.5-0.5B-Instruct-GGUF");
