@@ -13,6 +13,7 @@
 #include "engine/runtime/runtime.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
+#include "tools/progress_bar.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -47,13 +48,19 @@ void run(const RunArgs& args) {
     GenerateParams gp;
     gp.n_predict = args.n_predict;
     gp.sampler = args.engine.sampler;
+    ProgressBar prompt_bar("prompt", ProgressStyle{"tokens", 1.0});  // a long prompt's prefill
+    gp.on_prompt_progress = [&](int64_t done, int64_t total) {
+        prompt_bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "");
+    };
     bool printed = false;
     const GenerateStats stats = generate(session, prompt, gp, [&](std::string_view piece) {
+        prompt_bar.clear();  // the text takes the line
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
         printed = true;
         return true;
     });
+    prompt_bar.clear();
     if (printed) std::printf("\n");
     std::fprintf(stderr,
                  "prompt: %lld tokens in %.2f s (%.1f tok/s) | decode: %lld tokens in %.2f s "
