@@ -1,5 +1,6 @@
 // strata perplexity: llama-perplexity's method on a text file, ending with
 // "Final estimate: PPL = X +/- Y".
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include "engine/runtime/sparse_ffn.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "tools/commands.h"
+#include "tools/progress_bar.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
 #include "tools/sparsity_options.h"
@@ -57,6 +59,7 @@ void run(const PerplexityArgs& args) {
     pp.sparse = sparse.get();
     pp.compare_dense = args.compare_dense;
     bool header = false;
+    const auto start = std::chrono::steady_clock::now();
     const PerplexityResult r = perplexity(placed, tokens, pp,
                                           [&](int64_t chunk, int64_t n_chunks, double ppl) {
         if (!header) {  // printed once the text is known to be long enough
@@ -64,6 +67,14 @@ void run(const PerplexityArgs& args) {
                         "n_ctx=%lld, batch_size=%lld\n", tokens.size(),
                         static_cast<long long>(n_chunks), static_cast<long long>(n_ctx),
                         static_cast<long long>(args.n_batch));
+            std::fflush(stdout);
+            // llama-perplexity's time estimate, on a terminal only; the chunk values that follow
+            // on stdout are the progress.
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (stderr_is_terminal() && n_chunks > 1) {
+                std::fprintf(stderr, "perplexity: %.2f seconds per chunk - ETA %s\n", s,
+                             ProgressBar::format_duration(s * static_cast<double>(n_chunks - 1)).c_str());
+            }
             header = true;
         }
         std::printf("[%lld]%.4f,", static_cast<long long>(chunk + 1), ppl);

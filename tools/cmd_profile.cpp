@@ -46,7 +46,7 @@ void run(const ProfileArgs& args) {
     pp.n_ctx = args.n_ctx;
     pp.n_batch = args.n_ctx;
     pp.max_tokens = args.n_tokens;
-    ProgressBar bar("profile");
+    ProgressBar bar("profile", ProgressStyle{"tokens"});
     ActivationProfile profile = profile_activations(model, backend, tokens, pp, [&](int64_t done, int64_t total) {
         bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "tokens");
     });

@@ -20,6 +20,7 @@
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/prompt_text.h"
+#include "tools/progress_bar.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -97,9 +98,14 @@ void run(const RunArgs& args) {
     gp.n_predict = args.n_predict;
     gp.sampler = args.engine.sampler;
     gp.stop_at_eog = !args.ignore_eos;
+    ProgressBar prompt_bar("prompt", ProgressStyle{"tokens", 1.0});  // a long prompt's prefill
+    gp.on_prompt_progress = [&](int64_t done, int64_t total) {
+        prompt_bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "");
+    };
     server::StopMatcher stop(args.stops);
     std::string generated;
     const auto emit = [&](const std::string& out) {
+        prompt_bar.clear();  // the text takes the line
         generated += out;
         if (args.json || out.empty()) return;
         std::fwrite(out.data(), 1, out.size(), stdout);
@@ -110,6 +116,7 @@ void run(const RunArgs& args) {
         return !stop.stopped();
     });
     emit(stop.flush());
+    prompt_bar.clear();
     const std::string reason = stop.stopped() ? "stop string" : std::string(stop_reason_name(stats.stop));
     if (args.json) {
         nlohmann::json j = stats_json(stats, generated);

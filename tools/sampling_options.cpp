@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
 #include "offload/tier.h"
+#include "tools/load_progress.h"
 #include "tools/numbers.h"
 
 namespace strata::cli {
@@ -46,6 +47,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.session = session_params();
     r.sparsity = sparsity.options();
     apply_llama_options(llama, kv_type, r);
+    r.progress = load_progress();
     return r;
 }
 

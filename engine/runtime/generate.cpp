@@ -1,6 +1,7 @@
 // Prefill / decode loop with sampling and streaming detokenization (generate.h).
 #include "engine/runtime/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/core/error.h"
@@ -51,7 +52,14 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
     stats.seed = sampler.seed();
     stats.n_prompt = static_cast<int64_t>(prompt.size());
     auto start = std::chrono::steady_clock::now();
-    std::span<const float> logits = session.feed(prompt);
+    std::span<const TokenId> unfed = prompt;
+    const auto batch = static_cast<size_t>(std::max<int64_t>(1, session.n_batch()));
+    while (params.on_prompt_progress && unfed.size() > batch) {  // the same passes as one feed()
+        session.prefill(unfed.first(batch));
+        unfed = unfed.subspan(batch);
+        params.on_prompt_progress(static_cast<int64_t>(prompt.size() - unfed.size()), static_cast<int64_t>(prompt.size()));
+    }
+    std::span<const float> logits = session.feed(unfed);
     stats.prompt_seconds = seconds_since(start);
 
     Detokenizer detok(tokenizer);

@@ -20,6 +20,9 @@ struct GenerateParams {
     int64_t n_predict = -1;  // tokens to generate; -1 = until end of generation or context end
     SamplerParams sampler;
     bool stop_at_eog = true;
+    // Called after each forward pass of a prompt longer than one batch: (prompt tokens done,
+    // prompt tokens). The passes are the ones Session::prefill makes, so results do not change.
+    std::function<void(int64_t done, int64_t total)> on_prompt_progress;
 };
 
 enum class StopReason { Length, EndOfGeneration, ContextFull, Callback };

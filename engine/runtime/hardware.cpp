@@ -30,13 +30,25 @@ bool quick_from_env() {
     return v != nullptr && v[0] != '\0' && std::string_view(v) != "0";
 }
 
-// Prints "profiling: step, step, ..." on one line as the steps come.
+// Prints "profiling: step, step, ..." on one line as the steps come, or hands each to on_step.
 struct StepLog {
     std::ostream& log;
+    const std::function<void(std::string_view)>& on_step;
     bool first = true;
+    bool any = false;
     void operator()(std::string_view step) {
+        if (on_step) {
+            on_step(step);
+            any = true;
+            return;
+        }
         log << (first ? "profiling: " : ", ") << step << std::flush;
         first = false;
+    }
+    // The measurements are over: a progress bar ends before the log speaks again.
+    void end() {
+        if (on_step && any) on_step("");
+        any = false;
     }
 };
 
@@ -242,18 +254,19 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     }
     // Without a GPU backend the GPU half is not used: any GPU it records will do.
     if (cached && (gpu_name.empty() || cached->gpu_name == gpu_name)) {
-        StepLog steps{log};
+        StepLog steps{log, request.on_step};
         bool measured = false;
         HardwareProfile view = run_view(*cached, request, quick, steps, measured);
+        steps.end();
         if (measured) {
-            log << "\n";
+            if (!steps.first) log << "\n";
             save(*cached, view, path, log);
         }
         return view;
     }
 
     const auto t0 = std::chrono::steady_clock::now();
-    StepLog steps{log};
+    StepLog steps{log, request.on_step};
     HardwareProfile p;
     if (cached) {
         log << "measuring GPU '" << gpu_name << "': the profile at " << path << " has "
@@ -293,6 +306,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     const HardwareProfile view = run_view(p, request, quick, steps, measured);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!steps.first) log << " (" << fixed(seconds, 1) << " s)\n";
+    steps.end();
     save(p, view, path, log);
     return view;
 }

@@ -8,6 +8,7 @@
 // full one; --reprofile replaces it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -27,6 +28,10 @@ struct ProfileRequest {
     AttentionShape attention;
     // The run's CPU backend: the profile is returned at its thread count (a CpuBackend's).
     Backend* cpu = nullptr;
+    // Called before each measurement ("host read", "cpu gemv q4_K", "disk read" ...) instead of
+    // listing them on the log (a progress bar draws them), and with "" once after the last one,
+    // before anything more is said on the log. Empty: they go to the log.
+    std::function<void(std::string_view step)> on_step;
 };
 
 // The name a profile records for `gpu`: the CUDA device's name, "fake-gpu" for the fake device,

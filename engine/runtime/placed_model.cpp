@@ -157,7 +157,7 @@ void PlacedModel::finish_small_weights() {
 }
 
 PlacedModel::PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
-                         const DiskStreamOptions& disk)
+                         const DiskStreamOptions& disk, const std::function<void(int, int)>& on_layer)
     : model_(model) {
     if (tiers.cpu == nullptr || !is_host(*tiers.cpu)) {
         throw ArgumentError("PlacedModel: the RAM tier needs a host (CPU) backend");
@@ -237,6 +237,7 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
             l.ffn.push_back(p);
         }
         bind_small_weights(l, lw);
+        if (on_layer) on_layer(il + 1, config.n_layer);
     }
     finish_small_weights();
 }

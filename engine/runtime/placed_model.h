@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,8 +75,9 @@ class PlacedModel {
     // Loads `model` as `placement` says. The placement must have passed check_placement for this
     // model; a GPU tier without tiers.gpu, a DISK range inside a split FFN, or a DISK embedding
     // or output matrix throws UnsupportedError. The model and backends must outlive this.
+    // `on_layer` (may be empty) is called after each layer is placed: (layers done, n_layer).
     PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
-                const DiskStreamOptions& disk = {});
+                const DiskStreamOptions& disk = {}, const std::function<void(int, int)>& on_layer = {});
     // Every weight on one backend: host backends read the file mapping in place, device ones
     // get copies.
     PlacedModel(const Model& model, Backend& backend);

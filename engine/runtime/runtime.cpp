@@ -14,6 +14,7 @@
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "kernels_cpu/cpu_backend.h"
+#include "engine/runtime/weight_warmup.h"
 #include "offload/builtin_placement.h"
 #include "offload/disk_profile.h"
 #include "offload/fake_device.h"
@@ -133,6 +134,16 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
             request.attention = {static_cast<int>(c.n_head.at(0)), static_cast<int>(c.n_head_kv.at(0)),
                                  static_cast<int>(c.head_dim_k)};
             request.cpu = cpu_.get();
+            uint64_t n_steps = 0;
+            if (options_.progress) {
+                request.on_step = [&](std::string_view step) {
+                    if (step.empty()) {
+                        options_.progress("profiling", "", n_steps, n_steps);  // done: the bar ends
+                    } else {
+                        options_.progress("profiling", step, ++n_steps, 0);
+                    }
+                };
+            }
             profile_ = load_or_measure_profile(request, log);
         } catch (const Error& e) {
             if (!planning) throw;
@@ -371,8 +382,20 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             estimate_->prefill_s_per_token > 0 ? 1.0 / estimate_->prefill_s_per_token : 0.0;
     }
     if (!options.load_weights) return;
+    std::function<void(int, int)> on_layer;
+    if (options.progress) {
+        on_layer = [&](int done, int total) {
+            options.progress("placing weights", "", static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+        };
+    }
     placed_ = std::make_unique<PlacedModel>(*model_, placement_,
-                                            TierBackends{cpu_.get(), gpu_.get(), options.no_mmap, options.mlock}, disk);
+                                            TierBackends{cpu_.get(), gpu_.get(), options.no_mmap, options.mlock}, disk,
+                                            on_layer);
+    if (options.progress) {
+        warm_up_ram_weights(*model_, placement_, [&](uint64_t done, uint64_t total) {
+            options.progress("reading weights", "", done, total);
+        });
+    }
     const ResidencyStats& placed_stats = placed_->stats();
     if (options.mlock && placed_stats.locked_bytes < placed_stats.ram_weight_bytes) {
         log << "warning: --mlock locked " << format_bytes(placed_stats.locked_bytes) << " of the "

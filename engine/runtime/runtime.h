@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -66,6 +67,12 @@ struct RuntimeOptions {
     // Where profiling and a fallback from the planner to the built-in placement are said (the
     // tools pass std::cerr); null: nowhere.
     std::ostream* log = nullptr;
+    // How loading goes, from this thread: a step, its current item, and how far it is
+    // ("profiling": item = what is measured, done = steps so far, total 0 = unknown until the
+    // last call, which has done == total; "placing weights": layers; "reading weights": bytes).
+    // When set, profiling steps come here instead of the log, and the RAM tier's weights are read
+    // in during the load (weight_warmup.h) instead of during the first prompt. Null: neither.
+    std::function<void(std::string_view step, std::string_view item, uint64_t done, uint64_t total)> progress;
 };
 
 class Runtime {

@@ -60,6 +60,7 @@ public:
 
     const std::vector<TokenId>& tokens() const { return tokens_; }
     int64_t n_ctx() const { return kv_.n_ctx(); }
+    int64_t n_batch() const { return params_.n_batch; }  // prompt tokens per forward pass
     const KvCache& kv_cache() const { return kv_; }
     const Model& model() const { return model_; }
     const PlacedModel& placed() const { return *placed_; }
