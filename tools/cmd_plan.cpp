@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
+#include "engine/model/model_summary.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
 #include "offload/cost_model.h"
@@ -34,7 +35,14 @@ std::string layer_summary(const Placement& p, const TensorTable& table, int il) 
         return t ? std::string(tier_name(*t)) : "-";
     };
     std::string ffn;
-    if (const FfnSplit* s = p.ffn_split(il)) {
+    if (p.tier_of(cat("blk.", il, ".ffn_gate_exps.weight"))) {
+        ffn = cat("router ", tier_of("ffn_gate_inp.weight"), ", experts ", tier_of("ffn_gate_exps.weight"));
+        if (tier_of("ffn_up_exps.weight") != tier_of("ffn_gate_exps.weight") ||
+            tier_of("ffn_down_exps.weight") != tier_of("ffn_gate_exps.weight")) {
+            ffn += cat("/", tier_of("ffn_up_exps.weight"), "/", tier_of("ffn_down_exps.weight"));
+        }
+        if (p.tier_of(cat("blk.", il, ".ffn_gate_shexp.weight"))) ffn += cat(", shared expert ", tier_of("ffn_gate_shexp.weight"));
+    } else if (const FfnSplit* s = p.ffn_split(il)) {
         const auto f = find_ffn_tensors(table, il);
         ffn = cat("split gpu ", s->gpu_end, " / ram ", s->ram_end - s->gpu_end, " / disk ",
                   (f ? f->n_ff : s->ram_end) - s->ram_end, " neurons");
@@ -189,6 +197,14 @@ void plan(const PlanArgs& args) {
                 std::string(type_traits(p.kv_type).name).c_str());
     std::printf("weights: gpu %s | ram %s | disk %s; placed by the %s\n", format_bytes(bytes.gpu).c_str(),
                 format_bytes(bytes.ram).c_str(), format_bytes(bytes.disk).c_str(), runtime.placement_source().c_str());
+    if (const ModelConfig& mc = runtime.model().config(); mc.is_moe()) {
+        const ExpertSummary e = summarize_experts(runtime.model().file().tensors(), mc);
+        std::printf("experts: %lld per layer, %lld active per token, %s per expert (gate+up+down); a token reads %s"
+                    " of %s\n",
+                    static_cast<long long>(e.n_expert), static_cast<long long>(e.n_expert_used),
+                    format_bytes(e.bytes_per_expert).c_str(), format_bytes(e.active_bytes).c_str(),
+                    format_bytes(e.total_bytes).c_str());
+    }
     std::optional<Explainer> explainer;
     if (args.explain && runtime.cost_estimate()) explainer.emplace(runtime, table, p);
     // Runs of layers placed alike, one line each.
