@@ -1,6 +1,6 @@
 // Internal to kernels_cpu: quantized dot-product kernels. One weight row is dotted with up to
-// kQDotMaxCols activation rows quantized to the weight type's partner (facts §2.5), so each
-// weight block is loaded and unpacked once per group of activation rows.
+// kQDotMaxCols activation rows quantized to the weight type's partner (docs/FORMATS.md §2.5), so
+// each weight block is loaded and unpacked once per group of activation rows.
 #pragma once
 
 #include <cstddef>

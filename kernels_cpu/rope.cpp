@@ -1,5 +1,5 @@
 // Rotary position embedding, in place, NORM (adjacent pairs) and NEOX (halves) styles, with
-// linear freq_scale and optional per-dim freq_factors (gguf-facts §3.1). No YaRN.
+// linear freq_scale and optional per-dim freq_factors (docs/FORMATS.md §3.1). No YaRN.
 #include <cmath>
 #include <vector>
 

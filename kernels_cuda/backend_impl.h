@@ -40,6 +40,17 @@ struct CudaBackend::Impl {
     // Called by every op that may write device memory (all but matmul's q8 GEMV and the reads):
     // x_q8 may no longer match the x it was quantized from.
     void forget_quantized_x() { quantized_x.valid = false; }
+    // The q8 activations of m rows of k (backend_matmul.cpp): xq [m][k] int8, then (16-byte
+    // aligned) xds [m][k/32] (d, d·Σq), in the x_q8 scratch block `buf`.
+    struct Q8Scratch {
+        const void* buf;
+        int8_t* xq;
+        float* xds;
+    };
+    Q8Scratch q8_scratch(int64_t m, int64_t k);
+    // Whether an op writing y (RMSNorm, gated activation) should also quantize it for the GEMV
+    // that reads it next: y is few rows of whole q8 blocks and reuse is on.
+    bool fuse_q8(const Tensor& y) const;
 
     // Declaration order is destruction order reversed: the arena outlives every buffer.
     CudaBackendOptions options;

@@ -37,6 +37,18 @@ std::string op_label(const char* kind, const Tensor& w, int64_t m) {
 
 }  // namespace
 
+CudaBackend::Impl::Q8Scratch CudaBackend::Impl::q8_scratch(int64_t m, int64_t k) {
+    const uint64_t ds_offset = (static_cast<uint64_t>(m * k) + 15) / 16 * 16;
+    const uint64_t bytes = ds_offset + static_cast<uint64_t>(m * (k / 32)) * 2 * sizeof(float);
+    auto* buf = static_cast<uint8_t*>(scratch(x_q8, bytes, "matmul q8 activations"));
+    return Q8Scratch{buf, reinterpret_cast<int8_t*>(buf), reinterpret_cast<float*>(buf + ds_offset)};
+}
+
+bool CudaBackend::Impl::fuse_q8(const Tensor& y) const {
+    return options.quantize_activations && options.reuse_quantized_activations && y.ne[0] % 32 == 0 &&
+           y.n_rows() <= options.gemv_max_tokens && y.n_rows() > 0;
+}
+
 void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
     check_matmul(w, x, y);
     if (!codec_supported(w.type)) {
@@ -50,16 +62,14 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
 
     if (m <= s.options.gemv_max_tokens) {
         if (s.options.quantize_activations && gemv_q8_supported(w.type)) {
-            // One scratch block: xq [m][k] int8, then (16-byte aligned) xds [m][k/32] (d, d·Σq).
-            const uint64_t ds_offset = (static_cast<uint64_t>(m * k) + 15) / 16 * 16;
-            const uint64_t bytes = ds_offset + static_cast<uint64_t>(m * (k / 32)) * 2 * sizeof(float);
-            auto* buf = static_cast<uint8_t*>(s.scratch(s.x_q8, bytes, "matmul q8 activations"));
-            auto* xq = reinterpret_cast<int8_t*>(buf);
-            auto* xds = reinterpret_cast<float*>(buf + ds_offset);
+            const Impl::Q8Scratch q8 = s.q8_scratch(m, k);
+            const void* buf = q8.buf;
+            int8_t* xq = q8.xq;
+            float* xds = q8.xds;
             int rows_per_warp = s.options.gemv_rows_per_warp;
             while (rows_per_warp > 1 && n / rows_per_warp < s.sm_count) rows_per_warp /= 2;
-            // x was quantized by the last op, which wrote no other device memory, so x_q8 still
-            // holds it. y never aliases x (Backend's rule), so this product keeps it valid too.
+            // x was quantized by the last op (a quantization, or the RMSNorm / gated activation
+            // that wrote it), which wrote no other device memory, so x_q8 still holds it. y never aliases x (Backend's rule), so this product keeps it valid too.
             Impl::QuantizedX& last = s.quantized_x;
             const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x.data &&
                                last.ne == x.ne && last.nb == x.nb && last.buf == buf;

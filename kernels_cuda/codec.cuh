@@ -1,6 +1,7 @@
-// Block codecs of every GGUF type the CUDA backend reads (facts §2). A row is cut into "items"
-// of 32 elements that line up with one q8 activation block: dequant() gives an item's floats
-// bit-identical to quant/'s reference; decode() gives its quants for a dp4a dot (dp4a types).
+// Block codecs of every GGUF type the CUDA backend reads (docs/FORMATS.md §2). A row is cut into
+// "items" of 32 elements that line up with one q8 activation block: dequant() gives an item's
+// floats bit-identical to quant/'s reference; decode() gives its quants for a dp4a dot (dp4a
+// types).
 #pragma once
 
 #include "kernels_cuda/codec_base.cuh"

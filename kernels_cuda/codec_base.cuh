@@ -168,7 +168,7 @@ STRATA_HD float e8m0_half_to_float(uint8_t e) {
     return bits_to_float(e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23));
 }
 
-// 6-bit scale and min of sub-block s of the 12 packed bytes of Q4_K / Q5_K (facts §2.2).
+// 6-bit scale and min of sub-block s of the 12 packed bytes of Q4_K / Q5_K (docs/FORMATS.md §2.2).
 STRATA_HD void scale_min_k4(const uint8_t* q, int s, int& sc, int& m) {
     if (s < 4) {
         sc = q[s] & 63;

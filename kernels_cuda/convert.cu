@@ -79,16 +79,7 @@ __global__ void quantize_q8_kernel(F32View x, int8_t* xq, float* xds) {
     for (int64_t t = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32; t < total;
          t += warps) {
         const float v = x.row(t / n_blocks)[(t % n_blocks) * 32 + lane];
-        // fmaxf from 0 as quantize_q8_act's loop: a NaN drops out of the max there too.
-        const float d = warp_max(fmaxf(0.0f, fabsf(v))) / 127.0f;
-        const float id = d > 0.0f ? 1.0f / d : 0.0f;
-        const int r = static_cast<int>(roundf(mul_rn(v, id)));
-        const int q = r < -127 ? -127 : (r > 127 ? 127 : r);
-        xq[t * 32 + lane] = static_cast<int8_t>(q);  // [m][k] is [m·k/32] blocks of 32
-        int sum = q;  // (__reduce_add_sync would need sm_80)
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
-        if (lane == 0) reinterpret_cast<float2*>(xds)[t] = make_float2(d, mul_rn(d, static_cast<float>(sum)));
+        quantize_q8_warp(v, lane, xq + t * 32, reinterpret_cast<float2*>(xds) + t);  // [m][k]: m·k/32 blocks
     }
 }
 

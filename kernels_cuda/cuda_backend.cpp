@@ -288,7 +288,12 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Ten
         w = weight->as<const float>();
     }
     if (!(eps >= 0.0f)) throw ArgumentError(cat("rms_norm: eps = ", eps, ", expected >= 0"));
-    cuda::rms_norm(f32_view(x), w, eps, f32_view(y), impl_->stream);
+    // Decode rows: y is quantized for the q8 GEMV in the same kernel (the next matmul reuses it).
+    Impl& s = *impl_;
+    const Impl::Q8Scratch q8 = s.fuse_q8(y) ? s.q8_scratch(y.n_rows(), y.ne[0]) : Impl::Q8Scratch{nullptr, nullptr, nullptr};
+    if (cuda::rms_norm(f32_view(x), w, eps, f32_view(y), q8.xq, q8.xds, s.stream)) {
+        s.quantized_x = Impl::QuantizedX{true, y.data, y.ne, y.nb, q8.buf};
+    }
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
@@ -333,7 +338,11 @@ void CudaBackend::gated_activation(const Tensor& gate, const Tensor& up, Activat
         throw UnsupportedError(cat("gated_activation: activation id ", static_cast<int>(act),
                                    " is not supported on the CUDA backend"));
     }
-    cuda::gated_activation(f32_view(gate), f32_view(up), act, f32_view(y), impl_->stream);
+    Impl& s = *impl_;
+    const Impl::Q8Scratch q8 = s.fuse_q8(y) ? s.q8_scratch(y.n_rows(), y.ne[0]) : Impl::Q8Scratch{nullptr, nullptr, nullptr};
+    if (cuda::gated_activation(f32_view(gate), f32_view(up), act, f32_view(y), q8.xq, q8.xds, s.stream)) {
+        s.quantized_x = Impl::QuantizedX{true, y.data, y.ne, y.nb, q8.buf};
+    }
 }
 
 void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p) {

@@ -28,6 +28,45 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// The q8 block of 32 values held one per lane, as quantize_rows_q8 writes it: xq[lane], and from
+// lane 0 ds = (d, d·Σq). Every lane of the warp must call it.
+__device__ __forceinline__ void quantize_q8_warp(float v, int lane, int8_t* xq, float2* ds) {
+    // fmaxf from 0 as quantize_q8_act's loop: a NaN drops out of the max there too.
+    const float d = warp_max(fmaxf(0.0f, fabsf(v))) / 127.0f;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    const int r = static_cast<int>(roundf(mul_rn(v, id)));
+    const int q = r < -127 ? -127 : (r > 127 ? 127 : r);
+    xq[lane] = static_cast<int8_t>(q);
+    int sum = q;  // (__reduce_add_sync would need sm_80)
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
+    if (lane == 0) *ds = make_float2(d, mul_rn(d, static_cast<float>(sum)));
+}
+
+// The same block held as one float4 by each of 8 aligned lanes (g = lane % 8 holds elements
+// 4g..4g+3); every lane of the warp must call it, and writes only where `write`.
+__device__ __forceinline__ void quantize_q8_lanes8(float4 v, int g, bool write, int8_t* xq, float2* ds) {
+    float a = fmaxf(fmaxf(fmaxf(0.0f, fabsf(v.x)), fmaxf(0.0f, fabsf(v.y))),
+                    fmaxf(fmaxf(0.0f, fabsf(v.z)), fmaxf(0.0f, fabsf(v.w))));
+#pragma unroll
+    for (int o = 4; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(kFullMask, a, o));
+    const float d = a / 127.0f;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    const float f[4] = {v.x, v.y, v.z, v.w};
+    int q[4], sum = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = static_cast<int>(roundf(mul_rn(f[i], id)));
+        q[i] = r < -127 ? -127 : (r > 127 ? 127 : r);
+        sum += q[i];
+    }
+    if (write) *reinterpret_cast<char4*>(xq + 4 * g) = make_char4(static_cast<signed char>(q[0]), static_cast<signed char>(q[1]),
+                                                       static_cast<signed char>(q[2]), static_cast<signed char>(q[3]));
+#pragma unroll
+    for (int o = 4; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
+    if (write && g == 0) *ds = make_float2(d, mul_rn(d, static_cast<float>(sum)));
+}
+
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
 __device__ __forceinline__ float block_sum(float v) {
     __shared__ float partial[32];

@@ -19,8 +19,10 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 enum class Op : int { Add, AddBroadcast, Scale, Softcap, Silu, GeluTanh };
 
 // One kernel for every element-wise op: y = op(a, b) with a scalar parameter p.
+// With xq (gated activations, ne0 % 32 == 0): y also quantized to q8 blocks as quantize_rows_q8
+// would (xq [rows][ne0], xds [rows][ne0/32]); a warp's 32 lanes are one block of a row.
 template <Op kOp>
-__global__ void elementwise_kernel(F32View a, F32View b, F32View y, float p, float p2) {
+__global__ void elementwise_kernel(F32View a, F32View b, F32View y, float p, float p2, int8_t* xq, float2* xds) {
     for (int64_t r = blockIdx.y; r < a.n_rows; r += gridDim.y) {
         const float* ar = a.row(r);
         const float* br = b.row(kOp == Op::AddBroadcast ? 0 : r);  // b is a for scale/softcap
@@ -31,18 +33,22 @@ __global__ void elementwise_kernel(F32View a, F32View b, F32View y, float p, flo
             if constexpr (kOp == Op::Add || kOp == Op::AddBroadcast) yr[i] = v + br[i];
             if constexpr (kOp == Op::Scale) yr[i] = v * p;
             if constexpr (kOp == Op::Softcap) yr[i] = p * tanhf(v * p2);
-            if constexpr (kOp == Op::Silu) yr[i] = silu(v) * br[i];
-            if constexpr (kOp == Op::GeluTanh) yr[i] = gelu_tanh(v) * br[i];
+            if constexpr (kOp == Op::Silu || kOp == Op::GeluTanh) {
+                const float g = (kOp == Op::Silu ? silu(v) : gelu_tanh(v)) * br[i];
+                yr[i] = g;
+                if (xq != nullptr) quantize_q8_warp(g, static_cast<int>(i % 32), xq + r * a.ne0 + i / 32 * 32, xds + r * (a.ne0 / 32) + i / 32);
+            }
         }
     }
 }
 
 template <Op kOp>
-void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t stream) {
+void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t stream, int8_t* xq = nullptr,
+            float* xds = nullptr) {
     if (a.n_rows == 0 || a.ne0 == 0) return;
     const dim3 grid(capped_blocks(a.ne0, kThreads),
                     static_cast<unsigned>(a.n_rows < kMaxGridY ? a.n_rows : kMaxGridY));
-    elementwise_kernel<kOp><<<grid, kThreads, 0, stream>>>(a, b, y, p, p2);
+    elementwise_kernel<kOp><<<grid, kThreads, 0, stream>>>(a, b, y, p, p2, xq, reinterpret_cast<float2*>(xds));
     CUDA_CHECK_LAUNCH("elementwise_kernel");
 }
 
@@ -72,9 +78,12 @@ void softcap(F32View x, float cap, cudaStream_t stream) {
     launch<Op::Softcap>(x, x, x, cap, 1.0f / cap, stream);
 }
 
-void gated_activation(F32View gate, F32View up, Activation act, F32View y, cudaStream_t stream) {
-    if (act == Activation::Silu) launch<Op::Silu>(gate, up, y, 0.0f, 0.0f, stream);
-    else launch<Op::GeluTanh>(gate, up, y, 0.0f, 0.0f, stream);
+bool gated_activation(F32View gate, F32View up, Activation act, F32View y, int8_t* xq, float* xds,
+                      cudaStream_t stream) {
+    if (xq != nullptr && gate.ne0 % 32 != 0) xq = nullptr;
+    if (act == Activation::Silu) launch<Op::Silu>(gate, up, y, 0.0f, 0.0f, stream, xq, xds);
+    else launch<Op::GeluTanh>(gate, up, y, 0.0f, 0.0f, stream, xq, xds);
+    return xq != nullptr && gate.n_rows > 0 && gate.ne0 > 0;
 }
 
 }  // namespace strata::cuda

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <string_view>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/core/timing.h"
@@ -102,12 +105,148 @@ double matmul_seconds(CudaBackend& backend, const Tensor& w, const Tensor& x, Te
     return batch / reps;
 }
 
+// What every measuring step needs: the backend, the options, the copy stream and the sizes
+// that fit the arena.
+struct Measuring {
+    CudaBackend& backend;
+    const GpuProfileOptions& options;
+    const Stream& stream;
+    uint64_t matrix_bytes = 0;
+    uint64_t transfer_bytes = 0;
+
+    void step(std::string_view what) const {
+        if (options.progress) options.progress(what);
+    }
+    double time(const std::function<void()>& fn) const { return best_time(fn, options.budget_per_step); }
+};
+
+// Device memory read + write rate, as a device-to-device copy.
+void measure_read(const Measuring& m, GpuProfile& p) {
+    m.step("gpu read");
+    Buffer a = m.backend.allocate(m.matrix_bytes, "gpu profile copy source");
+    Buffer b = m.backend.allocate(m.matrix_bytes, "gpu profile copy destination");
+    CUDA_CHECK(cudaMemsetAsync(a.data(), 1, m.matrix_bytes, m.stream.get()));
+    const double s = m.time([&] {
+        CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), m.matrix_bytes, cudaMemcpyDeviceToDevice, m.stream.get()));
+        m.stream.synchronize();
+    });
+    p.read_gbs = 2.0 * static_cast<double>(m.matrix_bytes) / s / 1e9;  // read + write
+}
+
+// Pinned host <-> device copy rates.
+void measure_transfers(const Measuring& m, GpuProfile& p) {
+    m.step("host to device");
+    PinnedBuffer host(m.transfer_bytes);
+    Buffer dev = m.backend.allocate(m.transfer_bytes, "gpu profile transfer");
+    const auto copy_seconds = [&](void* to, const void* from, cudaMemcpyKind kind) {
+        return m.time([&] {
+            CUDA_CHECK(cudaMemcpyAsync(to, from, m.transfer_bytes, kind, m.stream.get()));
+            m.stream.synchronize();
+        });
+    };
+    p.h2d_gbs = static_cast<double>(m.transfer_bytes) / copy_seconds(dev.data(), host.data(), cudaMemcpyHostToDevice) / 1e9;
+    m.step("device to host");
+    p.d2h_gbs = static_cast<double>(m.transfer_bytes) / copy_seconds(host.data(), dev.data(), cudaMemcpyDeviceToHost) / 1e9;
+}
+
+// The executor's small copies (a residual row, a partial sum) go through copy_in and copy_out;
+// half a round trip is one copy with its synchronisation.
+void measure_transfer_latency(const Measuring& m, GpuProfile& p) {
+    m.step("transfer latency");
+    std::vector<float> host_in(1024, 0.5f), host_out(1024);
+    Tensor src = Tensor::contiguous(GgmlType::F32, host_in.data(), {1024});
+    Tensor dst = Tensor::contiguous(GgmlType::F32, host_out.data(), {1024});
+    DeviceTensor dev = m.backend.allocate(GgmlType::F32, {1024}, "gpu profile latency");
+    const double s = best_time(
+        [&] {
+            m.backend.copy_in(src, dev.tensor);
+            m.backend.copy_out(dev.tensor, dst);
+        },
+        m.options.budget_per_step / 2);
+    p.transfer_latency_us = s / 2 * 1e6;
+}
+
+// One small op launched alone and, as a decode step runs with every weight on the GPU,
+// recorded in a graph, updated and launched.
+void measure_op_costs(const Measuring& m, GpuProfile& p) {
+    m.step("gpu op");
+    constexpr int64_t kWidth = 4096;
+    constexpr int kReps = 200;
+    std::vector<float> host(2 * kWidth);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = 0.25f * static_cast<float>(i % 7);
+    DeviceTensor ab = m.backend.upload(Tensor::contiguous(GgmlType::F32, host.data(), {kWidth, 2}), "gpu profile op");
+    DeviceTensor out = m.backend.allocate(GgmlType::F32, {kWidth}, "gpu profile op output");
+    auto* rows = static_cast<float*>(ab.tensor.data);
+    const Tensor a1 = Tensor::contiguous(GgmlType::F32, rows, {kWidth}, MemoryKind::Device);
+    const Tensor b1 = Tensor::contiguous(GgmlType::F32, rows + kWidth, {kWidth}, MemoryKind::Device);
+    const double batch = m.time([&] {
+        for (int r = 0; r < kReps; ++r) m.backend.add(a1, b1, out.tensor);
+        m.backend.synchronize();
+    });
+    p.op_us = batch / kReps * 1e6;
+    const double graph = m.time([&] {
+        m.backend.begin_graph();
+        for (int r = 0; r < kReps; ++r) m.backend.add(a1, b1, out.tensor);
+        m.backend.end_graph();
+        m.backend.synchronize();
+    });
+    p.graph_node_us = graph / kReps * 1e6;
+}
+
+// A GEMV over w ([k, n], Q4_K) and its input x: the fixed cost beyond the bytes of products of
+// small models' sizes (each slice out of L2 by the time it comes round), then the prefill rate on
+// a slice of w, whose output is n_tokens times wider.
+void measure_floors_and_prefill(const Measuring& m, const Tensor& w, const Tensor& x, Tensor& y, double gemv_gbs,
+                                GpuProfile& p) {
+    m.step("gpu gemv floor");
+    const int64_t k = w.ne[0], n = w.ne[1];
+    const auto floor_us = [&](int64_t slice_rows) {
+        const int64_t slice = std::min<int64_t>(n, slice_rows);
+        const int64_t n_slices = n / slice;
+        Tensor y_slice = Tensor::contiguous(GgmlType::F32, y.data, {slice, 1}, MemoryKind::Device);
+        const double batch = m.time([&] {
+            for (int64_t i = 0; i < n_slices; ++i) m.backend.matmul(w.rows(i * slice, slice), x, y_slice);
+            m.backend.synchronize();
+        });
+        const double per = batch / static_cast<double>(n_slices);
+        const double bytes = static_cast<double>(w.rows(0, slice).n_bytes());
+        return std::max(0.0, per - bytes / (gemv_gbs * 1e9)) * 1e6;
+    };
+    p.gemv_floor_us = floor_us(2048);
+    p.gemv_tiny_floor_us = floor_us(256);
+    m.step("gpu prefill");
+    const int64_t tokens = m.options.prefill_tokens;
+    const int64_t rows = std::min<int64_t>(n, 8192);
+    DeviceTensor xb = random_input(m.backend, k, tokens);
+    DeviceTensor yb = m.backend.allocate(GgmlType::F32, {rows, tokens}, "gpu profile prefill output");
+    const double s = matmul_seconds(m.backend, w.rows(0, rows), xb.tensor, yb.tensor, 2, m.options.budget_per_step);
+    p.prefill_gflops = 2.0 * static_cast<double>(k * rows * tokens) / s / 1e9;
+}
+
+// The GEMV rate of each type (a type the backend cannot multiply is left out: the cost model
+// falls back to the read rate for it); Q4_K also gives the floors and the prefill rate.
+void measure_gemvs(const Measuring& m, GpuProfile& p) {
+    constexpr int64_t k = 4096;
+    for (GgmlType type : m.options.types) {
+        const std::string name(type_traits(type).name);
+        m.step(cat("gpu gemv ", name));
+        const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(m.matrix_bytes / row_bytes(type, k)));
+        DeviceTensor w = random_matrix(m.backend, m.stream, type, k, n);
+        DeviceTensor x = random_input(m.backend, k, 1);
+        DeviceTensor y = m.backend.allocate(GgmlType::F32, {n, 1}, "gpu profile output");
+        try {
+            const double s = matmul_seconds(m.backend, w.tensor, x.tensor, y.tensor, 10, m.options.budget_per_step);
+            p.gemv_gbs[name] = static_cast<double>(w.tensor.n_bytes()) / s / 1e9;
+        } catch (const UnsupportedError&) {
+            continue;
+        }
+        if (type == GgmlType::Q4_K) measure_floors_and_prefill(m, w.tensor, x.tensor, y.tensor, p.gemv_gbs[name], p);
+    }
+}
+
 }  // namespace
 
 GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& options) {
-    const auto step = [&](std::string_view what) {
-        if (options.progress) options.progress(what);
-    };
     const int device = backend.options().device;
     CUDA_CHECK(cudaSetDevice(device));
     cudaDeviceProp prop{};
@@ -118,141 +257,18 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
 
     // Room in the arena: a matrix (or two copy buffers) plus its input and output.
     const uint64_t room = backend.arena().largest_free() / 3;
-    const uint64_t matrix_bytes = std::min(options.matrix_bytes, room);
-    const uint64_t transfer_bytes = std::min(options.transfer_bytes, room);
-    if (matrix_bytes < (4ull << 20)) {
+    const Stream stream;
+    const Measuring m{backend, options, stream, std::min(options.matrix_bytes, room),
+                      std::min(options.transfer_bytes, room)};
+    if (m.matrix_bytes < (4ull << 20)) {
         throw BudgetError(cat("cannot profile the GPU: its arena has ", backend.arena().largest_free() >> 20,
                               " MiB free in one block; at least 12 MiB is needed (raise --gpu-mem)"));
     }
-    const Stream stream;
-
-    step("gpu read");
-    {
-        Buffer a = backend.allocate(matrix_bytes, "gpu profile copy source");
-        Buffer b = backend.allocate(matrix_bytes, "gpu profile copy destination");
-        CUDA_CHECK(cudaMemsetAsync(a.data(), 1, matrix_bytes, stream.get()));
-        const double s = best_time(
-            [&] {
-                CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), matrix_bytes, cudaMemcpyDeviceToDevice, stream.get()));
-                stream.synchronize();
-            },
-            options.budget_per_step);
-        p.read_gbs = 2.0 * static_cast<double>(matrix_bytes) / s / 1e9;  // read + write
-    }
-
-    step("host to device");
-    {
-        PinnedBuffer host(transfer_bytes);
-        Buffer dev = backend.allocate(transfer_bytes, "gpu profile transfer");
-        const double up = best_time(
-            [&] {
-                CUDA_CHECK(cudaMemcpyAsync(dev.data(), host.data(), transfer_bytes, cudaMemcpyHostToDevice, stream.get()));
-                stream.synchronize();
-            },
-            options.budget_per_step);
-        p.h2d_gbs = static_cast<double>(transfer_bytes) / up / 1e9;
-        step("device to host");
-        const double down = best_time(
-            [&] {
-                CUDA_CHECK(cudaMemcpyAsync(host.data(), dev.data(), transfer_bytes, cudaMemcpyDeviceToHost, stream.get()));
-                stream.synchronize();
-            },
-            options.budget_per_step);
-        p.d2h_gbs = static_cast<double>(transfer_bytes) / down / 1e9;
-    }
-
-    step("transfer latency");
-    {
-        // The executor's small copies (a residual row, a partial sum) go through copy_in and
-        // copy_out; half a round trip is one copy with its synchronisation.
-        std::vector<float> host_in(1024, 0.5f), host_out(1024);
-        Tensor src = Tensor::contiguous(GgmlType::F32, host_in.data(), {1024});
-        Tensor dst = Tensor::contiguous(GgmlType::F32, host_out.data(), {1024});
-        DeviceTensor dev = backend.allocate(GgmlType::F32, {1024}, "gpu profile latency");
-        const double s = best_time(
-            [&] {
-                backend.copy_in(src, dev.tensor);
-                backend.copy_out(dev.tensor, dst);
-            },
-            options.budget_per_step / 2);
-        p.transfer_latency_us = s / 2 * 1e6;
-    }
-
-    step("gpu op");
-    {
-        constexpr int64_t kWidth = 4096;
-        constexpr int kReps = 200;
-        std::vector<float> host(2 * kWidth);
-        for (size_t i = 0; i < host.size(); ++i) host[i] = 0.25f * static_cast<float>(i % 7);
-        DeviceTensor ab = backend.upload(Tensor::contiguous(GgmlType::F32, host.data(), {kWidth, 2}), "gpu profile op");
-        DeviceTensor out = backend.allocate(GgmlType::F32, {kWidth}, "gpu profile op output");
-        auto* rows = static_cast<float*>(ab.tensor.data);
-        const Tensor a1 = Tensor::contiguous(GgmlType::F32, rows, {kWidth}, MemoryKind::Device);
-        const Tensor b1 = Tensor::contiguous(GgmlType::F32, rows + kWidth, {kWidth}, MemoryKind::Device);
-        const double batch = best_time(
-            [&] {
-                for (int r = 0; r < kReps; ++r) backend.add(a1, b1, out.tensor);
-                backend.synchronize();
-            },
-            options.budget_per_step);
-        p.op_us = batch / kReps * 1e6;
-        // As a decode step runs with every weight on the GPU: recorded, updated, launched.
-        const double graph = best_time(
-            [&] {
-                backend.begin_graph();
-                for (int r = 0; r < kReps; ++r) backend.add(a1, b1, out.tensor);
-                backend.end_graph();
-                backend.synchronize();
-            },
-            options.budget_per_step);
-        p.graph_node_us = graph / kReps * 1e6;
-    }
-
-    constexpr int64_t k = 4096;
-    for (GgmlType type : options.types) {
-        const std::string name(type_traits(type).name);
-        step(cat("gpu gemv ", name));
-        const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(matrix_bytes / row_bytes(type, k)));
-        DeviceTensor w = random_matrix(backend, stream, type, k, n);
-        DeviceTensor x = random_input(backend, k, 1);
-        DeviceTensor y = backend.allocate(GgmlType::F32, {n, 1}, "gpu profile output");
-        try {
-            const double s = matmul_seconds(backend, w.tensor, x.tensor, y.tensor, 10, options.budget_per_step);
-            p.gemv_gbs[name] = static_cast<double>(w.tensor.n_bytes()) / s / 1e9;
-        } catch (const UnsupportedError&) {
-            continue;  // left out: the cost model falls back to the read rate for it
-        }
-        if (type != GgmlType::Q4_K) continue;
-        // Matrices of small models' sizes, each slice out of L2 by the time it comes round.
-        step("gpu gemv floor");
-        const auto floor_us = [&](int64_t slice_rows) {
-            const int64_t slice = std::min<int64_t>(n, slice_rows);
-            const int64_t n_slices = n / slice;
-            Tensor y_slice = Tensor::contiguous(GgmlType::F32, y.tensor.data, {slice, 1}, MemoryKind::Device);
-            const double batch = best_time(
-                [&] {
-                    for (int64_t i = 0; i < n_slices; ++i) {
-                        backend.matmul(w.tensor.rows(i * slice, slice), x.tensor, y_slice);
-                    }
-                    backend.synchronize();
-                },
-                options.budget_per_step);
-            const double per = batch / static_cast<double>(n_slices);
-            const double bytes = static_cast<double>(w.tensor.rows(0, slice).n_bytes());
-            return std::max(0.0, per - bytes / (p.gemv_gbs[name] * 1e9)) * 1e6;
-        };
-        p.gemv_floor_us = floor_us(2048);
-        p.gemv_tiny_floor_us = floor_us(256);
-        // The prefill rate on a slice of this matrix: its output is n_tokens times wider.
-        step("gpu prefill");
-        const int64_t tokens = options.prefill_tokens;
-        const int64_t rows = std::min<int64_t>(n, 8192);
-        const Tensor w_part = w.tensor.rows(0, rows);
-        DeviceTensor xb = random_input(backend, k, tokens);
-        DeviceTensor yb = backend.allocate(GgmlType::F32, {rows, tokens}, "gpu profile prefill output");
-        const double s = matmul_seconds(backend, w_part, xb.tensor, yb.tensor, 2, options.budget_per_step);
-        p.prefill_gflops = 2.0 * static_cast<double>(k * rows * tokens) / s / 1e9;
-    }
+    measure_read(m, p);
+    measure_transfers(m, p);
+    measure_transfer_latency(m, p);
+    measure_op_costs(m, p);
+    measure_gemvs(m, p);
     backend.synchronize();
     return p;
 }

@@ -77,11 +77,14 @@ void gemv_float(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_
                 F32View y, cudaStream_t stream);
 
 // ---- norm.cu, elementwise.cu, rope.cu: f32 ops on views (y may alias x where Backend says).
-void rms_norm(F32View x, const float* weight, float eps, F32View y, cudaStream_t stream);
+// rms_norm and gated_activation also write y as q8 blocks (quantize_rows_q8's layout) when xq
+// and xds are given and the row length is a multiple of 32; they return whether they did.
+bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, cudaStream_t stream);
 void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream);
 void scale(F32View x, float s, cudaStream_t stream);
 void softcap(F32View x, float cap, cudaStream_t stream);
-void gated_activation(F32View gate, F32View up, Activation act, F32View y, cudaStream_t stream);
+bool gated_activation(F32View gate, F32View up, Activation act, F32View y, int8_t* xq, float* xds,
+                      cudaStream_t stream);
 // slot[0] = token, slot[1] = position (device int32 [2]): the values a replayed step graph reads.
 void set_step_slot(int32_t* slot, int32_t token, int32_t position, cudaStream_t stream);
 

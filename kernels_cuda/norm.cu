@@ -12,8 +12,11 @@ constexpr int kMaxVec = 8;  // float4s a thread keeps: rows up to 4 · 8 · 1024
 // thread keeps its kVec float4s in registers from the sum to the scaling, so x is read once and
 // a decode row (one block) has all its loads in flight together. In place is safe: each thread
 // rewrites only the elements it read, after block_sum has synchronised the block.
+// With xq: y is also quantized to q8 blocks (xq [rows][ne0], xds [rows][ne0/32]) as
+// quantize_rows_q8 would, for the GEMV that reads it next (ne0 % 32 == 0).
 template <int kVec>
-__global__ void rms_norm_vec_kernel(F32View x, const float4* __restrict__ weight, float eps, F32View y) {
+__global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, const float4* __restrict__ weight, float eps, F32View y,
+                                    int8_t* xq, float2* xds) {
     const int64_t n4 = x.ne0 / 4;
     for (int64_t r = blockIdx.x; r < x.n_rows; r += gridDim.x) {
         const float4* xr = reinterpret_cast<const float4*>(x.row(r));
@@ -31,13 +34,16 @@ __global__ void rms_norm_vec_kernel(F32View x, const float4* __restrict__ weight
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
             const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
-            if (i >= n4) break;
+            const bool ok = i < n4;
+            if (!ok && xq == nullptr) break;  // with xq every lane takes part in the shuffles
             float4 o = make_float4(v[j].x * inv, v[j].y * inv, v[j].z * inv, v[j].w * inv);
-            if (weight != nullptr) {
+            if (weight != nullptr && ok) {
                 const float4 w = weight[i];
                 o = make_float4(o.x * w.x, o.y * w.y, o.z * w.z, o.w * w.w);
             }
-            yr[i] = o;
+            if (ok) yr[i] = o;
+            // 8 lanes hold a 32-element block; n4 % 8 == 0, so a group is all in or all out.
+            if (xq != nullptr) quantize_q8_lanes8(o, static_cast<int>(i % 8), ok, xq + r * x.ne0 + (i / 8) * 32, xds + r * (x.ne0 / 32) + i / 8);
         }
     }
 }
@@ -69,29 +75,34 @@ bool rows_aligned16(const F32View& v) {
 }
 
 template <int kVec>
-void launch_vec(F32View x, const float* weight, float eps, F32View y, unsigned blocks, cudaStream_t stream) {
+void launch_vec(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, unsigned blocks,
+                cudaStream_t stream) {
     const int64_t n4 = x.ne0 / 4;
     const int threads = static_cast<int>((n4 + kVec - 1) / kVec + 31) / 32 * 32;
-    rms_norm_vec_kernel<kVec><<<blocks, threads, 0, stream>>>(x, reinterpret_cast<const float4*>(weight), eps, y);
+    rms_norm_vec_kernel<kVec><<<blocks, threads, 0, stream>>>(x, reinterpret_cast<const float4*>(weight), eps, y, xq,
+                                                              reinterpret_cast<float2*>(xds));
     CUDA_CHECK_LAUNCH("rms_norm_vec_kernel");
 }
 
 }  // namespace
 
-void rms_norm(F32View x, const float* weight, float eps, F32View y, cudaStream_t stream) {
-    if (x.n_rows == 0 || x.ne0 == 0) return;
+bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, cudaStream_t stream) {
+    if (x.n_rows == 0 || x.ne0 == 0) return false;
+    if (xq != nullptr && x.ne0 % 32 != 0) xq = nullptr;
     const unsigned blocks = static_cast<unsigned>(x.n_rows < kMaxGridX ? x.n_rows : kMaxGridX);
     const int64_t n4 = x.ne0 / 4;
     if (x.ne0 % 4 == 0 && n4 <= int64_t{kMaxVec} * kMaxThreads && rows_aligned16(x) && rows_aligned16(y) &&
         (weight == nullptr || aligned16(weight))) {
-        if (n4 <= kMaxThreads) return launch_vec<1>(x, weight, eps, y, blocks, stream);
-        if (n4 <= 2 * kMaxThreads) return launch_vec<2>(x, weight, eps, y, blocks, stream);
-        if (n4 <= 4 * kMaxThreads) return launch_vec<4>(x, weight, eps, y, blocks, stream);
-        return launch_vec<kMaxVec>(x, weight, eps, y, blocks, stream);
+        if (n4 <= kMaxThreads) launch_vec<1>(x, weight, eps, y, xq, xds, blocks, stream);
+        else if (n4 <= 2 * kMaxThreads) launch_vec<2>(x, weight, eps, y, xq, xds, blocks, stream);
+        else if (n4 <= 4 * kMaxThreads) launch_vec<4>(x, weight, eps, y, xq, xds, blocks, stream);
+        else launch_vec<kMaxVec>(x, weight, eps, y, xq, xds, blocks, stream);
+        return xq != nullptr;
     }
     const int threads = x.ne0 <= 256 ? 64 : (x.ne0 <= 2048 ? 256 : 512);
     rms_norm_kernel<<<blocks, threads, 0, stream>>>(x, weight, eps, y);
     CUDA_CHECK_LAUNCH("rms_norm_kernel");
+    return false;
 }
 
 }  // namespace strata::cuda

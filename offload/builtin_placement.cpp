@@ -18,6 +18,7 @@ struct LayerFfn {
     int64_t gpu_end = 0;
     int64_t ram_end = 0;
     bool ram_done = false;
+    bool pinned = false;  // placed by the rules: on the GPU (gpu_end == n_ff) or off it
 };
 
 class Planner {
@@ -29,6 +30,8 @@ class Planner {
         classify();
         size_kv();
         check_budgets();
+        pins_ = resolve_rules(table_, params_.rules);
+        place_pinned();
         fill_gpu();
         place_token_embd();
         fill_ram();
@@ -149,8 +152,17 @@ class Planner {
     }
 
     // A must-stay item: the GPU while it is open and has room, else RAM, else the GPU's leftover.
-    Tier place_must(uint64_t bytes, const std::string& what) {
+    Tier place_must(uint64_t bytes, const std::string& what, bool gpu_ok = true) {
         must_left_ -= bytes;
+        if (!gpu_ok) {
+            if (bytes <= ram_left_) {
+                ram_left_ -= bytes;
+                return Tier::Ram;
+            }
+            throw BudgetError(cat(what, " (", format_bytes(bytes), ") is kept off the GPU by -ngl/-ot and RAM has ",
+                                  format_bytes(ram_left_), " left; raise the RAM budget by ",
+                                  format_bytes(bytes - ram_left_), " or let the GPU hold it"));
+        }
         if (gpu_open_ && bytes <= gpu_left_) {
             gpu_left_ -= bytes;
             return Tier::Gpu;
@@ -169,9 +181,40 @@ class Planner {
                               " left; raise the RAM budget by ", format_bytes(bytes - ram_left_)));
     }
 
+    bool is_must(size_t i) const {
+        return role_[i] == Role::Small || (token_embd_ && i == *token_embd_) || (output_ && i == *output_);
+    }
+
+    // The tensors the rules put on the GPU, before anything else (FFN triples whole).
+    void place_pinned() {
+        const uint64_t bytes = pinned_gpu_bytes(table_, pins_);
+        if (bytes == 0) return;
+        if (bytes > gpu_left_) {
+            throw BudgetError(cat("-ot puts ", format_bytes(bytes), " of tensors on the GPU but its budget leaves ",
+                                  format_bytes(gpu_left_), " for weights; raise --gpu-mem or match fewer tensors"));
+        }
+        gpu_left_ -= bytes;
+        for (size_t i = 0; i < role_.size(); ++i) {
+            if (!pins_.on_gpu(i)) continue;
+            if (is_must(i)) must_left_ -= table_.tensors[i].bytes;
+            if (role_[i] != Role::Ffn) {
+                tier_[i] = Tier::Gpu;
+                continue;
+            }
+            LayerFfn& ffn = ffn_[static_cast<size_t>(tensor_layer(table_.tensors[i].name))];
+            ffn.gpu_end = ffn.ram_end = ffn.tensors->n_ff;
+            ffn.pinned = true;
+        }
+    }
+
     void place_tensor_gpu_phase(size_t i) {
         const TensorEntry& t = table_.tensors[i];
-        if (role_[i] == Role::Small || (token_embd_ && i == *token_embd_) || (output_ && i == *output_)) {
+        if (tier_[i]) return;  // pinned to the GPU
+        if (!pins_.gpu_ok(i)) {  // kept off the GPU: skipped without closing it
+            if (is_must(i)) tier_[i] = place_must(t.bytes, cat("tensor ", t.name), false);
+            return;
+        }
+        if (is_must(i)) {
             tier_[i] = place_must(t.bytes, cat("tensor ", t.name));
         } else if (try_gpu(t.bytes)) {
             tier_[i] = Tier::Gpu;
@@ -203,12 +246,19 @@ class Planner {
             const auto l = static_cast<size_t>(layer);
             std::vector<size_t> attn;
             uint64_t attn_bytes = 0;
+            bool allowed = pins_.kv_ok(layer);
             for_role(Role::Attn, [&](size_t i) {
-                if (tensor_layer(table_.tensors[i].name) != layer) return;
+                if (tensor_layer(table_.tensors[i].name) != layer || tier_[i]) return;
                 attn.push_back(i);
                 attn_bytes += table_.tensors[i].bytes;
+                allowed = allowed && pins_.gpu_ok(i);
             });
-            // The KV part is must-stay: only the attention weights need the room check.
+            // The KV part is must-stay: only the attention weights need the room check. A layer
+            // the rules keep off the GPU is skipped without closing it.
+            if (!allowed) {
+                kv_[l] = place_must(kv_bytes_[l], cat("the KV cache of layer ", layer), pins_.kv_ok(layer));
+                continue;
+            }
             if (gpu_open_ && kv_bytes_[l] + attn_bytes <= gpu_left_ && attn_bytes <= gpu_room()) {
                 for (size_t i : attn)
                     tier_[i] = Tier::Gpu;
@@ -230,7 +280,8 @@ class Planner {
                 if (tensor_layer(table_.tensors[i].name) == layer) place_tensor_gpu_phase(i);
             });
             LayerFfn& ffn = ffn_[static_cast<size_t>(layer)];
-            if (!ffn.tensors) continue;
+            if (!ffn.tensors || ffn.pinned) continue;
+            if (!pins_.gpu_ok(static_cast<size_t>(ffn.tensors->gate - table_.tensors.data()))) continue;
             const uint64_t room = gpu_room();
             ffn.gpu_end = fit_neurons(*ffn.tensors, 0, room);
             gpu_left_ -= ffn_slice_bytes(*ffn.tensors, 0, ffn.gpu_end);
@@ -242,6 +293,10 @@ class Planner {
     void place_token_embd() {
         if (!token_embd_ || tier_[*token_embd_]) return;
         const TensorEntry& t = table_.tensors[*token_embd_];
+        if (!pins_.gpu_ok(*token_embd_)) {
+            tier_[*token_embd_] = place_must(t.bytes, "the embedding table", false);
+            return;
+        }
         if (gpu_open_ && t.bytes <= gpu_left_) {
             must_left_ -= t.bytes;
             gpu_left_ -= t.bytes;
@@ -324,6 +379,7 @@ class Planner {
     std::vector<LayerFfn> ffn_;              // per layer
     std::vector<uint64_t> kv_bytes_;
     std::vector<Tier> kv_;
+    ResolvedRules pins_;
     std::optional<size_t> token_embd_;
     std::optional<size_t> output_;  // untied output.weight
     uint64_t gpu_left_ = 0;

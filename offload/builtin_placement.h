@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "offload/placement.h"
+#include "offload/placement_rules.h"
 
 namespace strata {
 
@@ -17,6 +18,9 @@ struct BuiltinPlacementParams {
     std::vector<uint64_t> kv_bytes;
     uint64_t gpu_reserved_bytes = 0;  // of budgets.gpu_bytes: activations, workspace, cuBLAS
     uint64_t ram_reserved_bytes = 0;  // of budgets.ram_bytes: disk staging, activations
+    // -ngl / -ot: tensors the rules put on the GPU go there first; those they keep off it (and
+    // the KV of layers past -ngl) are skipped by the GPU order below without closing it.
+    PlacementRules rules;
 };
 
 // Fills the GPU budget (less gpu_reserved_bytes) in this order:
@@ -40,7 +44,8 @@ struct BuiltinPlacementParams {
 //
 // BudgetError, with the bytes needed, when the must-stay-in-memory part and the reserves do not
 // fit the budgets, or budgets.gpu_bytes is non-zero but below gpu_reserved_bytes.
-// ArgumentError on n_ctx <= 0 or kv_bytes of the wrong length.
+// ArgumentError on n_ctx <= 0, kv_bytes of the wrong length, or bad rules (placement_rules.h);
+// BudgetError when the tensors the rules put on the GPU do not fit it.
 // The result's model, hardware and predicted fields are left for the caller to fill.
 Placement builtin_placement(const TensorTable& table, const BuiltinPlacementParams& params);
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -52,6 +51,103 @@ bool solve_subset(const Mat& a, const Vec& b, unsigned mask, Vec& x) {
     return true;
 }
 
+Vec coefficients(const CostParams& p) {
+    return {p.gpu_scale,       p.cpu_scale,       p.disk_scale,     p.overhead_s,
+            p.gpu_fixed_scale, p.cpu_fixed_scale, p.transfer_scale, p.graph_overhead_s};
+}
+
+CostParams with_coefficients(CostParams p, const Vec& x) {
+    p.gpu_scale = x[0];
+    p.cpu_scale = x[1];
+    p.disk_scale = x[2];
+    p.overhead_s = x[3];
+    p.gpu_fixed_scale = x[4];
+    p.cpu_fixed_scale = x[5];
+    p.transfer_scale = x[6];
+    p.graph_overhead_s = x[7];
+    return p;
+}
+
+// Marks each run disk-bound or compute-bound under the coefficients x; true if any changed.
+bool classify(const Vec& x, const std::vector<Observation>& observations, std::vector<bool>& disk_bound) {
+    bool changed = false;
+    for (size_t i = 0; i < observations.size(); ++i) {
+        const Observation& o = observations[i];
+        const bool d = x[2] * o.disk_s > x[0] * o.gpu_s + x[1] * o.cpu_s + x[4] * o.gpu_fixed_s + x[5] * o.cpu_fixed_s;
+        changed |= d != disk_bound[i];
+        disk_bound[i] = d;
+    }
+    return changed;
+}
+
+// The normal equations A x = b of the weighted least squares with the ridge, and the constant
+// that makes x'Ax − 2b'x + c the sum of squared residuals plus the ridge.
+struct NormalEquations {
+    Mat a{};
+    Vec b{};
+    double constant = 0;
+
+    double objective(const Vec& x) const {
+        double sum = constant;
+        for (int r = 0; r < kCoef; ++r) {
+            double ax = 0;
+            for (int c = 0; c < kCoef; ++c) ax += a[r][c] * x[c];
+            sum += x[r] * ax - 2 * b[r] * x[r];
+        }
+        return sum;
+    }
+};
+
+// Rows f_i / y_i against (y_i − T_i) / y_i (relative error), each run on its side; the pull
+// toward the prior lets a coefficient move only as far as the runs ask for.
+NormalEquations normal_equations(const std::vector<Observation>& observations, const std::vector<bool>& disk_bound,
+                                 const Vec& prior, double prior_weight) {
+    NormalEquations n;
+    for (size_t i = 0; i < observations.size(); ++i) {
+        const Observation& o = observations[i];
+        const double w = 1.0 / o.measured_s_per_token;
+        const double t = o.transfer_s * w;
+        // One of the two overheads: the graph steps' or the others'.
+        const double eager = o.graph ? 0 : w, graph = o.graph ? w : 0;
+        const Vec f = disk_bound[i] ? Vec{0, 0, o.disk_s * w, eager, 0, 0, t, graph}
+                                    : Vec{o.gpu_s * w, o.cpu_s * w, 0, eager, o.gpu_fixed_s * w, o.cpu_fixed_s * w, t, graph};
+        const double y = o.measured_s_per_token * w;
+        n.constant += y * y;
+        for (int r = 0; r < kCoef; ++r) {
+            for (int c = 0; c < kCoef; ++c) n.a[r][c] += f[r] * f[c];
+            n.b[r] += f[r] * y;
+        }
+    }
+    for (int j = 0; j < kCoef; ++j) {
+        const double unit = std::max(std::abs(prior[static_cast<size_t>(j)]), kTypical[static_cast<size_t>(j)]);
+        const double ridge =
+            prior_weight / (unit * unit) + 1e-6 * n.a[j][j] / static_cast<double>(observations.size()) + 1e-12;
+        n.a[j][j] += ridge;
+        n.b[j] += ridge * prior[j];
+        n.constant += ridge * prior[j] * prior[j];
+    }
+    return n;
+}
+
+// The non-negative solution with the least objective, over every subset of free coefficients
+// (the others 0). The objective comes from the normal equations alone: a fit costs O(runs), not
+// O(runs x subsets), so leave-one-out stays cheap.
+Vec best_nonnegative(const NormalEquations& n) {
+    Vec best{};
+    double best_obj = n.objective(best);
+    for (unsigned mask = 1; mask < (1u << kCoef); ++mask) {
+        Vec x;
+        if (!solve_subset(n.a, n.b, mask, x)) continue;
+        if (std::any_of(x.begin(), x.end(), [](double v) { return v < 0; })) continue;
+        const double obj = n.objective(x);
+        if (obj < best_obj) {
+            best_obj = obj;
+            best = x;
+        }
+    }
+    return best;
+}
+
 }  // namespace
 
 bool fit(CostParams& params, const std::vector<Observation>& observations, double prior_weight) {
@@ -65,86 +161,15 @@ bool fit(CostParams& params, const std::vector<Observation>& observations, doubl
     // measured = T + overhead + max(gs·G + cs·C, ds·D) is piecewise linear: each run is either
     // compute-bound or disk-bound. Alternate: classify every run with the current scales, fit
     // the linear model of its side, until the classes stop changing.
-    const Vec prior{params.gpu_scale,       params.cpu_scale,       params.disk_scale,     params.overhead_s,
-                    params.gpu_fixed_scale, params.cpu_fixed_scale, params.transfer_scale, params.graph_overhead_s};
+    const Vec prior = coefficients(params);
     Vec current = prior;
     std::vector<bool> disk_bound(observations.size(), false);
     for (int iteration = 0; iteration < 16; ++iteration) {
-        bool changed = iteration == 0;
-        for (size_t i = 0; i < observations.size(); ++i) {
-            const Observation& o = observations[i];
-            const bool d = current[2] * o.disk_s > current[0] * o.gpu_s + current[1] * o.cpu_s +
-                                                       current[4] * o.gpu_fixed_s + current[5] * o.cpu_fixed_s;
-            changed |= d != disk_bound[i];
-            disk_bound[i] = d;
-        }
-        if (!changed) break;
-        // Weighted least squares on rows f_i / y_i against (y_i - T_i) / y_i (relative error).
-        Mat a{};
-        Vec b{};
-        std::vector<std::pair<Vec, double>> rows;
-        rows.reserve(observations.size());
-        for (size_t i = 0; i < observations.size(); ++i) {
-            const Observation& o = observations[i];
-            const double w = 1.0 / o.measured_s_per_token;
-            const double t = o.transfer_s * w;
-            // One of the two overheads: the graph steps' or the others'.
-            const double eager = o.graph ? 0 : w, graph = o.graph ? w : 0;
-            const Vec f = disk_bound[i]
-                              ? Vec{0, 0, o.disk_s * w, eager, 0, 0, t, graph}
-                              : Vec{o.gpu_s * w, o.cpu_s * w, 0, eager, o.gpu_fixed_s * w, o.cpu_fixed_s * w, t, graph};
-            const double y = o.measured_s_per_token * w;
-            rows.emplace_back(f, y);
-            for (int r = 0; r < kCoef; ++r) {
-                for (int c = 0; c < kCoef; ++c) a[r][c] += f[r] * f[c];
-                b[r] += f[r] * y;
-            }
-        }
-        // The pull toward the prior: a coefficient moves only as far as the runs ask for.
-        Vec ridge{};
-        for (int j = 0; j < kCoef; ++j) {
-            const double unit = std::max(std::abs(prior[static_cast<size_t>(j)]), kTypical[static_cast<size_t>(j)]);
-            ridge[j] = prior_weight / (unit * unit) + 1e-6 * a[j][j] / static_cast<double>(rows.size()) + 1e-12;
-            a[j][j] += ridge[j];
-            b[j] += ridge[j] * prior[j];
-        }
-        // The sum of squared residuals plus the ridge, from the normal equations alone (x'Ax -
-        // 2b'x + c): a fit costs O(runs), not O(runs x subsets), so leave-one-out stays cheap.
-        double constant = 0;
-        for (const auto& [f, y] : rows) constant += y * y;
-        for (int j = 0; j < kCoef; ++j) constant += ridge[j] * prior[j] * prior[j];
-        const auto objective = [&](const Vec& x) {
-            double sum = constant;
-            for (int r = 0; r < kCoef; ++r) {
-                double ax = 0;
-                for (int c = 0; c < kCoef; ++c) ax += a[r][c] * x[c];
-                sum += x[r] * ax - 2 * b[r] * x[r];
-            }
-            return sum;
-        };
-        Vec best{};
-        double best_obj = objective(best);
-        for (unsigned mask = 1; mask < (1u << kCoef); ++mask) {
-            Vec x;
-            if (!solve_subset(a, b, mask, x)) continue;
-            if (std::any_of(x.begin(), x.end(), [](double v) { return v < 0; })) continue;
-            const double obj = objective(x);
-            if (obj < best_obj) {
-                best_obj = obj;
-                best = x;
-            }
-        }
-        current = best;
+        const bool changed = classify(current, observations, disk_bound);
+        if (!changed && iteration > 0) break;
+        current = best_nonnegative(normal_equations(observations, disk_bound, prior, prior_weight));
     }
-    CostParams fitted = params;
-    fitted.gpu_scale = current[0];
-    fitted.cpu_scale = current[1];
-    fitted.disk_scale = current[2];
-    fitted.overhead_s = current[3];
-    fitted.gpu_fixed_scale = current[4];
-    fitted.cpu_fixed_scale = current[5];
-    fitted.transfer_scale = current[6];
-    fitted.graph_overhead_s = current[7];
+    const CostParams fitted = with_coefficients(params, current);
     // A degenerate set of runs (no terms, or terms that cannot explain the times) must not give
     // a model that predicts zero or infinite time.
     for (const Observation& o : observations) {

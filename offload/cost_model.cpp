@@ -122,11 +122,14 @@ CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
     gpu_attention_ = measured(profile.gpu_attention_us, profile.gpu_attention_long_us);
     prefill_known_ = profile.cpu_prefill_gflops > 0 &&
                      (!profile.has_gpu() || profile.gpu_prefill_gflops > 0);
+    index_layers(kv_type);
+    classify_tensors();
+}
+
+void CostModel::index_layers(GgmlType kv_type) {
+    const TensorTable& table = table_;
     const int n_layer = std::max(table.n_layer, 0);
     layers_.resize(static_cast<size_t>(n_layer));
-    bool has_output = false;
-    for (const TensorEntry& t : table.tensors) has_output |= t.name == "output.weight";
-
     std::unordered_map<std::string, int> index;
     for (size_t i = 0; i < table.tensors.size(); ++i) index.emplace(table.tensors[i].name, static_cast<int>(i));
     for (int l = 0; l < n_layer; ++l) {
@@ -148,7 +151,14 @@ CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
                      has("attn_q_norm.weight") + has("attn_k_norm.weight") + has("post_attention_norm.weight");
         L.ffn_ops = kFfnOps + has("post_ffw_norm.weight");
     }
+}
 
+void CostModel::classify_tensors() {
+    const TensorTable& table = table_;
+    const HardwareProfile& profile = profile_;
+    const int n_layer = static_cast<int>(layers_.size());
+    bool has_output = false;
+    for (const TensorEntry& t : table.tensors) has_output |= t.name == "output.weight";
     info_.resize(table.tensors.size());
     for (size_t i = 0; i < table.tensors.size(); ++i) {
         const TensorEntry& t = table.tensors[i];

@@ -229,6 +229,10 @@ class CostModel {
     enum Proc { kCpu = 0, kGpu = 1 };
     struct Walk;
 
+    // The constructor's parts: per layer its FFN, KV and small-op facts; per tensor its role.
+    void index_layers(GgmlType kv_type);
+    void classify_tensors();
+
     double op_s(int proc) const;                       // one small op on `proc`
     double gemv_floor_s(int proc, double bytes) const;  // a product's fixed cost on `proc`
 

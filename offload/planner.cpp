@@ -58,7 +58,8 @@ bool must_stay(TensorRole role) {
 class Planner {
   public:
     Planner(const TensorTable& table, const HardwareProfile& profile, const PlannerParams& params)
-        : table_(table), params_(params), cm_(table, profile, params.cost, params.kv_type) {
+        : table_(table), params_(params), cm_(table, profile, params.cost, params.kv_type),
+          pins_(resolve_rules(table, params.rules)) {
         const int n_layer = table.n_layer;
         for (int l = 0; l < n_layer; ++l) {
             kv_bytes_.push_back(kv_bytes_per_layer(table, l, params.n_ctx, params.kv_type));
@@ -147,6 +148,11 @@ class Planner {
                                     "the GPU or plan with a GPU budget of 0"));
         }
         gpu_cap_ = b.gpu_bytes - gpu_reserved;
+        if (pinned_gpu_bytes(table_, pins_) > gpu_cap_) {
+            throw BudgetError(cat("-ot puts ", format_bytes(pinned_gpu_bytes(table_, pins_)),
+                                  " of tensors on the GPU but its budget leaves ", format_bytes(gpu_cap_),
+                                  " for weights; raise --gpu-mem or match fewer tensors"));
+        }
         uint64_t small = 0, embd = 0, output = 0, kv = 0;
         for (size_t i = 0; i < table_.tensors.size(); ++i) {
             const uint64_t bytes = table_.tensors[i].bytes;
@@ -297,6 +303,7 @@ class Planner {
         l.kv.assign(static_cast<size_t>(table_.n_layer), Tier::Ram);
         for (size_t i = 0; i < table_.tensors.size(); ++i) {
             if (must_stay(cm_.info()[i].role)) l.tier[i] = Tier::Ram;
+            if (pins_.on_gpu(i)) l.tier[i] = Tier::Gpu;
         }
         refill(l, usage(l));
         return l;
@@ -316,7 +323,10 @@ class Planner {
 
     std::vector<Move> candidates(const Layout& l, bool deficit, GreedyMode mode) const {
         std::vector<Move> out;
-        const auto off_gpu = [&](int i) { return l.tier[static_cast<size_t>(i)] != Tier::Gpu; };
+        // Off the GPU and allowed on it by the rules.
+        const auto off_gpu = [&](int i) {
+            return l.tier[static_cast<size_t>(i)] != Tier::Gpu && pins_.gpu_ok(static_cast<size_t>(i));
+        };
         for (int layer = 0; layer < table_.n_layer; ++layer) {
             std::vector<int> attn, other;
             for (int i : layer_tensors_[static_cast<size_t>(layer)]) {
@@ -325,13 +335,16 @@ class Planner {
                 if (role == TensorRole::Attn) attn.push_back(i);
                 if (role == TensorRole::LayerOther && !deficit) out.push_back({{i}});
             }
-            if (l.kv[static_cast<size_t>(layer)] != Tier::Gpu) {
+            if (l.kv[static_cast<size_t>(layer)] != Tier::Gpu && pins_.kv_ok(layer)) {
                 out.push_back({{}, layer});
                 if (!attn.empty()) out.push_back({attn, layer});
             }
             if (deficit) continue;
             if (!attn.empty()) out.push_back({attn});
-            if (const auto& f = cm_.ffn(layer)) add_ffn_moves(l, layer, *f, mode.fractions, out);
+            const auto& f = cm_.ffn(layer);
+            if (f && pins_.gpu_ok(static_cast<size_t>(f->gate - table_.tensors.data()))) {
+                add_ffn_moves(l, layer, *f, mode.fractions, out);
+            }
         }
         std::vector<int> small;
         for (size_t i = 0; i < table_.tensors.size(); ++i) {
@@ -455,10 +468,10 @@ class Planner {
                 const auto& info = cm_.info()[i];
                 const bool gpu = (info.layer >= 0 && info.layer < k) ||
                                  (k > table_.n_layer && info.role == TensorRole::Output);
-                if (gpu) l.tier[i] = Tier::Gpu;
+                if (gpu && pins_.gpu_ok(i)) l.tier[i] = Tier::Gpu;
             }
             for (int layer = 0; layer < std::min(k, table_.n_layer); ++layer) {
-                l.kv[static_cast<size_t>(layer)] = Tier::Gpu;
+                if (pins_.kv_ok(layer)) l.kv[static_cast<size_t>(layer)] = Tier::Gpu;
             }
             for (size_t i = 0; i < table_.tensors.size(); ++i) {
                 if (l.tier[i] == Tier::Ram && !must_stay(cm_.info()[i].role)) l.tier[i] = Tier::Disk;
@@ -486,6 +499,7 @@ class Planner {
         bp.kv_bytes = kv_bytes_;
         bp.gpu_reserved_bytes = params_.gpu_reserved_bytes;
         bp.ram_reserved_bytes = params_.ram_reserved_bytes;
+        bp.rules = params_.rules;
         Layout l;
         try {
             l = cm_.layout_of(builtin_placement(table_, bp));
@@ -505,6 +519,7 @@ class Planner {
     const TensorTable& table_;
     const PlannerParams& params_;
     CostModel cm_;
+    ResolvedRules pins_;
     std::vector<uint64_t> kv_bytes_;
     std::vector<std::vector<int>> layer_tensors_;
     uint64_t gpu_cap_ = 0;

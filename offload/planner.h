@@ -9,6 +9,7 @@
 #include "offload/cost_model.h"
 #include "offload/hardware_profile.h"
 #include "offload/placement.h"
+#include "offload/placement_rules.h"
 
 namespace strata {
 
@@ -26,6 +27,9 @@ struct PlannerParams {
     // sparse FFN (predictor/), neurons ordered hot-first would let a GPU share of the bytes
     // cover the larger share of the work that its heat sums to.
     const std::vector<std::vector<float>>* ffn_neuron_heat = nullptr;
+    // -ngl / -ot: what the rules put on the GPU starts there; no move puts on the GPU what they
+    // keep off it (weights, or the KV of layers past -ngl). Every candidate below obeys them.
+    PlacementRules rules;
 };
 
 // How the plan was chosen, for `strata plan` to print.
@@ -57,7 +61,8 @@ struct PlanReport {
 // n_ctx, kv_type and hardware are filled; model (the fingerprint) is left to the caller.
 //
 // BudgetError naming the bytes needed when what must stay in memory does not fit the budgets,
-// or gpu_bytes is non-zero but below gpu_reserved_bytes. ArgumentError on n_ctx <= 0, a
+// or gpu_bytes is non-zero but below gpu_reserved_bytes, or the tensors the rules put on the GPU
+// exceed it. ArgumentError on bad rules, on n_ctx <= 0, a
 // profile without host_read_gbs, or a GPU budget with a profile that has no GPU rates.
 Placement plan_placement(const TensorTable& table, const HardwareProfile& profile,
                          const PlannerParams& params, PlanReport* report = nullptr);

@@ -1,5 +1,6 @@
-// Packed on-disk block layouts of the GGUF quantized types Strata reads or writes (facts §2.1),
-// each pinned by a static_assert on its size. f16 fields are raw IEEE binary16 bits (quant/half.h).
+// Packed on-disk block layouts of the GGUF quantized types Strata reads or writes (docs/FORMATS.md
+// §2.1), each pinned by a static_assert on its size. f16 fields are raw IEEE binary16 bits
+// (quant/half.h).
 #pragma once
 
 #include <bit>

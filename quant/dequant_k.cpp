@@ -1,6 +1,6 @@
 // Reference dequantization of the 256-element super-block formats: Q2_K..Q6_K, Q8_K and IQ4_XS
-// (facts §2.2). The sub-block scale product (d*sc, dmin*m) is rounded to float32 before it
-// meets the quant, as in ggml and gguf-py; -ffp-contract=off keeps it that way.
+// (docs/FORMATS.md §2.2). The sub-block scale product (d*sc, dmin*m) is rounded to float32 before
+// it meets the quant, as in ggml and gguf-py; -ffp-contract=off keeps it that way.
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/reference.h"

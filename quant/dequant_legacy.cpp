@@ -1,5 +1,6 @@
 // Reference dequantization of the 32-element formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL
-// and MXFP4 (facts §2.2). Element j of a block is the low nibble of qs[j], element j+16 the high.
+// and MXFP4 (docs/FORMATS.md §2.2). Element j of a block is the low nibble of qs[j], element j+16
+// the high.
 #include <bit>
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // The per-type traits table: every id ggml (and gguf-py 0.19) defines, with block sizes from
-// facts §2.1 / GGML_QUANT_SIZES and the reference functions Strata has for it.
+// docs/FORMATS.md §2.1 / GGML_QUANT_SIZES and the reference functions Strata has for it.
 #include "quant/ggml_type.h"
 
 #include <array>

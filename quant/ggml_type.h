@@ -1,6 +1,6 @@
 // GGML tensor type ids as stored in GGUF files, and the per-type traits table (name, block
 // size, bytes per block, reference dequantize/quantize). Ids and sizes are bit-compatible
-// with ggml; see ../shared/docs/gguf-facts.md §1.6 and §2.
+// with ggml; see docs/FORMATS.md §1.6 and §2.
 #pragma once
 
 #include <cstddef>

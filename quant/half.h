@@ -1,5 +1,5 @@
 // IEEE binary16 (f16) and bfloat16 (bf16) <-> float32 conversions, exact and branch-defined so
-// that every Strata backend and the oracle agree bit for bit (facts §2.3).
+// that every Strata backend and the oracle agree bit for bit (docs/FORMATS.md §2.3).
 #pragma once
 
 #include <bit>
@@ -66,8 +66,8 @@ constexpr uint16_t fp32_to_fp16(float f) {
 // Exact: bf16 is the top half of a float32.
 constexpr float bf16_to_fp32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
-// ggml's reference rounding (facts §2.3): NaN -> quiet NaN with the same top bits; otherwise round
-// to nearest, ties to even (overflow goes to ±inf).
+// ggml's reference rounding (docs/FORMATS.md §2.3): NaN -> quiet NaN with the same top bits;
+// otherwise round to nearest, ties to even (overflow goes to ±inf).
 constexpr uint16_t fp32_to_bf16(float f) {
     const uint32_t u = std::bit_cast<uint32_t>(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);

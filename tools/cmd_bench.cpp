@@ -1,7 +1,9 @@
 // strata bench: llama-bench-style speed table — prompt processing (pp N: N random tokens in
 // one prefill from an empty cache) and text generation (tg N: N single-token decode steps) —
 // repeated, mean ± stdev of tokens/s, with the plan's prediction beside the measurement; --fit
-// adds the cost model's decode terms beside the measured time per token.
+// adds the cost model's decode terms beside the measured time per token. llama-bench's habits:
+// comma lists (-p 128,512 -n 32 -t 4,8 -ngl 0,99 -ctk f16,q8_0: every combination) and
+// -o md|csv|json|jsonl.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -31,11 +33,76 @@ struct BenchArgs {
     EngineOptions engine;
     std::vector<int64_t> n_prompt{512};
     std::vector<int64_t> n_gen{128};
+    std::vector<int> threads;              // -t list; empty: -t's default
+    std::vector<std::string> gpu_layers;   // -ngl list
+    std::vector<std::string> kv_types;     // -ctk list
+    std::vector<std::string> flash_attn;   // -fa list (accepted)
     int repetitions = 5;
     bool json = false;
+    std::string format = "md";  // -o md|csv|json|jsonl
     bool fit = false;
     bool batch_given = false;  // -b: prompts in batches of that size, not one pass each
+    std::string mmap = "1";    // -mmp 0: the RAM weights copied out of the file mapping
 };
+
+// One measured test, in llama-bench's terms.
+struct BenchRow {
+    std::string model, arch, test, type_k, gpu_layers;
+    int64_t n_prompt = 0, n_gen = 0, n_batch = 0;
+    int threads = 0;
+    double mean = 0, stdev = 0, predicted = 0;
+    std::vector<double> samples;
+    uint64_t gpu_bytes = 0, ram_bytes = 0, disk_bytes = 0;
+    nlohmann::json sparsity;
+};
+
+nlohmann::json row_json(const BenchRow& r) {
+    std::vector<int64_t> ns;
+    for (double ts : r.samples) ns.push_back(static_cast<int64_t>(1e9 * static_cast<double>(r.n_prompt + r.n_gen) / ts));
+    int64_t avg_ns = 0;
+    for (int64_t n : ns) avg_ns += n / static_cast<int64_t>(ns.size());
+    nlohmann::json j = {{"model_filename", r.model}, {"model_type", r.arch}, {"n_batch", r.n_batch},
+                        {"n_threads", r.threads}, {"n_gpu_layers", r.gpu_layers}, {"type_k", r.type_k},
+                        {"type_v", r.type_k}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test", r.test},
+                        {"avg_ns", avg_ns}, {"samples_ns", ns}, {"avg_ts", r.mean}, {"stddev_ts", r.stdev},
+                        {"samples_ts", r.samples}, {"predicted_ts", r.predicted},
+                        {"gpu_bytes", r.gpu_bytes}, {"ram_bytes", r.ram_bytes}, {"disk_bytes", r.disk_bytes}};
+    if (!r.sparsity.is_null()) j["sparsity"] = r.sparsity;
+    return j;
+}
+
+constexpr const char* kCsvHeader =
+    "model_filename,model_type,n_threads,n_gpu_layers,type_k,n_batch,n_prompt,n_gen,test,avg_ts,stddev_ts,predicted_ts,"
+    "gpu_bytes,ram_bytes,disk_bytes";
+
+std::string csv_quote(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
+// Prints one row as it is measured (md, csv, jsonl); json prints them all at the end.
+void print_row(const BenchArgs& args, const BenchRow& r) {
+    if (args.format == "jsonl") {
+        std::printf("%s\n", row_json(r).dump().c_str());
+    } else if (args.format == "csv") {
+        std::printf("%s,%s,%d,%s,%s,%lld,%lld,%lld,%s,%.6f,%.6f,%.6f,%llu,%llu,%llu\n", csv_quote(r.model).c_str(),
+                    r.arch.c_str(), r.threads, r.gpu_layers.c_str(), r.type_k.c_str(), static_cast<long long>(r.n_batch),
+                    static_cast<long long>(r.n_prompt), static_cast<long long>(r.n_gen), r.test.c_str(), r.mean, r.stdev,
+                    r.predicted, static_cast<unsigned long long>(r.gpu_bytes),
+                    static_cast<unsigned long long>(r.ram_bytes), static_cast<unsigned long long>(r.disk_bytes));
+    } else if (args.format == "md") {
+        const std::string test = r.sparsity.is_null()
+                                     ? r.test
+                                     : cat(r.test, " sparsity ", fixed(r.sparsity["target"].get<double>(), 2), " (achieved ",
+                                           fixed(r.sparsity["achieved"].get<double>(), 3), ")");
+        std::printf("| %s | %s | %s | %s | %s | %d | %s | %s | %.2f ± %.2f | %s |\n", r.arch.c_str(),
+                    format_bytes(r.gpu_bytes).c_str(), format_bytes(r.ram_bytes).c_str(),
+                    format_bytes(r.disk_bytes).c_str(), r.gpu_layers.c_str(), r.threads, r.type_k.c_str(), test.c_str(),
+                    r.mean, r.stdev, r.predicted > 0 ? cat(r.predicted).c_str() : "-");
+    }
+    std::fflush(stdout);
+}
 
 struct Stat {
     double mean = 0, stdev = 0;
@@ -133,9 +200,34 @@ nlohmann::json achieved_sparsity(const std::vector<LayerProgram::SparsityCount>&
             {"per_layer", layers}};
 }
 
-void bench(const BenchArgs& args) {
-    if (args.repetitions < 1) throw ArgumentError(cat("-r must be at least 1, got ", args.repetitions));
-    EngineOptions engine = args.engine;
+// Records each measured tg as a calibration run, which later runs fit the cost model to.
+void record_fit(const Runtime& runtime, const TensorTable& table, const std::string& model,
+                const std::vector<TgRun>& tg_runs, bool quiet) {
+    if (!runtime.hardware_profile()) return;
+    const ResidencyStats& rs = runtime.placed().stats();
+    int recorded = 0;
+    for (const TgRun& r : tg_runs) {
+        if (!r.estimate) continue;
+        const Observation o = observe(runtime.placement(), table, *runtime.hardware_profile(), r.params, r.measured_s);
+        const std::string note = append_calibration(default_calibration_path(), runtime.machine_key(), o,
+                           cat(model, " ", r.test, " gpu ", format_bytes(rs.gpu_weight_bytes), " ram ",
+                               format_bytes(rs.ram_weight_bytes), " disk ", format_bytes(rs.disk_weight_bytes)));
+        if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+        ++recorded;
+    }
+    if (!quiet) {
+        std::printf("recorded %d run(s) in %s (the cost model was fitted to %d earlier run(s))\n", recorded,
+                    default_calibration_path().c_str(), runtime.calibration_runs());
+    }
+}
+
+// What one engine configuration (-t, -ngl, -ctk of the lists) measures.
+struct ConfigResult {
+    std::vector<BenchRow> rows;
+    nlohmann::json cost_model = nlohmann::json::array();
+};
+
+ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     int64_t longest = 1;
     for (int64_t n : args.n_prompt) longest = std::max(longest, n);
     for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
@@ -143,8 +235,8 @@ void bench(const BenchArgs& args) {
     RuntimeOptions ro = engine.runtime_options();
     ro.want_estimate = args.fit;
     // One forward pass per prompt, as llama-bench's default batch does for pp512, unless -b
-    // asks for another physical batch.
-    if (!args.batch_given) {
+    // (or -ub) asks for another physical batch.
+    if (!args.batch_given && engine.llama.n_ubatch == 0) {
         for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
     }
     const Runtime runtime(engine.model, ro);
@@ -159,91 +251,114 @@ void bench(const BenchArgs& args) {
     std::mt19937 rng(1234);
     const Placement& plan = runtime.placement();
     const ResidencyStats& rs = runtime.placed().stats();
-
-    nlohmann::json results = nlohmann::json::array();
     const TensorTable table = tensor_table(runtime.model());
     std::vector<TgRun> tg_runs;
-    if (!args.json) {
-        std::printf("| model | gpu | ram | disk | threads | test | t/s | predicted t/s |\n");
-        std::printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n");
-    }
+    ConfigResult out;
     auto one = [&](bool prompt, int64_t n) {
         if (n <= 0) return;
         run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
-        std::vector<double> rates;
+        BenchRow row;
         const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
-        for (int r = 0; r < args.repetitions; ++r) rates.push_back(run_once(*session, prompt, n, rng, n_vocab));
-        const nlohmann::json sparsity = achieved_sparsity(before, session->program().sparsity_counts());
-        const Stat s = stats(rates);
-        const std::string test = cat(prompt ? "pp" : "tg", n);
-        double predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
+        for (int r = 0; r < args.repetitions; ++r) row.samples.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        row.sparsity = achieved_sparsity(before, session->program().sparsity_counts());
+        if (!row.sparsity.is_null()) row.sparsity["target"] = target_sparsity;
+        const Stat st = stats(row.samples);
+        row.mean = st.mean;
+        row.stdev = st.stdev;
+        row.test = cat(prompt ? "pp" : "tg", n);
+        (prompt ? row.n_prompt : row.n_gen) = n;
+        row.predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
         if (!prompt) {
-            TgRun run{test, params_for_tg(runtime, n), std::nullopt, 1.0 / s.mean};
+            TgRun run{row.test, params_for_tg(runtime, n), std::nullopt, 1.0 / st.mean};
             run.estimate = estimate_for(runtime, table, run.params);
-            if (run.estimate) predicted = 1.0 / run.estimate->decode_s_per_token;
+            if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
             tg_runs.push_back(std::move(run));
         }
-        if (args.json) {
-            results.push_back({{"test", test}, {"tokens_per_second", s.mean}, {"stdev", s.stdev},
-                               {"samples", rates}, {"predicted", predicted}});
-            if (!sparsity.is_null()) {
-                results.back()["sparsity"] = sparsity;
-                results.back()["sparsity"]["target"] = target_sparsity;
-            }
-            return;
-        }
-        std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f | %s |\n",
-                    runtime.model().config().architecture.c_str(), format_bytes(rs.gpu_weight_bytes).c_str(),
-                    format_bytes(rs.ram_weight_bytes).c_str(), format_bytes(rs.disk_weight_bytes).c_str(),
-                    static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads(),
-                    (sparsity.is_null() ? test
-                                        : cat(test, " sparsity ", fixed(target_sparsity, 2), " (achieved ",
-                                              fixed(sparsity["achieved"].get<double>(), 3), ")")).c_str(),
-                    s.mean, s.stdev,
-                    predicted > 0 ? cat(predicted).c_str() : "-");
-        std::fflush(stdout);
+        row.model = engine.model;
+        row.arch = runtime.model().config().architecture;
+        row.type_k = engine.kv_type;
+        row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
+        row.threads = static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads();
+        row.n_batch = ro.session.n_batch;
+        row.gpu_bytes = rs.gpu_weight_bytes;
+        row.ram_bytes = rs.ram_weight_bytes;
+        row.disk_bytes = rs.disk_weight_bytes;
+        if (!args.json) print_row(args, row);
+        out.rows.push_back(std::move(row));
     };
     for (int64_t n : args.n_prompt) one(true, n);
     for (int64_t n : args.n_gen) one(false, n);
-    if (args.json) {
-        nlohmann::json out = {{"model", engine.model},
-                              {"weights", {{"gpu", rs.gpu_weight_bytes}, {"ram", rs.ram_weight_bytes},
-                                           {"disk", rs.disk_weight_bytes}}},
-                              {"results", results}};
-        if (args.fit) {
-            nlohmann::json terms = nlohmann::json::array();
-            for (const TgRun& r : tg_runs) {
-                if (!r.estimate) continue;
-                const CostEstimate& e = *r.estimate;
-                terms.push_back({{"test", r.test}, {"kv_cells", r.params.n_ctx_used}, {"decode_s", e.decode_s_per_token},
-                                 {"gpu_s", e.gpu_s}, {"cpu_s", e.cpu_s}, {"disk_s", e.disk_s},
-                                 {"disk_exposed_s", e.disk_exposed_s}, {"transfer_s", e.transfer_s},
-                                 {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"fixed_s", e.fixed_s}});
-            }
-            out["cost_model"] = terms;
-        }
-        std::printf("%s\n", out.dump(2).c_str());
-    } else if (args.fit) {
-        for (const TgRun& r : tg_runs) print_fit(runtime, r);
+    for (const TgRun& r : tg_runs) {
+        if (args.fit && args.format == "md" && !args.json) print_fit(runtime, r);
+        if (!r.estimate) continue;
+        const CostEstimate& e = *r.estimate;
+        out.cost_model.push_back({{"test", r.test}, {"kv_cells", r.params.n_ctx_used}, {"decode_s", e.decode_s_per_token},
+                                  {"gpu_s", e.gpu_s}, {"cpu_s", e.cpu_s}, {"disk_s", e.disk_s},
+                                  {"disk_exposed_s", e.disk_exposed_s}, {"transfer_s", e.transfer_s},
+                                  {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"fixed_s", e.fixed_s}});
     }
-    // Each measured tg becomes a calibration run: later runs fit the cost model to them.
-    if (args.fit && runtime.hardware_profile()) {
-        int recorded = 0;
-        for (const TgRun& r : tg_runs) {
-            if (!r.estimate) continue;
-            const Observation o = observe(runtime.placement(), table, *runtime.hardware_profile(), r.params, r.measured_s);
-            const std::string note = append_calibration(default_calibration_path(), runtime.machine_key(), o,
-                               cat(engine.model, " ", r.test, " gpu ", format_bytes(rs.gpu_weight_bytes), " ram ",
-                                   format_bytes(rs.ram_weight_bytes), " disk ", format_bytes(rs.disk_weight_bytes)));
-            if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
-            ++recorded;
-        }
-        if (!args.json) {
-            std::printf("recorded %d run(s) in %s (the cost model was fitted to %d earlier run(s))\n", recorded,
-                        default_calibration_path().c_str(), runtime.calibration_runs());
-        }
-    }
+    if (args.fit) record_fit(runtime, table, engine.model, tg_runs, args.json || args.format != "md");
     if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());
+    return out;
+}
+
+// The engine settings of every combination of the -t, -ngl and -ctk lists.
+std::vector<EngineOptions> configurations(const BenchArgs& args) {
+    std::vector<EngineOptions> out{args.engine};
+    const auto expand = [&](auto values, auto set) {
+        if (values.empty()) return;
+        std::vector<EngineOptions> next;
+        for (const EngineOptions& e : out) {
+            for (const auto& v : values) {
+                next.push_back(e);
+                set(next.back(), v);
+            }
+        }
+        out = std::move(next);
+    };
+    expand(args.threads, [](EngineOptions& e, int t) { e.n_threads = t; });
+    expand(args.gpu_layers, [](EngineOptions& e, const std::string& n) { e.llama.gpu_layers = n; });
+    expand(args.kv_types, [](EngineOptions& e, const std::string& k) { e.kv_type = k; });
+    return out;
+}
+
+void bench(const BenchArgs& args) {
+    if (args.repetitions < 1) throw ArgumentError(cat("-r must be at least 1, got ", args.repetitions));
+    for (const std::string& fa : args.flash_attn) parse_flash_attn(fa);
+    for (const std::string& n : args.gpu_layers) parse_gpu_layers(n);
+    const std::vector<EngineOptions> configs = configurations(args);
+    if (!args.json && args.format == "md") {
+        std::printf("| model | gpu | ram | disk | ngl | threads | type_k | test | t/s | predicted t/s |\n");
+        std::printf("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |\n");
+    } else if (!args.json && args.format == "csv") {
+        std::printf("%s\n", kCsvHeader);
+    }
+    std::vector<BenchRow> rows;
+    nlohmann::json cost_model = nlohmann::json::array();
+    for (const EngineOptions& engine : configs) {
+        ConfigResult r = bench_config(args, engine);
+        for (BenchRow& row : r.rows) rows.push_back(std::move(row));
+        for (auto& c : r.cost_model) cost_model.push_back(std::move(c));
+    }
+    if (args.format == "json" && !args.json) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const BenchRow& r : rows) all.push_back(row_json(r));
+        std::printf("%s\n", all.dump(2).c_str());
+    }
+    if (!args.json) return;
+    nlohmann::json results = nlohmann::json::array();
+    for (const BenchRow& r : rows) {
+        results.push_back({{"test", r.test}, {"tokens_per_second", r.mean}, {"stdev", r.stdev}, {"samples", r.samples},
+                           {"predicted", r.predicted}, {"threads", r.threads}, {"n_gpu_layers", r.gpu_layers},
+                           {"type_k", r.type_k}});
+        if (!r.sparsity.is_null()) results.back()["sparsity"] = r.sparsity;
+    }
+    const BenchRow first = rows.empty() ? BenchRow{} : rows.front();
+    nlohmann::json out = {{"model", args.engine.model},
+                          {"weights", {{"gpu", first.gpu_bytes}, {"ram", first.ram_bytes}, {"disk", first.disk_bytes}}},
+                          {"results", results}};
+    if (args.fit) out["cost_model"] = cost_model;
+    std::printf("%s\n", out.dump(2).c_str());
 }
 
 }  // namespace
@@ -252,19 +367,32 @@ void add_bench_command(CLI::App& app) {
     auto args = std::make_shared<BenchArgs>();
     CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation speed (llama-bench style)");
     add_engine_options(*cmd, args->engine);
-    cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt lengths to test (pp; 0 = none)")
-        ->capture_default_str()->check(int_in(0, kMaxContext));
+    // llama-bench takes lists of these: bench's own, replacing the single-valued engine flags.
+    for (const char* name : {"--threads", "--n-gpu-layers", "--ctk", "--flash-attn"}) cmd->remove_option(cmd->get_option(name));
+    cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt lengths to test, e.g. 128,512 (pp; 0 = none)")
+        ->capture_default_str()->delimiter(',')->check(int_in(0, kMaxContext));
     cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg; 0 = none)")
-        ->capture_default_str()->check(int_in(0, kMaxContext));
+        ->capture_default_str()->delimiter(',')->check(int_in(0, kMaxContext));
+    cmd->add_option("-t,--threads", args->threads, "CPU threads, e.g. 4,8 (default: physical cores)")
+        ->delimiter(',')->check(int_in(0, kMaxThreadsFlag));
+    cmd->add_option("--n-gpu-layers,--gpu-layers", args->gpu_layers, "-ngl: layers on the GPU at most, e.g. 0,99")
+        ->delimiter(',');
+    cmd->add_option("--ctk,--cache-type,--cache-type-k", args->kv_types, "-ctk: KV cache types, e.g. f16,q8_0")
+        ->delimiter(',');
+    cmd->add_option("--flash-attn", args->flash_attn, "-fa: 0,1 (accepted; attention is always fused)")->delimiter(',');
     cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str()
         ->check(int_in(1, 100000));
-    cmd->add_flag("--json", args->json, "print JSON instead of a table");
+    cmd->add_option("-o,--output", args->format, "output format: md, csv, json, jsonl")
+        ->capture_default_str()->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
+    cmd->add_flag("--json", args->json, "print Strata's JSON summary instead of a table");
+    cmd->add_option("--mmap", args->mmap, "-mmp 0|1: 0 is --no-mmap")->check(CLI::IsMember({"0", "1"}));
     cmd->add_flag("--fit", args->fit,
                   "print the cost model's decode terms beside the measured tg time per token, and record the run"
                   " in the calibration file the cost model is fitted to");
     CLI::Option* batch = cmd->get_option("--batch-size");
     cmd->callback([args, batch] {
         args->batch_given = batch->count() > 0;
+        if (args->mmap == "0") args->engine.llama.no_mmap = true;
         bench(*args);
     });
 }

@@ -23,7 +23,9 @@
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/sparse_ffn.h"
 #include "offload/tier.h"
+#include "engine/server/stop_matcher.h"
 #include "tools/answer_keys.h"
+#include "tools/chat_command.h"
 #include "tools/chat_input.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
@@ -31,13 +33,6 @@
 
 namespace strata::cli {
 namespace {
-
-struct ChatArgs {
-    EngineOptions engine;
-    std::string system;
-    std::string chat_template;
-    int64_t n_predict = -1;
-};
 
 // Set by SIGINT; checked between tokens so that Ctrl-C ends the answer, not the program.
 std::atomic<bool> g_interrupted{false};
@@ -113,9 +108,16 @@ public:
         conv_.set_system(args.system);
         params_.n_predict = args.n_predict;
         params_.sampler = args.engine.sampler;
+        stops_ = args.stops;
     }
 
-    void run() {
+    // The first message (-p) is answered before any input is read; with single_turn nothing
+    // else is.
+    void run(const std::string& first, bool single_turn) {
+        if (!first.empty()) {
+            if (interactive_) std::printf("> %s\n", first.c_str());
+            if (!answer(first) || single_turn) return;
+        }
         ChatInput input(interactive_, interactive_ ? history_path() : std::string());
         while (true) {
             g_interrupted.store(false);
@@ -141,12 +143,16 @@ private:
     // Returns false when the chat should end (Ctrl-D typed during the answer).
     bool answer(const std::string& text) {
         AnswerKeys keys(interactive_);
+        server::StopMatcher stop(stops_);
         try {
             conv_.reply(text, params_, [&](std::string_view piece) {
-                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                const std::string out = stop.push(piece);
+                std::fwrite(out.data(), 1, out.size(), stdout);
                 std::fflush(stdout);
-                return !g_interrupted.load() && !keys.end_of_input();
+                return !stop.stopped() && !g_interrupted.load() && !keys.end_of_input();
             });
+            const std::string rest = stop.flush();
+            std::fwrite(rest.data(), 1, rest.size(), stdout);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "error: %s\n", e.what());
             ++failed_turns_;
@@ -158,7 +164,7 @@ private:
             std::fprintf(stderr, "[context full: the %lld oldest message(s) were dropped to make room]\n",
                          static_cast<long long>(t.n_dropped));
         }
-        if (interactive_ && t.stop == StopReason::Callback) std::printf("[stopped]\n");
+        if (interactive_ && t.stop == StopReason::Callback && !stop.stopped()) std::printf("[stopped]\n");
         std::fflush(stdout);
         return !keys.end_of_input();
     }
@@ -229,11 +235,21 @@ private:
 
     Conversation conv_;
     GenerateParams params_;
+    std::vector<std::string> stops_;
     bool interactive_;
     int failed_turns_ = 0;
 };
 
-void chat(const ChatArgs& args) {
+}  // namespace
+
+void add_stop_options(CLI::App& cmd, std::vector<std::string>& stops) {
+    cmd.add_option("-r,--reverse-prompt,--stop", stops,
+                   "stop the answer before this text (repeatable); the text is not printed")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->check([](const std::string& s) { return s.empty() ? std::string("an empty stop string") : std::string(); });
+}
+
+void run_chat(const ChatArgs& args) {
     args.engine.sampler.validate();
     if (args.n_predict < -1) throw ArgumentError(cat("-n must be -1 or >= 0, got ", args.n_predict));
     std::optional<ChatFormat> forced;
@@ -267,20 +283,23 @@ void chat(const ChatArgs& args) {
 
     install_sigint_handler();
     ChatRepl repl(args, session, format, interactive);
-    repl.run();
+    repl.run(args.first_prompt, args.single_turn);
     // Piped input is a script: a turn that could not be answered makes the chat fail.
     if (!interactive && repl.failed_turns() > 0) {
         throw Error(cat(repl.failed_turns(), " turn(s) could not be answered (see the errors above)"));
     }
 }
 
-}  // namespace
-
 void add_chat_command(CLI::App& app) {
     auto args = std::make_shared<ChatArgs>();
     CLI::App* cmd = app.add_subcommand("chat", "talk with a chat model (interactive or piped)");
     add_engine_options(*cmd, args->engine);
-    cmd->add_option("--sys,--system", args->system, "system text");
+    cmd->add_option("--sys,--system,--system-prompt", args->system, "-sys: system text");
+    cmd->add_option("-p,--prompt", args->first_prompt, "the first user message, answered before any input");
+    cmd->add_flag("--single-turn", args->single_turn, "-st: answer the first message (-p) and leave");
+    cmd->add_flag("--conversation,-i,--interactive")->description("-cnv, -i: accepted (chat is always a conversation)");
+    cmd->add_flag("--color")->description("accepted (llama-cli's colours; answers are plain text here)");
+    add_stop_options(*cmd, args->stops);
     std::string names;
     for (std::string_view n : chat_format_names()) names += (names.empty() ? "" : ", ") + std::string(n);
     cmd->add_option("--chat-template", args->chat_template,
@@ -288,7 +307,10 @@ void add_chat_command(CLI::App& app) {
     cmd->add_option("-n,--n-predict", args->n_predict,
                     "most tokens per answer (-1 = until the end of the turn)")
         ->capture_default_str()->check(int_in(-1, kMaxContext));
-    cmd->callback([args] { chat(*args); });
+    cmd->callback([args] {
+        if (args->single_turn && args->first_prompt.empty()) throw ArgumentError("-st needs the message: -p TEXT");
+        run_chat(*args);
+    });
 }
 
 }  // namespace strata::cli

@@ -1,11 +1,14 @@
 // strata plan: places a model inside --gpu-mem and --ram-mem, writes the placement file and
 // prints where everything goes, per group of layers, with the predicted speed; --explain adds
 // what each choice is worth by the cost model.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
@@ -17,6 +20,7 @@
 #include "offload/placement_file.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
+#include "tools/plan_table.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -24,37 +28,10 @@ namespace {
 
 struct PlanArgs {
     EngineOptions engine;
-    std::string output;
+    std::string output;  // empty: print only
     bool explain = false;
+    bool json = false;
 };
-
-// One layer's row of the table: where its attention, KV and FFN are.
-std::string layer_summary(const Placement& p, const TensorTable& table, int il) {
-    auto tier_of = [&](const std::string& suffix) -> std::string {
-        const auto t = p.tier_of(cat("blk.", il, ".", suffix));
-        return t ? std::string(tier_name(*t)) : "-";
-    };
-    std::string ffn;
-    if (p.tier_of(cat("blk.", il, ".ffn_gate_exps.weight"))) {
-        ffn = cat("router ", tier_of("ffn_gate_inp.weight"), ", experts ", tier_of("ffn_gate_exps.weight"));
-        if (tier_of("ffn_up_exps.weight") != tier_of("ffn_gate_exps.weight") ||
-            tier_of("ffn_down_exps.weight") != tier_of("ffn_gate_exps.weight")) {
-            ffn += cat("/", tier_of("ffn_up_exps.weight"), "/", tier_of("ffn_down_exps.weight"));
-        }
-        if (p.tier_of(cat("blk.", il, ".ffn_gate_shexp.weight"))) ffn += cat(", shared expert ", tier_of("ffn_gate_shexp.weight"));
-    } else if (const FfnSplit* s = p.ffn_split(il)) {
-        const auto f = find_ffn_tensors(table, il);
-        ffn = cat("split gpu ", s->gpu_end, " / ram ", s->ram_end - s->gpu_end, " / disk ",
-                  (f ? f->n_ff : s->ram_end) - s->ram_end, " neurons");
-    } else {
-        ffn = tier_of("ffn_gate.weight");
-        if (tier_of("ffn_up.weight") != ffn || tier_of("ffn_down.weight") != ffn) {
-            ffn = cat(tier_of("ffn_gate.weight"), "/", tier_of("ffn_up.weight"), "/", tier_of("ffn_down.weight"));
-        }
-    }
-    return cat("attention ", tier_of("attn_q.weight"), ", kv ", tier_name(p.kv.at(static_cast<size_t>(il))),
-               ", ffn ", ffn);
-}
 
 // What a layer's choices are worth, by the cost model: each group of the layout is moved to the
 // other tier and the decode time compared (ms per token, and per GiB moved: the planner's rank).
@@ -88,6 +65,22 @@ class Explainer {
     static std::string rate(double saved_s, double bytes) {
         return cat(fixed(saved_s * 1e3, 3), " ms/token (", fixed(saved_s * 1e3 / (bytes / kGiB), 3), " ms per GiB)");
     }
+    // "saves X over Y" when the move would be slower, else what it would gain instead: a
+    // placement whose alternative is faster by the cost model (a layer the GPU cannot take
+    // whole, where the transfers cost more than its bytes save) is said as such, never as a
+    // negative saving.
+    static constexpr double kNoDifference = 5e-7;  // below what "0.001 ms" prints
+    static std::string saving(double saved_s, double bytes, const std::string& over) {
+        if (std::abs(saved_s) < kNoDifference) return cat("the same time per token as ", over, " (its reads overlap the work)");
+        if (saved_s >= 0) return cat("saves ", rate(saved_s, bytes), " over ", over);
+        return cat("costs ", fixed(-saved_s * 1e3, 3), " ms/token more than ", over,
+                   " (the transfers between processors outweigh the faster reads)");
+    }
+    static std::string would_save(const std::string& where, double saved_s, double bytes) {
+        if (std::abs(saved_s) < kNoDifference) return cat(where, " would take the same time per token");
+        if (saved_s > 0) return cat(where, " would save ", rate(saved_s, bytes));
+        return cat(where, " would not be faster (", fixed(-saved_s * 1e3, 3), " ms/token slower: transfers)");
+    }
 
     std::string attention(int il, const std::vector<int>& attn) const {
         const size_t l = static_cast<size_t>(il);
@@ -99,9 +92,9 @@ class Explainer {
         for (int i : attn) moved.tier[static_cast<size_t>(i)] = other;
         moved.kv[l] = other;
         const double delta = seconds(moved) - base_s_;  // > 0: the placement is faster
-        if (tier == Tier::Gpu) return cat("attention+KV on GPU: saves ", rate(delta, bytes), " over RAM");
+        if (tier == Tier::Gpu) return cat("attention+KV on GPU: ", saving(delta, bytes, "RAM"));
         if (other == Tier::Gpu) {
-            return cat("attention+KV in ", tier_name(tier), ": the GPU would save ", rate(-delta, bytes));
+            return cat("attention+KV in ", tier_name(tier), ": ", would_save("the GPU", -delta, bytes));
         }
         return cat("attention+KV in ", tier_name(tier), " (no GPU)");
     }
@@ -117,24 +110,22 @@ class Explainer {
         if (const std::optional<FfnSplit>& s = base_.split[l]) {
             const FfnTensors& f = *cm_.ffn(il);
             const double gpu_bytes = static_cast<double>(ffn_slice_bytes(f, 0, s->gpu_end));
-            std::string line = cat("FFN split: GPU share ", s->gpu_end, " of ", f.n_ff, " neurons saves ",
-                                   rate(ram_s - base_s_, gpu_bytes), " over all in RAM");
+            std::string line = cat("FFN split: GPU share ", s->gpu_end, " of ", f.n_ff, " neurons ",
+                                   saving(ram_s - base_s_, gpu_bytes, "all in RAM"));
             if (s->ram_end < f.n_ff) line += cat("; ", f.n_ff - s->ram_end, " neurons on DISK");
             return line;
         }
         const Tier tier = base_.tier[static_cast<size_t>(ffn[0])];
-        if (tier == Tier::Gpu) return cat("FFN on GPU: saves ", rate(ram_s - base_s_, bytes), " over RAM");
-        if (tier == Tier::Disk) {
-            return cat("FFN on DISK: RAM would save ", rate(base_s_ - ram_s, bytes), "; RAM is full");
-        }
+        if (tier == Tier::Gpu) return cat("FFN on GPU: ", saving(ram_s - base_s_, bytes, "RAM"));
+        if (tier == Tier::Disk) return cat("FFN on DISK: ", would_save("RAM", base_s_ - ram_s, bytes), "; RAM is full");
         std::string line = "FFN in RAM";
         Layout on_disk = base_;
         for (int i : ffn) on_disk.tier[static_cast<size_t>(i)] = Tier::Disk;
-        if (p_.budgets.ram_bytes > 0) line += cat(": saves ", rate(seconds(on_disk) - base_s_, bytes), " over DISK");
+        if (p_.budgets.ram_bytes > 0) line += cat(": ", saving(seconds(on_disk) - base_s_, bytes, "DISK"));
         if (has_gpu_) {
             Layout on_gpu = base_;
             for (int i : ffn) on_gpu.tier[static_cast<size_t>(i)] = Tier::Gpu;
-            line += cat("; the GPU would save ", rate(base_s_ - seconds(on_gpu), bytes));
+            line += cat("; ", would_save("the GPU", base_s_ - seconds(on_gpu), bytes));
         }
         return line;
     }
@@ -170,11 +161,33 @@ void print_disk(const Runtime& runtime) {
     std::printf("\n");
 }
 
+void print_json(const PlanArgs& args, const Runtime& runtime, const Placement& p, const TensorTable& table,
+                const std::vector<PlanRow>& rows) {
+    const TierBytes w = placement_bytes(p, table);
+    uint64_t kv_gpu = 0, kv_ram = 0;
+    for (int il = 0; il < table.n_layer; ++il) {
+        (p.kv.at(static_cast<size_t>(il)) == Tier::Gpu ? kv_gpu : kv_ram) += kv_bytes_per_layer(table, il, p.n_ctx, p.kv_type);
+    }
+    nlohmann::json j = {
+        {"model", args.engine.model},
+        {"output", args.output.empty() ? nlohmann::json() : nlohmann::json(args.output)},
+        {"placed_by", runtime.placement_source()},
+        {"budgets", {{"gpu_bytes", p.budgets.gpu_bytes}, {"ram_bytes", p.budgets.ram_bytes}}},
+        {"context", p.n_ctx},
+        {"kv_type", std::string(type_traits(p.kv_type).name)},
+        {"weights", {{"gpu_bytes", w.gpu}, {"ram_bytes", w.ram}, {"disk_bytes", w.disk}}},
+        {"kv", {{"gpu_bytes", kv_gpu}, {"ram_bytes", kv_ram}}},
+        {"layers", plan_rows_json(rows)},
+        {"predicted", {{"prompt_tokens_per_s", p.predicted.prefill_tok_s}, {"decode_tokens_per_s", p.predicted.decode_tok_s}}},
+        {"cost_model_runs", runtime.calibration_runs()}};
+    std::printf("%s\n", j.dump(2).c_str());
+}
+
 void plan(const PlanArgs& args) {
     EngineOptions engine = args.engine;
     const bool sparse = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
     if (!engine.sparsity.stats.empty() && !sparse) {
-        std::printf("note: --stats %s without --sparsity: the planner does not use activation statistics to place neurons"
+        std::fprintf(args.json ? stderr : stdout, "note: --stats %s without --sparsity: the planner does not use activation statistics to place neurons"
                     " yet (a split FFN computes every neuron, so its GPU share does its byte share of the work)\n",
                     engine.sparsity.stats.c_str());
         engine.sparsity.stats.clear();
@@ -183,20 +196,32 @@ void plan(const PlanArgs& args) {
     if (!ro.plan_path.empty()) throw ArgumentError("strata plan makes a placement; --plan reads one");
     ro.load_weights = false;
     ro.want_estimate = args.explain;
-    check_write_target(args.output, "placement file");  // before measuring and planning
+    if (!args.output.empty()) check_write_target(args.output, "placement file");  // before measuring and planning
     const Runtime runtime(args.engine.model, ro);
     const TensorTable table = tensor_table(runtime.model());
     Placement p = runtime.placement();
     if (runtime.gpu() && p.hardware.gpu_name.empty()) p.hardware.gpu_name = std::string(runtime.gpu()->name());
-    write_placement(p, args.output, &table);
+    if (!args.output.empty()) write_placement(p, args.output, &table);
 
-    const TierBytes bytes = placement_bytes(p, table);
-    std::printf("placement of %s -> %s\n", args.engine.model.c_str(), args.output.c_str());
-    std::printf("budgets: gpu %s, ram %s; context %lld tokens, kv %s\n", format_bytes(p.budgets.gpu_bytes).c_str(),
-                format_bytes(p.budgets.ram_bytes).c_str(), static_cast<long long>(p.n_ctx),
-                std::string(type_traits(p.kv_type).name).c_str());
-    std::printf("weights: gpu %s | ram %s | disk %s; placed by the %s\n", format_bytes(bytes.gpu).c_str(),
-                format_bytes(bytes.ram).c_str(), format_bytes(bytes.disk).c_str(), runtime.placement_source().c_str());
+    std::optional<CostModel> cm;
+    if (runtime.hardware_profile()) {
+        try {
+            cm.emplace(table, *runtime.hardware_profile(), runtime.cost_params(), p.kv_type);
+            cm->layout_of(p);
+        } catch (const Error&) {
+            cm.reset();  // the profile cannot rate this placement: no time shares
+        }
+    }
+    const std::vector<PlanRow> rows = plan_rows(p, table, cm ? &*cm : nullptr);
+    if (args.json) {
+        print_json(args, runtime, p, table, rows);
+        return;
+    }
+    std::printf("placement of %s%s\n", args.engine.model.c_str(),
+                args.output.empty() ? " (printed only: -o FILE saves it for --plan)" : cat(" -> ", args.output).c_str());
+    std::printf("placed by the %s; context %lld tokens, KV cache %s\n", runtime.placement_source().c_str(),
+                static_cast<long long>(p.n_ctx), std::string(type_traits(p.kv_type).name).c_str());
+    print_tier_table(p, table);
     if (const ModelConfig& mc = runtime.model().config(); mc.is_moe()) {
         const ExpertSummary e = summarize_experts(runtime.model().file().tensors(), mc);
         std::printf("experts: %lld per layer, %lld active per token, %s per expert (gate+up+down); a token reads %s"
@@ -205,22 +230,15 @@ void plan(const PlanArgs& args) {
                     format_bytes(e.bytes_per_expert).c_str(), format_bytes(e.active_bytes).c_str(),
                     format_bytes(e.total_bytes).c_str());
     }
-    std::optional<Explainer> explainer;
-    if (args.explain && runtime.cost_estimate()) explainer.emplace(runtime, table, p);
-    // Runs of layers placed alike, one line each.
-    const int n_layer = table.n_layer;
-    for (int first = 0; first < n_layer;) {
-        const std::string s = layer_summary(p, table, first);
-        int last = first;
-        while (last + 1 < n_layer && layer_summary(p, table, last + 1) == s) ++last;
-        std::printf("  layers %3d-%-3d %s\n", first, last, s.c_str());
-        if (explainer) {
-            for (const std::string& why : explainer->layer(first)) std::printf("      %s\n", why.c_str());
+    std::printf("\n");
+    print_plan_table(rows);
+    if (args.explain && runtime.cost_estimate()) {
+        const Explainer explainer(runtime, table, p);
+        std::printf("\nwhy, by the cost model:\n");
+        for (const PlanRow& r : rows) {
+            if (r.layers == "output") continue;
+            for (const std::string& why : explainer.layer(r.first)) std::printf("  layers %s: %s\n", r.layers.c_str(), why.c_str());
         }
-        first = last + 1;
-    }
-    for (const char* name : {"token_embd.weight", "output.weight"}) {
-        if (const auto t = p.tier_of(name)) std::printf("  %-15s %s\n", name, std::string(tier_name(*t)).c_str());
     }
     const CostParams& c = runtime.cost_params();
     if (runtime.calibration_runs() > 0) {
@@ -257,7 +275,8 @@ void add_plan_command(CLI::App& app) {
     auto args = std::make_shared<PlanArgs>();
     CLI::App* cmd = app.add_subcommand("plan", "place a model's weights inside memory budgets and write the placement file");
     add_engine_options(*cmd, args->engine);
-    cmd->add_option("-o,--output", args->output, "placement file to write (JSON)")->required();
+    cmd->add_option("-o,--output", args->output, "placement file to write (JSON; default: print only)");
+    cmd->add_flag("--json", args->json, "print the summary as JSON");
     cmd->add_flag("--explain", args->explain, "say per group of layers what its placement saves, by the cost model");
     cmd->callback([args] { plan(*args); });
 }

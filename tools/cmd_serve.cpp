@@ -143,10 +143,12 @@ void add_serve_command(CLI::App& app) {
     server::ServerOptions& so = args->server;
     cmd->add_option("--host", so.host, "address to listen on")->capture_default_str();
     cmd->add_option("--port", so.port, "port (0 = any free one)")->capture_default_str()->check(int_in(0, 65535));
-    cmd->add_option("--parallel", so.n_parallel, "requests generated at once (slots); each has its own -c context")
+    cmd->add_option("--parallel,--n-parallel", so.n_parallel, "requests generated at once (slots); each has its own -c context")
         ->capture_default_str()->check(int_in(1, 1024));
     cmd->add_option("--api-key", so.api_key, "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
-    cmd->add_option("--alias", args->alias, "model name /v1/models gives (default: the file name)");
+    cmd->add_option("-a,--alias", args->alias, "model name /v1/models gives (default: the file name)");
+    cmd->add_flag("--cont-batching")->description("-cb: accepted (requests are always batched continuously)");
+    cmd->add_flag("--metrics")->description("accepted (/metrics is always served)");
     cmd->add_option("-n,--n-predict", so.max_tokens, "most tokens a request may generate (-1 = the context)")
         ->capture_default_str()->check(int_in(-1, kMaxContext));
     cmd->add_option("--max-queue", so.max_queue, "requests waiting for a slot before 429")

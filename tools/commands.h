@@ -17,5 +17,6 @@ void add_bench_command(CLI::App& app);
 void add_calibration_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace strata::cli

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "tools/commands.h"
+#include "tools/llama_flags.h"
 
 #ifndef STRATA_VERSION
 #define STRATA_VERSION "0.0.0"
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
     strata::cli::add_calibration_command(app);
     strata::cli::add_serve_command(app);
     strata::cli::add_profile_command(app);
+    strata::cli::add_tokenize_command(app);
 
     // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
@@ -75,17 +77,12 @@ int main(int argc, char** argv) {
         }
     }
     try {
-        // llama.cpp spells the system prompt flag "-sys"; CLI11 allows only one-letter short
-        // flags, so it is rewritten to its long name before parsing.
-        std::string long_sys = "--system";
-        for (int i = 1; i < argc; ++i) {
-            if (std::string(argv[i]) == "-sys") argv[i] = long_sys.data();
-        }
+        strata::cli::rewrite_llama_flags(argc, argv);  // -ngl, -fa, -sys ... (CLI11: one-letter short flags)
         app.parse(argc, argv);  // runs the chosen subcommand's callback
     } catch (const CLI::Success& e) {
         return app.exit(e);  // --help, --version
     } catch (const CLI::ParseError& e) {
-        return fail(std::string(e.what()) + " (see 'strata --help')", kExitUsage);
+        return fail(strata::cli::explain_parse_error(app, e) + " (see 'strata --help')", kExitUsage);
     } catch (const strata::ArgumentError& e) {
         return fail(e.what(), kExitUsage);
     } catch (const std::exception& e) {

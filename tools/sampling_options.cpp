@@ -28,11 +28,12 @@ SessionParams EngineOptions::session_params() const {
 }
 
 RuntimeOptions EngineOptions::runtime_options() const {
+    check_model_source(llama, model);
     note_input_file(model);  // no file this run writes may replace it
     RuntimeOptions r;
     r.gpu = parse_gpu_choice(gpu);
-    if (!gpu_mem.empty()) r.gpu_mem = parse_byte_size(gpu_mem);
-    if (!ram_mem.empty()) r.ram_mem = parse_byte_size(ram_mem);
+    if (!gpu_mem.empty()) r.gpu_mem = parse_size_flag(gpu_mem, "--gpu-mem");
+    if (!ram_mem.empty()) r.ram_mem = parse_size_flag(ram_mem, "--ram-mem");
     if (!gpu_mem.empty() && r.gpu_mem == 0) throw ArgumentError("--gpu-mem 0: use --gpu none for no GPU");
     if (!ram_mem.empty() && r.ram_mem == 0) throw ArgumentError("--ram-mem must be more than 0");
     if (plan_given && plan.empty()) throw ArgumentError("--plan: the file name is empty");
@@ -44,22 +45,24 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.n_threads = cap_threads(n_threads);
     r.session = session_params();
     r.sparsity = sparsity.options();
+    apply_llama_options(llama, kv_type, r);
     return r;
 }
 
 void add_engine_options(CLI::App& cmd, EngineOptions& o) {
-    cmd.add_option("-m,--model", o.model, "GGUF model file")->required();
+    cmd.add_option("-m,--model", o.model, "GGUF model file (required)");
     cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0 = the model's)")
         ->capture_default_str()->check(int_in(0, kMaxContext));
     cmd.add_option("-b,--batch-size", o.n_batch, "prompt tokens per forward pass")
         ->capture_default_str()->check(int_in(1, kMaxContext));
     cmd.add_option("-t,--threads", o.n_threads, "CPU threads (0 = physical cores; more than the CPUs is lowered to them)")
         ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
-    cmd.add_option("--ctk,--cache-type", o.kv_type, "KV cache type: f16, f32, q8_0, q4_0")
+    cmd.add_option("--ctk,--cache-type,--cache-type-k", o.kv_type, "-ctk: KV cache type: f16, f32, q8_0, q4_0")
         ->capture_default_str();
+    add_llama_options(cmd, o.llama);
     cmd.add_option("--gpu", o.gpu, "GPU backend: auto, cuda, none, fake (a test device in host memory)")
         ->capture_default_str();
-    cmd.add_option("--gpu-mem", o.gpu_mem, "VRAM the process may hold, e.g. 6G (default: free VRAM)");
+    cmd.add_option("--gpu-mem", o.gpu_mem, "VRAM the process may hold, e.g. 6G (a bare number is MiB; default: free VRAM)");
     cmd.add_option("--ram-mem", o.ram_mem,
                    "RAM for resident weights, KV and disk staging, e.g. 24G; the rest streams from disk"
                    " (default: available RAM less 2 GiB)");

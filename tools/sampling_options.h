@@ -9,6 +9,7 @@
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/session.h"
 #include "engine/sampler/sampler_params.h"
+#include "tools/llama_options.h"
 #include "tools/sparsity_options.h"
 
 namespace strata::cli {
@@ -32,6 +33,7 @@ struct EngineOptions {
     std::string disk_io = "auto";
     bool verbose = false;
     SparsityFlags sparsity;    // --sparsity --stats
+    LlamaFlags llama;          // -ngl -ot -fa -ctv -ub --no-mmap --mlock --jinja -hf (llama_options.h)
 
     SessionParams session_params() const;
     RuntimeOptions runtime_options() const;
@@ -43,7 +45,7 @@ constexpr int64_t kMaxThreadsFlag = 1 << 16;       // -t accepted, then lowered 
 // "-1" is random (llama.cpp's spelling), else 0 to 2^32 - 1.
 uint32_t parse_seed(std::string_view text, std::string_view name);
 
-// Adds -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
+// Adds -m, -c, -b, -t, --ctk, llama.cpp's flags (llama_options.h), the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
 // --reprofile --disk-io --verbose), --sparsity --stats and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
 // --repeat-last-n --presence-penalty --frequency-penalty --seed).
 void add_engine_options(CLI::App& cmd, EngineOptions& options);

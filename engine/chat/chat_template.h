@@ -1,5 +1,5 @@
 // Chat templates: the built-in formatters that turn a conversation ({role, content} messages)
-// into the text a chat-tuned model was trained on (gguf-facts.md §4.7), and the choice of one
+// into the text a chat-tuned model was trained on (docs/FORMATS.md §4.7), and the choice of one
 // from the file's tokenizer.chat_template text or, failing that, its architecture.
 // Formats that start with a BOS spell it as text ("<bos>", "<s>", "<|begin_of_text|>");
 // strip_bos_text() removes it again when the tokenizer adds BOS itself (no double BOS).

@@ -1,5 +1,5 @@
 // Small enums shared by model configurations and backends: how RoPE pairs dimensions and
-// which gated activation an FFN uses (gguf-facts.md §3.1).
+// which gated activation an FFN uses (docs/FORMATS.md §3.1).
 #pragma once
 
 #include <cstdint>

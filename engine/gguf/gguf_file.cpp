@@ -1,5 +1,5 @@
 // GgufFile: maps a file read-only and parses the header and metadata; the tensor table is
-// parsed and validated in gguf_tensor_table.cpp. See gguf-facts.md §1 for the layout.
+// parsed and validated in gguf_tensor_table.cpp. See docs/FORMATS.md §1.1 for the layout.
 #include "engine/gguf/gguf_file.h"
 
 #include <fcntl.h>

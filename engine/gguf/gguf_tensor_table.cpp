@@ -3,7 +3,9 @@
 // We relax ggml's rule that tensors are contiguous in table order: any order is accepted.
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/gguf/byte_reader.h"
@@ -23,6 +25,89 @@ std::string shape_of(const int64_t* ne, uint32_t n_dims) {
     return out + "]";
 }
 
+// Dims and element count of tensor `name` (r positioned at n_dims).
+void read_shape(gguf_detail::ByteReader& r, const std::string& path, TensorInfo& t) {
+    const std::string& name = t.name;
+    const uint32_t n_dims = r.read<uint32_t>("n_dims");
+    if (n_dims == 0 || n_dims > 4) {
+        throw FormatError(cat(path, ": tensor '", name, "' has n_dims = ", n_dims, ", expected 1 to 4"));
+    }
+    t.n_dims = static_cast<int>(n_dims);
+    for (uint32_t d = 0; d < n_dims; ++d) {
+        t.ne[d] = r.read<int64_t>("dimension");
+        if (t.ne[d] <= 0) {
+            throw FormatError(cat(path, ": tensor '", name, "' has ne[", d, "] = ", t.ne[d],
+                                  ", expected a positive size"));
+        }
+    }
+    int64_t n_elements = 1;
+    for (uint32_t d = 0; d < n_dims; ++d) {
+        if (__builtin_mul_overflow(n_elements, t.ne[d], &n_elements)) {
+            throw FormatError(cat(path, ": tensor '", name, "' shape ", shape_of(t.ne.data(), n_dims),
+                                  " has more elements than fit in 64 bits"));
+        }
+    }
+}
+
+// Type and byte size of tensor t, whose shape is read (r positioned at the type).
+void read_type(gguf_detail::ByteReader& r, const std::string& path, TensorInfo& t) {
+    const std::string& name = t.name;
+    const uint32_t type_id = r.read<uint32_t>("type");
+    const TypeTraits* traits = find_type_traits(type_id);
+    if (traits == nullptr || traits->block_size <= 0 || traits->type_size == 0) {
+        throw FormatError(cat(path, ": tensor '", name, "' has unknown or removed ggml type ",
+                              static_cast<int32_t>(type_id)));
+    }
+    t.type = traits->type;
+    if (t.ne[0] % traits->block_size != 0) {
+        throw FormatError(cat(path, ": tensor '", name, "' of type ", traits->name, " has ne[0] = ", t.ne[0],
+                              ", not a multiple of the block size ", traits->block_size));
+    }
+    uint64_t n_bytes = static_cast<uint64_t>(t.ne[0] / traits->block_size);
+    bool overflow = __builtin_mul_overflow(n_bytes, uint64_t{traits->type_size}, &n_bytes);
+    for (int d = 1; d < t.n_dims; ++d) {
+        overflow |= __builtin_mul_overflow(n_bytes, static_cast<uint64_t>(t.ne[d]), &n_bytes);
+    }
+    if (overflow) {
+        throw FormatError(cat(path, ": tensor '", name, "' of type ", traits->name, " and shape ",
+                              shape_of(t.ne.data(), static_cast<uint32_t>(t.n_dims)), " has a byte size beyond 64 bits"));
+    }
+    t.n_bytes = n_bytes;
+}
+
+// Tensor info #i: name, shape, type and data offset.
+TensorInfo read_tensor_info(gguf_detail::ByteReader& r, const std::string& path, uint64_t i) {
+    r.set_context(cat("tensor #", i));
+    TensorInfo t;
+    t.name = r.read_string("name");
+    if (t.name.size() > kMaxNameBytes) {
+        throw FormatError(cat(path, ": tensor #", i, " name '", t.name.substr(0, 80), t.name.size() > 80 ? "…" : "",
+                              "' is ", t.name.size(), " bytes long, the maximum is ", kMaxNameBytes));
+    }
+    r.set_context(cat("tensor '", t.name, "'"));
+    read_shape(r, path, t);
+    read_type(r, path, t);
+    t.offset = r.read<uint64_t>("data offset");
+    return t;
+}
+
+// No two tensors' data may overlap (they may come in any order).
+void check_no_overlap(const std::vector<TensorInfo>& tensors, const std::string& path) {
+    std::vector<size_t> order(tensors.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return tensors[a].file_offset < tensors[b].file_offset; });
+    for (size_t k = 1; k < order.size(); ++k) {
+        const TensorInfo& prev = tensors[order[k - 1]];
+        const TensorInfo& next = tensors[order[k]];
+        if (next.file_offset < prev.file_offset + prev.n_bytes) {
+            throw FormatError(cat(path, ": tensors '", prev.name, "' [", prev.file_offset, ", ",
+                                  prev.file_offset + prev.n_bytes, ") and '", next.name, "' [", next.file_offset,
+                                  ", ", next.file_offset + next.n_bytes, ") overlap"));
+        }
+    }
+}
+
 }  // namespace
 
 void GgufFile::parse_tensor_table(gguf_detail::ByteReader& r, uint64_t n_tensors) {
@@ -33,60 +118,7 @@ void GgufFile::parse_tensor_table(gguf_detail::ByteReader& r, uint64_t n_tensors
     tensors_.reserve(n_tensors);
     std::unordered_map<std::string_view, uint64_t> name_index;
     for (uint64_t i = 0; i < n_tensors; ++i) {
-        r.set_context(cat("tensor #", i));
-        TensorInfo t;
-        t.name = r.read_string("name");
-        if (t.name.size() > kMaxNameBytes) {
-            throw FormatError(cat(path_, ": tensor #", i, " name '", t.name.substr(0, 80),
-                                  t.name.size() > 80 ? "…" : "", "' is ", t.name.size(),
-                                  " bytes long, the maximum is ", kMaxNameBytes));
-        }
-        const std::string& name = t.name;
-        r.set_context(cat("tensor '", name, "'"));
-        const uint32_t n_dims = r.read<uint32_t>("n_dims");
-        if (n_dims == 0 || n_dims > 4) {
-            throw FormatError(
-                cat(path_, ": tensor '", name, "' has n_dims = ", n_dims, ", expected 1 to 4"));
-        }
-        t.n_dims = static_cast<int>(n_dims);
-        for (uint32_t d = 0; d < n_dims; ++d) {
-            t.ne[d] = r.read<int64_t>("dimension");
-            if (t.ne[d] <= 0) {
-                throw FormatError(cat(path_, ": tensor '", name, "' has ne[", d, "] = ", t.ne[d],
-                                      ", expected a positive size"));
-            }
-        }
-        const std::string shape = shape_of(t.ne.data(), n_dims);
-        int64_t n_elements = 1;
-        for (uint32_t d = 0; d < n_dims; ++d) {
-            if (__builtin_mul_overflow(n_elements, t.ne[d], &n_elements)) {
-                throw FormatError(cat(path_, ": tensor '", name, "' shape ", shape,
-                                      " has more elements than fit in 64 bits"));
-            }
-        }
-        const uint32_t type_id = r.read<uint32_t>("type");
-        const TypeTraits* traits = find_type_traits(type_id);
-        if (traits == nullptr || traits->block_size <= 0 || traits->type_size == 0) {
-            throw FormatError(cat(path_, ": tensor '", name, "' has unknown or removed ggml type ",
-                                  static_cast<int32_t>(type_id)));
-        }
-        t.type = traits->type;
-        if (t.ne[0] % traits->block_size != 0) {
-            throw FormatError(cat(path_, ": tensor '", name, "' of type ", traits->name,
-                                  " has ne[0] = ", t.ne[0], ", not a multiple of the block size ",
-                                  traits->block_size));
-        }
-        uint64_t n_bytes = static_cast<uint64_t>(t.ne[0] / traits->block_size);
-        bool overflow = __builtin_mul_overflow(n_bytes, uint64_t{traits->type_size}, &n_bytes);
-        for (uint32_t d = 1; d < n_dims; ++d) {
-            overflow |= __builtin_mul_overflow(n_bytes, static_cast<uint64_t>(t.ne[d]), &n_bytes);
-        }
-        if (overflow) {
-            throw FormatError(cat(path_, ": tensor '", name, "' of type ", traits->name,
-                                  " and shape ", shape, " has a byte size beyond 64 bits"));
-        }
-        t.n_bytes = n_bytes;
-        t.offset = r.read<uint64_t>("data offset");
+        TensorInfo t = read_tensor_info(r, path_, i);
         t.shard = shard_index_;
         tensors_.push_back(std::move(t));
         // tensors_ was reserved, so the views into its names stay valid.
@@ -121,22 +153,7 @@ void GgufFile::parse_tensor_table(gguf_detail::ByteReader& r, uint64_t n_tensors
         t.file_offset = begin;
         t.data = base_ + begin;
     }
-
-    std::vector<size_t> order(tensors_.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return tensors_[a].file_offset < tensors_[b].file_offset;
-    });
-    for (size_t k = 1; k < order.size(); ++k) {
-        const TensorInfo& prev = tensors_[order[k - 1]];
-        const TensorInfo& next = tensors_[order[k]];
-        if (next.file_offset < prev.file_offset + prev.n_bytes) {
-            throw FormatError(cat(path_, ": tensors '", prev.name, "' [", prev.file_offset, ", ",
-                                  prev.file_offset + prev.n_bytes, ") and '", next.name, "' [",
-                                  next.file_offset, ", ", next.file_offset + next.n_bytes,
-                                  ") overlap"));
-        }
-    }
+    check_no_overlap(tensors_, path_);
 }
 
 }  // namespace strata

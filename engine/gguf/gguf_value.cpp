@@ -37,7 +37,7 @@ struct TypeRow {
     size_t size;  // 0 for STRING and ARRAY
     bool is_integer;
 };
-// Indexed by the on-disk type id (gguf-facts.md §1.2).
+// Indexed by the on-disk type id (docs/FORMATS.md §1.2).
 constexpr TypeRow kTypeRows[] = {
     {"u8", 1, true},      {"i8", 1, true},     {"u16", 2, true},  {"i16", 2, true},
     {"u32", 4, true},     {"i32", 4, true},    {"f32", 4, false}, {"bool", 1, false},

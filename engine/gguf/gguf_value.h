@@ -11,7 +11,7 @@
 
 namespace strata {
 
-// On-disk value type ids (gguf-facts.md §1.2).
+// On-disk value type ids (docs/FORMATS.md §1.2).
 enum class GgufType : int32_t {
     UINT8 = 0,
     INT8 = 1,

@@ -1,6 +1,6 @@
 // Architecture "gemma3": NEOX RoPE with a separate base for sliding-window layers, GELU-tanh
 // gated FFN, per-head q/k RMSNorm, post-attention and post-FFN norms, embeddings scaled by
-// sqrt(n_embd), 5 local layers to 1 global by default, output usually tied. gguf-facts §3.2.
+// sqrt(n_embd), 5 local layers to 1 global by default, output usually tied. docs/FORMATS.md §3.2.
 #include <cmath>
 
 #include "engine/core/error.h"

@@ -1,4 +1,4 @@
-// Names of general.file_type values (llama_ftype ids, gguf-facts §1.8 and §2.6).
+// Names of general.file_type values (llama_ftype ids, docs/FORMATS.md §1.8 and §2.6).
 #include "engine/model/file_type.h"
 
 #include <array>

@@ -1,4 +1,4 @@
-// GGUF metadata key names (gguf-facts.md §1.9), shared by the config reader and the synthetic
+// GGUF metadata key names (docs/FORMATS.md §1.9), shared by the config reader and the synthetic
 // writer so both spell every key the same way. Architecture keys are "<arch>.<suffix>".
 #pragma once
 

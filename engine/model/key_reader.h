@@ -1,5 +1,5 @@
 // Typed, validating access to a model's metadata keys for the config reader. Integers may be
-// stored as any integer type (friendlier than llama.cpp's exact-type rule, gguf-facts §1.8);
+// stored as any integer type (friendlier than llama.cpp's exact-type rule, docs/FORMATS.md §1.8);
 // a key of the wrong kind or a per-layer array of the wrong length is a FormatError that
 // names the file, the key, the stored type and what was expected.
 #pragma once

@@ -1,6 +1,6 @@
 // Reads and checks the tokenizer.* keys of a model: the kind of tokenizer, array lengths equal
 // to the vocabulary, special token ids inside it, and the add_bos/eos/space defaults
-// llama.cpp applies when a key is absent (gguf-facts §1.9).
+// llama.cpp applies when a key is absent (docs/FORMATS.md §1.9).
 #include <algorithm>
 #include <array>
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/core/timing.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program_moe.h"
@@ -46,12 +47,25 @@ LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tok
     }
 }
 
+namespace {
+uint64_t weight_bytes(const PlacedWeight& w) { return w.tensor.row_bytes() * static_cast<uint64_t>(w.tensor.n_rows()); }
+}  // namespace
+
 int LayerProgram::compute_backend(const PlacedWeight& w, int64_t n) const {
     if (gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ &&
-        is_host(*w.backend)) {
+        is_host(*w.backend) && weight_bytes(w) <= ship_.size()) {
         return gpu_;
     }
     return index_of(w.backend);
+}
+
+int LayerProgram::part_backend(const FfnPart& p, int64_t n) const {
+    // A part runs where all three of its matrices can: one too large to ship keeps it home.
+    const int b = compute_backend(p.gate, n);
+    if (b == gpu_ && (compute_backend(p.up, n) != gpu_ || compute_backend(p.down, n) != gpu_)) {
+        return index_of(p.gate.backend);
+    }
+    return b;
 }
 
 LayerProgram::~LayerProgram() = default;
@@ -133,7 +147,10 @@ void LayerProgram::matmul_local(const PlacedWeight& w, int bi, const Tensor& in,
             STRATA_INVARIANT(ship_.size() >= bytes);
             t = Tensor::contiguous(host.type, ship_.data(), {host.ne[0], host.ne[1], host.ne[2], host.ne[3]},
                                    ship_.memory());
+            const auto t0 = Clock::now();
             b.copy_in(host, t);
+            ship_stats_.seconds += seconds_since(t0);
+            ship_stats_.bytes += bytes;
         }
         // A shipped weight's host bytes are free once copied; otherwise the product reads them.
         if (shipped && stream != nullptr) {
@@ -189,9 +206,13 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     // The GPU staging buffer for shipped prefill weights: sized once for the largest host
     // weight; without room for it, prefill stays on the host backends.
     if (gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ && !ship_) {
+        // Sized for the largest host weight that fits the limit; a larger one is computed where
+        // it lives (with its FFN part: part_backend).
         uint64_t largest = 0;
         auto consider = [&](const PlacedWeight& w) {
-            if (w.present() && is_host(*w.backend)) largest = std::max(largest, w.tensor.row_bytes() * static_cast<uint64_t>(w.tensor.n_rows()));
+            if (w.present() && is_host(*w.backend) && weight_bytes(w) <= gpu_staging_limit_) {
+                largest = std::max(largest, weight_bytes(w));
+            }
         };
         for (int il = 0; il < model_.n_layer(); ++il) {
             const PlacedLayer& l = model_.layer(il);
@@ -203,7 +224,7 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
             }
             for_each_moe_weight(l.moe, consider);
         }
-        if (largest == 0 || largest > gpu_staging_limit_) {
+        if (largest == 0) {
             shipping_ok_ = false;  // nothing to ship, or no room the activations do not need
         } else {
             try {
@@ -349,7 +370,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     }
     const PlacedLayer& w = model_.layer(il);
     const float eps = static_cast<float>(config_.rms_eps);
-    const int hb = compute_backend(w.ffn.front().gate, n);
+    const int hb = part_backend(w.ffn.front(), n);
     Backend& h = backend(hb);
 
     Tensor x = residual_on(hb, n);
@@ -361,7 +382,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     std::array<bool, kMaxBackends> has_input{}, has_sum{};
     has_input[static_cast<size_t>(hb)] = true;
     for (const FfnPart& p : w.ffn) {
-        const int pb = compute_backend(p.gate, n);
+        const int pb = part_backend(p, n);
         if (has_input[static_cast<size_t>(pb)]) continue;
         Tensor cur_p = act(pb, kCur, config_.n_embd, n);
         transfer(hb, cur, pb, cur_p);
@@ -369,7 +390,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     }
     Tensor proj = act(hb, kProj, config_.n_embd, n);
     for (const FfnPart& p : w.ffn) {
-        const int pb = compute_backend(p.gate, n);
+        const int pb = part_backend(p, n);
         Backend& b = backend(pb);
         const int64_t width = p.end - p.begin;
         Tensor in = pb == hb ? cur : act(pb, kCur, config_.n_embd, n);

@@ -41,6 +41,7 @@ class SparseFfn;
 struct ExpertWeights;
 struct MoeScratch;
 struct PlacedWeight;
+struct FfnPart;
 
 class LayerProgram {
   public:
@@ -69,6 +70,13 @@ class LayerProgram {
     // Bytes this program holds for activations on `backend` (its scratch grows to the largest
     // batch seen).
     uint64_t activation_bytes(const Backend* backend) const;
+    // Host weights shipped to the GPU by prompt batches so far, and the host-side seconds their
+    // copies took (the pinned staging; the transfers themselves overlap).
+    struct ShipStats {
+        uint64_t bytes = 0;
+        double seconds = 0;
+    };
+    const ShipStats& ship_stats() const { return ship_stats_; }
 
     // Activation sparsity (sparse_ffn.h): each FFN runs with the calibrated thresholds of
     // `sparse` (which must outlive the program, and was built for this placed model), or dense
@@ -115,6 +123,8 @@ class LayerProgram {
     void matmul_local(const PlacedWeight& w, int bi, const Tensor& in, Tensor& out);
     // The backend a weight's product runs on for a batch of n tokens.
     int compute_backend(const PlacedWeight& w, int64_t n) const;
+    // The backend an FFN part (gate, up and down together) runs on for a batch of n tokens.
+    int part_backend(const FfnPart& p, int64_t n) const;
     Backend& backend(int bi) const;
     int index_of(const Backend* b) const;
 
@@ -139,6 +149,7 @@ class LayerProgram {
     uint64_t gpu_staging_limit_;
     bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer
     Buffer ship_;              // GPU staging of a host weight during prefill
+    ShipStats ship_stats_;
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
     std::vector<float> bounce_;  // host hop of device-to-device transfers
     const SparseFfn* sparse_ = nullptr;

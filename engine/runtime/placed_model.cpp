@@ -72,7 +72,7 @@ PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tie
         case Tier::Ram:
             w.backend = tiers.cpu;
             w.tensor = view;
-            if (!view.is_contiguous()) {
+            if (!view.is_contiguous() || tiers.ram_copy) {
                 // A split FFN's columns of ffn_down: a strided view reads a short run of each
                 // row and skips the rest, which the CPU fetches anyway (1536 of 13824 columns:
                 // 1.7-2.3x slower per byte on 16 threads, 3.3x on 2; kernels_cpu_bench
@@ -82,7 +82,11 @@ PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tie
                 w.tensor = Tensor::contiguous(view.type, buf.data(), {view.ne[0], view.ne[1], view.ne[2], view.ne[3]},
                                               buf.memory());
                 copy_host_tensor(view, w.tensor);
+                if (tiers.ram_copy) drop_mapped_pages(view);
                 owned_.push_back(std::move(buf));
+            }
+            if (tiers.ram_lock && w.tensor.is_contiguous() && mlock(w.tensor.data, w.tensor.n_bytes()) == 0) {
+                stats_.locked_bytes += w.tensor.n_bytes();
             }
             stats_.ram_weight_bytes += view.n_bytes();
             break;

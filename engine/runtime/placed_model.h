@@ -73,6 +73,8 @@ struct PlacedLayer {
 struct TierBackends {
     Backend* cpu = nullptr;  // required
     Backend* gpu = nullptr;  // a CUDA or fake device backend, or null when there is no GPU
+    bool ram_copy = false;   // --no-mmap: RAM weights copied out of the file mapping
+    bool ram_lock = false;   // --mlock: RAM weights locked in memory (a warning where refused)
 };
 
 // Bytes of weights per tier, and the copies the placement adds.
@@ -81,6 +83,7 @@ struct ResidencyStats {
     uint64_t ram_weight_bytes = 0;   // what the CPU reads: views of the mapping, packed copies
     uint64_t disk_weight_bytes = 0;  // streamed per token
     uint64_t small_copy_bytes = 0;   // norms/biases copied to each backend
+    uint64_t locked_bytes = 0;       // RAM weights mlock()ed (ram_lock)
 };
 
 class PlacedModel {

@@ -236,7 +236,10 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     const bool ships = gpu_ && options_.session.gpu_prefill_min_tokens > 0 &&
                        options_.session.n_batch >= options_.session.gpu_prefill_min_tokens;
     const uint64_t staging = ships ? largest_streamed_bytes(table) * static_cast<uint64_t>(options.session.n_sequences) : 0;
-    const uint64_t staging_reserve = staging * 4 <= gpu_free ? staging : 0;
+    // With slack for what the placement's sum leaves out (allocation rounding, norm copies): at
+    // 70B and 6 GiB the room left was 3.75 MiB short of the largest matrix without it.
+    constexpr uint64_t kStagingSlack = 64ull << 20;
+    const uint64_t staging_reserve = staging * 4 <= gpu_free ? staging + kStagingSlack : 0;
     const uint64_t gpu_reserved = activation_reserve + staging_reserve;
     const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
                                              : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
@@ -272,6 +275,10 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
 
     if (!options.plan_path.empty()) {
+        if (!options.rules.empty()) {
+            throw ArgumentError(cat("-ngl and -ot place the weights; the plan '", options.plan_path,
+                                    "' has placed them already (drop one or the other)"));
+        }
         placement_ = read_placement(options.plan_path);
         check_placement_for(placement_, *model_);
         const TierBytes bytes = placement_bytes(placement_, table);
@@ -305,6 +312,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         params.kv_type = options.session.kv_type;
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
+        params.rules = options.rules;
+        if (!gpu_) {  // a llama.cpp command line's "=CUDA0" on a machine without a GPU: nothing to pin
+            const size_t before = params.rules.tensors.size();
+            std::erase_if(params.rules.tensors, [](const TensorRule& r) { return r.on_gpu; });
+            if (params.rules.tensors.size() != before) log << "note: -ot rules for the GPU are ignored: this run has no GPU\n";
+        }
         // When every weight and KV cache fits on the GPU there is nothing to plan: the GPU is
         // the fastest tier for every byte (a calibrated model that says otherwise is wrong about
         // small ops, not about bytes).
@@ -322,6 +335,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             pp.kv_type = params.kv_type;
             pp.gpu_reserved_bytes = params.gpu_reserved_bytes;
             pp.ram_reserved_bytes = params.ram_reserved_bytes;
+            pp.rules = params.rules;
             pp.cost = cost_params_;
             try {
                 PlanReport report;
@@ -357,7 +371,13 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             estimate_->prefill_s_per_token > 0 ? 1.0 / estimate_->prefill_s_per_token : 0.0;
     }
     if (!options.load_weights) return;
-    placed_ = std::make_unique<PlacedModel>(*model_, placement_, TierBackends{cpu_.get(), gpu_.get()}, disk);
+    placed_ = std::make_unique<PlacedModel>(*model_, placement_,
+                                            TierBackends{cpu_.get(), gpu_.get(), options.no_mmap, options.mlock}, disk);
+    const ResidencyStats& placed_stats = placed_->stats();
+    if (options.mlock && placed_stats.locked_bytes < placed_stats.ram_weight_bytes) {
+        log << "warning: --mlock locked " << format_bytes(placed_stats.locked_bytes) << " of the "
+            << format_bytes(placed_stats.ram_weight_bytes) << " of RAM weights (the limit is `ulimit -l`)\n";
+    }
     // What the placement left on the GPU beyond its weights, the KV caches and the activation
     // reserve: the most that prefill may take to stage shipped weights, shared by the
     // n_sequences sessions (each stages on its own).
@@ -368,10 +388,16 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
                 kv_gpu += kv_bytes_per_layer(table, il, kv_cells, options.session.kv_type);
             }
         }
+        // Part of the activation reserve may be held already: scratch the backend kept from the
+        // hardware measurement (the f16 weight tile), taken after gpu_free was. What the GPU
+        // lost beyond the weights counts as held (at 70B and 6 GiB: 73 MiB, which made the room
+        // for a 183.75 MiB matrix 174.8 MiB).
         const uint64_t left = gpu_free_bytes(gpu_.get());
+        const uint64_t weights = placed_->stats().gpu_weight_bytes;
+        const uint64_t held = gpu_free > left + weights ? gpu_free - left - weights : 0;
+        const uint64_t still = activation_reserve > held ? activation_reserve - held : 0;
         options_.session.gpu_staging_limit =
-            (left > kv_gpu + activation_reserve ? left - kv_gpu - activation_reserve : 0) /
-            static_cast<uint64_t>(options.session.n_sequences);
+            (left > kv_gpu + still ? left - kv_gpu - still : 0) / static_cast<uint64_t>(options.session.n_sequences);
     }
     sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
     options_.session.sparse = sparse_.get();
@@ -396,6 +422,11 @@ std::string Runtime::accounting(const Session* session) const {
             << ", read " << format_bytes(s->stats().bytes_read) << ", waited " << s->stats().wait_seconds << " s)";
     }
     out << "\n";
+    if (options_.no_mmap || options_.mlock) {
+        out << "ram weights: " << (options_.no_mmap ? "copied out of the file mapping" : "read through the file mapping");
+        if (options_.mlock) out << ", " << format_bytes(r.locked_bytes) << " locked in memory";
+        out << "\n";
+    }
     if (session != nullptr) {
         const KvCache& kv = session->kv_cache();
         out << "kv cache: gpu " << format_bytes(gpu_ ? kv.bytes_on(gpu_.get()) : 0) << " | ram "
@@ -408,6 +439,12 @@ std::string Runtime::accounting(const Session* session) const {
         out << "prefill staging: up to " << format_bytes(options_.session.gpu_staging_limit)
             << " per session for a shipped weight (largest " << format_bytes(largest_streamed_bytes(tensor_table(*model_)))
             << "; a larger one is computed where it lives)\n";
+        if (session != nullptr && session->program().ship_stats().bytes > 0) {
+            const LayerProgram::ShipStats& s = session->program().ship_stats();
+            out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU, host copies "
+                << s.seconds << " s (" << (s.seconds > 0 ? static_cast<double>(s.bytes) / s.seconds / 1e9 : 0.0)
+                << " GB/s)\n";
+        }
     }
     if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
     if (auto* fake = dynamic_cast<const FakeDeviceBackend*>(gpu_.get())) {

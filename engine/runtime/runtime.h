@@ -20,6 +20,7 @@
 #include "offload/disk_stream.h"
 #include "offload/hardware_profile.h"
 #include "offload/placement.h"
+#include "offload/placement_rules.h"
 #include "offload/planner.h"
 
 namespace strata {
@@ -47,6 +48,8 @@ struct RuntimeOptions {
     uint64_t ram_mem = 0;      // resident weights + disk staging; 0 = available RAM less a margin
     std::string plan_path;     // a placement file; empty = `placer` places the weights
     Placer placer = Placer::Plan;
+    // -ngl / -ot: inputs of whichever placer runs; refused (ArgumentError) with a placement file.
+    PlacementRules rules;
     // Measure the hardware again even when the cached profile matches (engine/runtime/hardware.h).
     bool reprofile = false;
     // Measure the hardware when no profile is cached, also when nothing is planned (a placement
@@ -58,6 +61,8 @@ struct RuntimeOptions {
     SessionParams session;     // context and batch the budgets must hold
     SparsityOptions sparsity;  // --sparsity: the FFNs' activation sparsity (CPU backend only)
     bool load_weights = true;  // false: only make the placement (strata plan)
+    bool no_mmap = false;      // --no-mmap: RAM weights copied out of the file mapping
+    bool mlock = false;        // --mlock: RAM weights locked in memory
     // Where profiling and a fallback from the planner to the built-in placement are said (the
     // tools pass std::cerr); null: nowhere.
     std::ostream* log = nullptr;

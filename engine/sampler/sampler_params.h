@@ -1,4 +1,4 @@
-// Sampling parameters with llama.cpp's defaults and meanings (gguf-facts §5.4), and their
+// Sampling parameters with llama.cpp's defaults and meanings (docs/FORMATS.md §5.4), and their
 // validation. A SamplerParams is plain data; Sampler checks it once, at construction.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Which GGML type each tensor gets in a synthetic file of a given overall type. q4_k_m
-// follows llama.cpp's Q4_K_M rules exactly (gguf-facts §2.6), so a synthetic model has the
+// follows llama.cpp's Q4_K_M rules exactly (docs/FORMATS.md §2.6), so a synthetic model has the
 // byte mix and the kernels mix of a real Q4_K_M file. The i-quant and ternary types
 // (iq2_xxs, iq1_s, tq2_0, ...) are simpler: every matrix gets the type, except the output
 // matrix (Q6_K), which real files of these types also keep at more bits.

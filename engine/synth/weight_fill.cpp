@@ -1,4 +1,4 @@
-// Random rows in on-disk formats (see weight_fill.h). Block layouts: gguf-facts §2.1-2.2.
+// Random rows in on-disk formats (see weight_fill.h). Block layouts: docs/FORMATS.md §2.1-2.2.
 // Every quantized block gets a random per-block scale jitter (×0.75..1.25) and, where the
 // format allows, a random sign, so blocks differ the way real ones do.
 #include "engine/synth/weight_fill.h"

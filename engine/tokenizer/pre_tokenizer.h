@@ -1,5 +1,5 @@
 // Splits text into the words a byte-level BPE merges within, by the regular expression its
-// tokenizer.ggml.pre names (gguf-facts.md §4.4), through PCRE2 with Unicode properties.
+// tokenizer.ggml.pre names (docs/FORMATS.md §4.4), through PCRE2 with Unicode properties.
 // Matches and the text between them both become words ("isolated" splitting, as in Hugging
 // Face's Split pre-tokenizer), so the words always concatenate back to the input.
 //

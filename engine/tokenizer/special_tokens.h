@@ -1,4 +1,4 @@
-// Splits text at special tokens before the model tokenizer sees it (gguf-facts.md §4.2).
+// Splits text at special tokens before the model tokenizer sees it (docs/FORMATS.md §4.2).
 // Candidates are CONTROL, UNKNOWN and USER_DEFINED tokens; with parse_special = false only
 // USER_DEFINED ones match. Matching is leftmost-longest, as Hugging Face's added-token splitter
 // and sentencepiece's user-defined symbols do: scanning left to right, the longest candidate

@@ -1,6 +1,6 @@
 // Sentencepiece-style tokenization of one text fragment (tokenizer.ggml.model = "llama"):
 // spaces escaped to U+2581, characters merged pairwise by the score of the merged token, and
-// byte fallback to <0xXX> tokens for what no token covers (gguf-facts.md §4.3).
+// byte fallback to <0xXX> tokens for what no token covers (docs/FORMATS.md §4.3).
 //
 // Holds references to the vocabulary and index it was built from; immutable, so any thread may
 // call encode() at once.

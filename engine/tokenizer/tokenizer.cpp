@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";  // U+2581
 
-// Texts of end-of-turn / end-of-generation tokens across model families (gguf-facts.md §4.5).
+// Texts of end-of-turn / end-of-generation tokens across model families (docs/FORMATS.md §4.5).
 constexpr std::string_view kEotTexts[] = {
     "<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
     "<|endoftext|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>",

@@ -1,6 +1,6 @@
 // Text <-> token ids for a GGUF vocabulary: special-token splitting, then the model's own
 // algorithm (SPM or byte-level BPE) on the text between, BOS/EOS rules, pieces for decoding,
-// and the end-of-generation set (gguf-facts.md §4).
+// and the end-of-generation set (docs/FORMATS.md §4).
 //
 // Thread safety: immutable after construction; copies share the same tables; every method may
 // be called from any thread at once.

@@ -1,5 +1,5 @@
 // The tokenizer vocabulary of a GGUF model as plain data: token texts, scores, types, merges,
-// special ids and flags from the tokenizer.ggml.* metadata (gguf-facts.md §1.9, §4.1).
+// special ids and flags from the tokenizer.ggml.* metadata (docs/FORMATS.md §1.9, §4.1).
 // Tests may fill one directly; validate() is the contract the tokenizers rely on.
 #pragma once
 

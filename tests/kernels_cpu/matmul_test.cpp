@@ -1,7 +1,8 @@
 // matmul and get_rows of the CPU backend against a double-precision reference over the same
 // dequantized weights, for every weight type quant/ can dequantize, at odd sizes: the f32
-// dequantize path to 1e-10, the default (integer-kernel) path to its activation-quantization
-// bound. qmatmul_test.cpp covers each integer kernel variant.
+// dequantize path to 1e-10 (it is the backend-ops table's reference: backend_ops_test.cpp holds
+// every variant and the fake device to it, within each type's bound); qmatmul_test.cpp compares
+// each integer kernel variant with the scalar one.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -50,25 +51,6 @@ TEST_P(MatmulTypes, DequantPathMatchesDoubleReferenceAtOddSizes) {
             }
         }
     }
-}
-
-TEST_P(MatmulTypes, DefaultPathWithinItsBoundAtOddSizes) {
-    const GgmlType type = GetParam();
-    const double bound = test::matmul_nmse_bound(type, active_kernel_variant());
-    CpuBackend backend(2);
-    const int64_t k = odd_k(type) * 3 + type_traits(type).block_size;
-    test::PooledNmse pooled;  // over all shapes: single outputs near 0 say nothing alone
-    for (int64_t n : {3, 33}) {
-        const HostTensor w = test::random_weights(type, k, n);
-        for (int64_t m : {1, 5, 17}) {
-            const HostTensor x = test::random_f32({k, m});
-            HostTensor y(GgmlType::F32, {n, m});
-            backend.matmul(w.t, x.t, y.t);
-            pooled.add(test::reference_matmul(w.t, x), y.f32(), static_cast<size_t>(n * m));
-        }
-    }
-    EXPECT_LE(pooled.value(), bound) << type_traits(type).name << " variant "
-                                     << kernel_variant_name(active_kernel_variant());
 }
 
 TEST_P(MatmulTypes, GetRowsDequantizesTheSelectedRows) {

@@ -69,6 +69,7 @@ using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
         ->Args({kAvx512, 1})                                    \
         ->Args({kAvx2, 1})                                      \
         ->Args({kAvx512, 8})                                    \
+        ->Args({kAvx2, 8})                                      \
         ->Unit(benchmark::kMicrosecond)
 
 STRATA_QDOT(q4_K, GgmlType::Q4_K);
@@ -76,6 +77,8 @@ STRATA_QDOT(q6_K, GgmlType::Q6_K);
 STRATA_QDOT(q8_0, GgmlType::Q8_0);
 STRATA_QDOT(q5_0, GgmlType::Q5_0);
 STRATA_QDOT(q4_0, GgmlType::Q4_0);
+STRATA_QDOT(q4_1, GgmlType::Q4_1);
+STRATA_QDOT(iq4_nl, GgmlType::IQ4_NL);
 STRATA_QDOT(iq2_xxs, GgmlType::IQ2_XXS);
 STRATA_QDOT(iq2_xs, GgmlType::IQ2_XS);
 STRATA_QDOT(iq3_xxs, GgmlType::IQ3_XXS);

@@ -1,4 +1,4 @@
-// RoPE of the CPU backend: NORM and NEOX each match their formula (gguf-facts §3.1), differ
+// RoPE of the CPU backend: NORM and NEOX each match their formula (docs/FORMATS.md §3.1), differ
 // from each other, leave dims past n_rot alone, and are the identity at position 0.
 #include <gtest/gtest.h>
 

@@ -73,7 +73,7 @@ inline HostTensor random_f32(std::initializer_list<int64_t> ne, float lo = -1.0f
     return h;
 }
 
-// Offsets of the f16 scale fields of types that have no reference quantizer (facts §2.1).
+// Offsets of the f16 scale fields of types that have no reference quantizer (docs/FORMATS.md §2.1).
 inline std::vector<size_t> half_fields(GgmlType type) {
     switch (type) {
         case GgmlType::Q4_1:

@@ -1,6 +1,7 @@
 // The q8 activations of the GEMV: the warp-per-block quantizer writes exactly quantize_q8_act's
-// bytes, and the backend's reuse of a quantized x across matmuls gives the same products as
-// quantizing every time, and never outlives an op that rewrote x.
+// bytes, and the backend's reuse of a quantized x across matmuls (also one quantized by the
+// RMSNorm or gated activation that wrote it) gives the same products as quantizing every time,
+// and never outlives an op that rewrote x.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -140,6 +141,46 @@ TEST(CudaQ8Activations, ReusedQuantizationMatchesFreshAndFollowsRewrites) {
     EXPECT_FALSE(same_bits(out[0][0], out[0][2]));
     EXPECT_FALSE(same_bits(out[0][1], out[0][3]));
     EXPECT_FALSE(same_bits(out[0][0], out[0][4]));
+}
+
+// RMSNorm and the gated activation quantize their decode-sized outputs in the same kernel for
+// the GEMV after them: the products must match a backend that quantizes for every product,
+// bit for bit, for row lengths that take each norm kernel shape (96: a partial warp of 8-lane
+// groups, 768, 8192: two float4s a thread) and 1-8 rows.
+TEST(CudaQ8Activations, NormAndGateQuantizedInTheirKernelsMatchFresh) {
+    STRATA_SKIP_WITHOUT_GPU();
+    ReusePair p;
+    for (int64_t k : {96, 768, 8192}) {
+        const GgmlType wt = k % 256 == 0 ? GgmlType::Q4_K : GgmlType::Q8_0;
+        for (int64_t m : {1, 3, 8}) {
+            const HostTensor w = cpu::test::random_weights(wt, k, 40);
+            const HostTensor wd = cpu::test::random_weights(wt, k, 24);
+            const HostTensor x = cpu::test::random_f32({k, m}, -3.0f, 3.0f);
+            const HostTensor norm = cpu::test::random_f32({k}, 0.5f, 1.5f);
+            const HostTensor up = cpu::test::random_f32({k, m}, -2.0f, 2.0f);
+            std::vector<HostTensor> out[2];
+            int side = 0;
+            for (CudaBackend* b : {&p.reuse, &p.fresh}) {
+                const DeviceTensor w_d = b->upload(w.t), wd_d = b->upload(wd.t), n_d = b->upload(norm.t);
+                const DeviceTensor x_d = b->upload(x.t), up_d = b->upload(up.t);
+                DeviceTensor y = test::nan_device(*b, {k, m}), o1 = test::nan_device(*b, {40, m});
+                DeviceTensor o2 = test::nan_device(*b, {24, m});
+                b->rms_norm(x_d.tensor, &n_d.tensor, 1e-5f, y.tensor);
+                b->matmul(w_d.tensor, y.tensor, o1.tensor);
+                b->matmul(wd_d.tensor, y.tensor, o2.tensor);  // the same quantized y again
+                out[side].push_back(test::to_host(*b, y.tensor));
+                out[side].push_back(test::to_host(*b, o1.tensor));
+                out[side].push_back(test::to_host(*b, o2.tensor));
+                b->gated_activation(y.tensor, up_d.tensor, Activation::Silu, y.tensor);
+                b->matmul(wd_d.tensor, y.tensor, o2.tensor);
+                out[side].push_back(test::to_host(*b, o2.tensor));
+                ++side;
+            }
+            for (size_t i = 0; i < out[0].size(); ++i) {
+                EXPECT_TRUE(same_bits(out[0][i], out[1][i])) << "k " << k << " m " << m << " result " << i;
+            }
+        }
+    }
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ from gguf import GGML_QUANT_SIZES
 SKIP = 77
 CHUNK_BYTES = 32 << 20  # model tensors go through the tool in pieces of about this size
 
-# Byte offsets of the f16 scale fields in one block (facts §2.1). Random bytes there could be
-# inf/NaN, so they are replaced by finite halves.
+# Byte offsets of the f16 scale fields in one block (docs/FORMATS.md §2.1). Random bytes there could
+# be inf/NaN, so they are replaced by finite halves.
 F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],

@@ -242,8 +242,8 @@ TEST(QuantBounds, FloatTypes) {
     }
 }
 
-// The aggregate metric of ggml's test-quantize-fns (facts §6.2): x_i = 0.1 + 2 cos(i + offset),
-// 4096 values, sqrt(sum diff^2) / n < 0.002 for every type here.
+// The aggregate metric of ggml's test-quantize-fns (docs/FORMATS.md §6.2): x_i = 0.1 + 2 cos(i +
+// offset), 4096 values, sqrt(sum diff^2) / n < 0.002 for every type here.
 TEST(QuantBounds, GgmlStyleTotalError) {
     constexpr int n = 4096;
     std::vector<float> x(n), y(n);

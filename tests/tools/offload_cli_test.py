@@ -94,7 +94,7 @@ def main():
         plan = os.path.join(tmp, "tiny.plan.json")
         rc, out, err = run(strata, "plan", "-m", model, "--gpu", "none", "--ram-mem", "1600K", "-c", "128", "-o", plan)
         expect(rc == 0, f"plan failed: {err}")
-        expect("layers" in out and "disk" in out, f"plan table: {out!r}")
+        expect("layers" in out and "DISK" in out, f"plan table: {out!r}")
         placement = json.load(open(plan))
         expect(placement["bytes"]["disk"] > 0, f"plan has nothing on disk: {placement['bytes']}")
         expect(all(t["tier"] != "disk" for t in placement["tensors"]

@@ -1,4 +1,4 @@
-// Chat formats against renderings written by hand from gguf-facts.md §4.7 and the models'
+// Chat formats against renderings written by hand from docs/FORMATS.md §4.7 and the models'
 // published formats, and the choice of a format from template text and architecture.
 #include <gtest/gtest.h>
 

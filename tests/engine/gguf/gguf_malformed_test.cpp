@@ -253,17 +253,23 @@ TEST(GgufMalformed, TruncationAtEveryByteThrows) {
 
 TEST(GgufMalformed, EveryByteFlippedParsesOrThrowsFormatError) {
     const std::string f = test::sample_file();
+    size_t rejected = 0, tried = 0;
     for (size_t i = 0; i < f.size(); ++i) {
         for (uint8_t mask : {uint8_t{0xFF}, uint8_t{0x80}, uint8_t{0x01}}) {
             std::string g = f;
             g[i] = static_cast<char>(g[i] ^ mask);
             std::vector<uint8_t> storage;
+            ++tried;
             try {
                 test::parse_exact(g, &storage);
             } catch (const FormatError&) {
+                ++rejected;
             }  // any other exception fails the test
         }
     }
+    // A flipped magic or version byte must be refused; a flipped tensor-data byte must not.
+    EXPECT_GT(rejected, 0u);
+    EXPECT_LT(rejected, tried);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ def main():
     text_config = getattr(config, "text_config", config)
     if text_config.model_type.startswith("gemma3") and text_config.num_hidden_layers != 62:
         # GGUF has no key for it: transformers' converter defaults query_pre_attn_scalar to 256,
-        # while the file format means 1/sqrt(head_dim) (gguf-facts §3.2; 27B = 62 layers
+        # while the file format means 1/sqrt(head_dim) (docs/FORMATS.md §3.2; 27B = 62 layers
         # differs). Real checkpoints other than 27B have head_dim 256, so only synthetic shapes
         # are affected.
         text_config.query_pre_attn_scalar = text_config.head_dim

@@ -37,11 +37,13 @@ const std::vector<int32_t> kPrompt = {1, 17, 300, 42, 7, 250, 99, 3, 480};
 constexpr int kDecodeSteps = 4;
 
 // Logits of the prompt's last token and of kDecodeSteps greedy steps after it.
-std::vector<std::vector<float>> run(const PlacedModel& placed, int64_t gpu_prefill_min_tokens = 0) {
+std::vector<std::vector<float>> run(const PlacedModel& placed, int64_t gpu_prefill_min_tokens = 0,
+                                    uint64_t gpu_staging_limit = UINT64_MAX) {
     SessionParams params;
     params.n_ctx = 64;
     params.n_batch = 4;  // several prefill batches: the disk schedule wraps between them
     params.gpu_prefill_min_tokens = gpu_prefill_min_tokens;
+    params.gpu_staging_limit = gpu_staging_limit;
     Session session(placed, params);
     std::vector<std::vector<float>> out;
     auto logits = session.feed(kPrompt);
@@ -126,7 +128,7 @@ class PlacedModelTest : public ::testing::TestWithParam<std::tuple<const char*, 
         }
         Backend& gpu = *owned;
         const PlacedModel placed(*model_, placement, {f32 ? &cpu_f32_ : &cpu_, &gpu}, disk);
-        const auto got = run(placed, gpu_prefill_min_tokens);
+        const auto got = run(placed, gpu_prefill_min_tokens, staging_limit_);
         const auto& reference_ = f32 ? reference_f32_ : this->reference_;
         ASSERT_EQ(got.size(), reference_.size());
         for (size_t s = 0; s < got.size(); ++s) {
@@ -160,6 +162,7 @@ class PlacedModelTest : public ::testing::TestWithParam<std::tuple<const char*, 
     std::vector<std::vector<float>> reference_, reference_f32_;
     FakeDeviceStats stats_;
     ResidencyStats residency_;
+    uint64_t staging_limit_ = UINT64_MAX;  // SessionParams::gpu_staging_limit of expect_matches
     uint64_t disk_reads_ = 0;
     uint64_t graph_launches_ = 0;
 };
@@ -277,6 +280,27 @@ TEST_P(PlacedModelTest, PrefillShipsHostWeightsToTheGpu) {
         // Every host weight went in once per 4-token batch (two of the three prompt batches).
         const uint64_t host_bytes = residency_.ram_weight_bytes + residency_.disk_weight_bytes;
         EXPECT_GE(stats_.bytes_in, 2 * (host_bytes - tensor_table(*model_).tensors.front().bytes));
+    }
+}
+
+TEST_P(PlacedModelTest, PrefillShipsOnlyWeightsThatFitTheStagingLimit) {
+    // A staging limit below the FFN matrices: attention weights still go to the GPU, each FFN
+    // part is computed in RAM, and the logits do not change.
+    const Placement p = uniform(*model_, Tier::Ram, Tier::Gpu);
+    uint64_t attn_bytes = 0, largest_attn = 0, host_bytes = 0;
+    for (const TensorEntry& t : tensor_table(*model_).tensors) {
+        if (t.ne[1] == 1 || t.name == "token_embd.weight" || t.name == "output.weight") continue;
+        host_bytes += t.bytes;
+        if (t.name.find(".attn_") != std::string::npos) {
+            attn_bytes += t.bytes;
+            largest_attn = std::max(largest_attn, t.bytes);
+        }
+    }
+    staging_limit_ = largest_attn;
+    expect_matches(p, cuda_ ? 2e-3 : 1e-5, {}, false, 4);
+    if (!cuda_) {
+        EXPECT_GE(stats_.bytes_in, 2 * attn_bytes);  // two 4-token prompt batches shipped attention
+        EXPECT_LT(stats_.bytes_in, 2 * host_bytes);  // and not the FFN matrices
     }
 }
 

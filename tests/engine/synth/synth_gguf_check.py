@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent check of `strata synth` files with the `gguf` Python package (gguf-py):
 the reader accepts them, metadata and tensor types follow the Q4_K_M / Q8_0 / F16 rules of
-gguf-facts §2.6 (re-derived here) and the i-quant / ternary rule of type_rules.h (every matrix
+docs/FORMATS.md §2.6 (re-derived here) and the i-quant / ternary rule of type_rules.h (every matrix
 of the type, the output matrix Q6_K), and gguf.quants.dequantize gives finite values with the
 documented magnitudes (synth_model.h): matrices std 1/sqrt(fan_in), norms mean 1 std 0.02.
 

@@ -1,5 +1,5 @@
 // Q4_K_M / Q8_0 / F16 type choice per tensor, checked against hand-written tables from
-// gguf-facts §2.6 (not against the implementation's own formula).
+// docs/FORMATS.md §2.6 (not against the implementation's own formula).
 #include <gtest/gtest.h>
 
 #include <map>

@@ -1,0 +1,164 @@
+// The backend-ops cases of matmul, get_rows, the f32 row ops and RoPE (shape classes and bounds:
+// backend_ops.cpp). Inputs are drawn when the case is built and shared by every backend's run.
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "tests/kernels_cpu/backend_ops_cases.h"
+
+namespace strata::backend_ops {
+namespace {
+
+using Shared = std::shared_ptr<const HostTensor>;
+
+Shared shared(HostTensor h) {
+    return std::make_shared<const HostTensor>(std::move(h));
+}
+
+Shared random_f32(std::initializer_list<int64_t> ne, float lo = -1.0f, float hi = 1.0f) {
+    return shared(cpu::test::random_f32(ne, lo, hi));
+}
+
+struct MatmulShape {
+    const char* name;
+    int64_t blocks;  // k in blocks of the type (in elements for plain types: then k = blocks + 1)
+    int64_t n, m;
+};
+
+const MatmulShape kMatmulShapes[] = {
+    {"tiny", 1, 4, 2},        {"odd", 3, 7, 3},         {"decode", 5, 67, 1},
+    {"prefill17", 3, 33, 17}, {"prefill64", 3, 33, 64},
+};
+
+int64_t k_of(GgmlType type, int64_t blocks) {
+    const int64_t block = type_traits(type).block_size;
+    return block == 1 ? 32 * blocks + 1 : block * blocks;
+}
+
+const char* act_name(Activation act) {
+    return act == Activation::Silu ? "silu" : "gelu_tanh";
+}
+
+}  // namespace
+
+void add_matmul_cases(std::vector<OpCase>& out) {
+    for (GgmlType type : weight_types()) {
+        for (const MatmulShape& s : kMatmulShapes) {
+            const int64_t k = k_of(type, s.blocks);
+            const Shared w = shared(random_weights(type, k, s.n));
+            const Shared x = random_f32({k, s.m});
+            OpCase c{type_name(type) + "_" + s.name, matmul_bound(type),
+                     [w, x, n = s.n, m = s.m](OnBackend& on) {
+                         const Tensor wd = on.put(*w), xd = on.put(*x);
+                         Tensor y = on.nan_f32({n, m});
+                         on.backend().matmul(wd, xd, y);
+                         return on.read(y);
+                     }};
+            c.pool = type_name(type);  // the 8-bit activation bound is statistical
+            out.push_back(std::move(c));
+        }
+    }
+}
+
+void add_get_rows_cases(std::vector<OpCase>& out) {
+    for (GgmlType type : weight_types()) {
+        const Shared table = shared(random_weights(type, k_of(type, 3), 7));
+        out.push_back({type_name(type), {0.0, 0.0}, [table](OnBackend& on) {
+                           const int32_t ids[] = {6, 0, 3, 3, 5};
+                           const Tensor t = on.put(*table);
+                           Tensor y = on.nan_f32({table->t.ne[0], 5});
+                           on.backend().get_rows(t, ids, 5, y);
+                           return on.read(y);
+                       }});
+    }
+}
+
+void add_row_op_cases(std::vector<OpCase>& out) {
+    const Bound f32_ops{1e-10, 1e-7};
+    struct Rows {
+        const char* name;
+        int64_t ne0, rows;
+    };
+    for (const Rows& s : {Rows{"tiny", 7, 1}, Rows{"odd", 127, 5}, Rows{"decode", 4097, 1},
+                          Rows{"prefill17", 768, 17}}) {
+        const std::string at = std::string("_") + s.name;
+        const Shared x = random_f32({s.ne0, s.rows}, -3.0f, 3.0f),
+                     w = random_f32({s.ne0}, 0.5f, 2.0f);
+        const Shared b = random_f32({s.ne0, s.rows}), bias = random_f32({s.ne0});
+        const int64_t ne0 = s.ne0, rows = s.rows;
+        out.push_back({"rms_norm" + at, f32_ops, [=](OnBackend& on) {
+                           const Tensor xd = on.put(*x), wd = on.put(*w);
+                           Tensor y = on.nan_f32({ne0, rows});
+                           on.backend().rms_norm(xd, &wd, 1e-6f, y);
+                           return on.read(y);
+                       }});
+        out.push_back({"rms_norm_in_place_no_weight" + at, f32_ops, [=](OnBackend& on) {
+                           Tensor xd = on.put(*x);
+                           on.backend().rms_norm(xd, nullptr, 1e-5f, xd);
+                           return on.read(xd);
+                       }});
+        out.push_back({"add" + at, f32_ops, [=](OnBackend& on) {
+                           const Tensor xd = on.put(*x), bd = on.put(*b), biasd = on.put(*bias);
+                           Tensor y = on.nan_f32({ne0, rows}), y2 = on.nan_f32({ne0, rows});
+                           on.backend().add(xd, bd, y);
+                           on.backend().add(y, biasd, y2);  // one row broadcast
+                           return on.read(y2);
+                       }});
+        out.push_back({"scale_softcap" + at, f32_ops, [=](OnBackend& on) {
+                           Tensor xd = on.put(*x);
+                           on.backend().scale(xd, 7.5f);
+                           on.backend().softcap(xd, 10.0f);  // |x| up to 22.5: the cap bends
+                           return on.read(xd);
+                       }});
+        for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
+            const Shared g = random_f32({ne0, rows}, -8.0f, 8.0f);
+            out.push_back({std::string("gated_") + act_name(act) + at, f32_ops, [=](OnBackend& on) {
+                               Tensor gd = on.put(*g);
+                               const Tensor ud = on.put(*b);
+                               on.backend().gated_activation(gd, ud, act, gd);  // in place on gate
+                               return on.read(gd);
+                           }});
+        }
+    }
+}
+
+void add_rope_cases(std::vector<OpCase>& out) {
+    struct RopeShape {
+        const char* name;
+        int64_t head_dim, n_rot, n_heads, n_tokens;
+        int32_t first_pos;
+    };
+    const RopeShape shapes[] = {
+        {"tiny", 64, 64, 1, 1, 0},
+        {"odd", 80, 42, 3, 5, 7},  // partial rotation: dims 42..79 pass
+        {"decode", 128, 128, 8, 1, 900},
+        {"prefill17", 256, 256, 2, 17, 40},
+    };
+    for (const RopeShape& s : shapes) {
+        for (RopeStyle style : {RopeStyle::Norm, RopeStyle::Neox}) {
+            for (bool factors : {false, true}) {
+                const Shared x = random_f32({s.head_dim, s.n_heads, s.n_tokens});
+                const Shared f = random_f32({s.n_rot / 2}, 1.0f, 8.0f);
+                std::string name = std::string("rope_") +
+                                   (style == RopeStyle::Neox ? "neox" : "norm") +
+                                   (factors ? "_factors_" : "_") + s.name;
+                out.push_back({name, {1e-9, 1e-7}, [=](OnBackend& on) {
+                                   std::vector<int32_t> pos(static_cast<size_t>(s.n_tokens));
+                                   for (int64_t t = 0; t < s.n_tokens; ++t)
+                                       pos[t] = s.first_pos + static_cast<int32_t>(3 * t);
+                                   RopeParams p;
+                                   p.n_rot = static_cast<int>(s.n_rot);
+                                   p.freq_base = 500000.0f;
+                                   p.freq_scale = 0.5f;
+                                   p.style = style;
+                                   p.freq_factors = factors ? f->f32() : nullptr;  // a host array
+                                   Tensor xd = on.put(*x);
+                                   on.backend().rope(xd, pos.data(), p);
+                                   return on.read(xd);
+                               }});
+            }
+        }
+    }
+}
+
+}  // namespace strata::backend_ops

@@ -1,0 +1,19 @@
+// The builders of the backend-ops table, one per family of Backend operations
+// (backend_ops_cases.cpp, backend_ops_attention.cpp); all_cases() calls each once.
+#pragma once
+
+#include <vector>
+
+#include "tests/kernels_cpu/backend_ops.h"
+
+namespace strata::backend_ops {
+
+void add_matmul_cases(std::vector<OpCase>& out);     // every weight type x 5 shape classes
+void add_get_rows_cases(std::vector<OpCase>& out);   // every weight type
+void add_row_op_cases(std::vector<OpCase>& out);     // rms_norm, add, scale, softcap, gated
+void add_rope_cases(std::vector<OpCase>& out);       // NORM / NEOX, partial rotation, factors
+void add_kv_cases(std::vector<OpCase>& out);         // kv_store per KV type
+void add_attention_cases(std::vector<OpCase>& out);  // attention per KV type and head layout
+void add_sparse_cases(std::vector<OpCase>& out);     // thresholded activation, sparse FFN
+
+}  // namespace strata::backend_ops
