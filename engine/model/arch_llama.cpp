@@ -1,6 +1,6 @@
 // Architecture "llama" (Llama 2/3, Mistral): pre-norm blocks, NORM-style RoPE over the whole
 // head (the converter permutes Q/K for it), SiLU-gated FFN, optional q/k/v biases, optional
-// rope_freqs (Llama 3.1 rope scaling), optional output (absent => tied). gguf-facts §3.3.
+// rope_freqs (Llama 3.1 rope scaling), optional output (absent => tied). docs/FORMATS.md §3.3.
 // With expert_count > 0 (Mixtral) every block's FFN is a mixture of experts.
 #include <cmath>
 

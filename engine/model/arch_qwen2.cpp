@@ -1,5 +1,5 @@
 // Architecture "qwen2": like llama but NEOX RoPE, required q/k/v biases, and q/o projections
-// n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). gguf-facts §3.4.
+// n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
 // "qwen2moe" (Qwen1.5-MoE): the same blocks with a mixture-of-experts FFN whose top-k softmax
 // probabilities are used as they are, plus a shared expert scaled by sigmoid(ffn_gate_inp_shexp·x).
 #include <cmath>

@@ -1,6 +1,6 @@
 // Architecture "qwen3": NEOX RoPE, no biases, per-head RMSNorm of Q and K before RoPE
 // (attn_q_norm / attn_k_norm, plain weights), head_dim from attention.key_length (may differ
-// from n_embd / n_head). Optional output (absent => tied). gguf-facts §3.4.
+// from n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
 // "qwen3moe" (Qwen3-30B-A3B): the same blocks with a mixture-of-experts FFN: softmax router, top-k
 // renormalised (HF norm_topk_prob; llama.cpp always renormalises), no shared expert.
 #include <cmath>

@@ -16,7 +16,7 @@
 namespace strata::testing {
 namespace {
 
-// The Q4_K_M rule for one tensor, written out from gguf-facts §2.6 for this test; MoE files
+// The Q4_K_M rule for one tensor, written out from docs/FORMATS.md §2.6 for this test; MoE files
 // (llama-quant.cpp): the router unquantized, ffn_down_exps as ffn_down, and with exactly 8
 // experts attn_k / attn_v Q8_0 and attn_output Q5_K.
 GgmlType expected_q4_k_m(const TensorInfo& t, const ModelConfig& c) {
