@@ -18,8 +18,7 @@
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
-#include "kernels_cpu/cpu_backend.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
@@ -195,7 +194,7 @@ void bench(const BenchArgs& args) {
         std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f | %s |\n",
                     runtime.model().config().architecture.c_str(), format_bytes(rs.gpu_weight_bytes).c_str(),
                     format_bytes(rs.ram_weight_bytes).c_str(), format_bytes(rs.disk_weight_bytes).c_str(),
-                    static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads(),
+                    runtime.cpu().capabilities().host_threads,
                     (sparsity.is_null() ? test
                                         : cat(test, " sparsity ", fixed(target_sparsity, 2), " (achieved ",
                                               fixed(sparsity["achieved"].get<double>(), 3), ")")).c_str(),

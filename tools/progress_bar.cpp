@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 
 namespace strata::cli {
 
