@@ -20,8 +20,7 @@
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
-#include "kernels_cpu/cpu_backend.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/progress_bar.h"
 #include "tools/numbers.h"
@@ -284,7 +283,7 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         row.arch = runtime.model().config().architecture;
         row.type_k = engine.kv_type;
         row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
-        row.threads = static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads();
+        row.threads = runtime.cpu().capabilities().host_threads;
         row.n_batch = ro.session.n_batch;
         row.gpu_bytes = rs.gpu_weight_bytes;
         row.ram_bytes = rs.ram_weight_bytes;

@@ -22,7 +22,7 @@
 #include "engine/runtime/session.h"
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/sparse_ffn.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "engine/server/stop_matcher.h"
 #include "tools/answer_keys.h"
 #include "tools/chat_command.h"

@@ -12,7 +12,7 @@
 #include "engine/model/arch_spec.h"
 #include "engine/model/file_type.h"
 #include "engine/model/gguf_keys.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/inspect_report.h"
 

@@ -9,7 +9,7 @@
 
 #include "engine/hub/model_catalog.h"
 #include "engine/hub/model_resolver.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 
 namespace strata::cli {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/core/error.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/model_names.h"
 

@@ -18,7 +18,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/runtime.h"
 #include "engine/server/server.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"

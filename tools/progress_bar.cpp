@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
+#include "engine/core/byte_size.h"
 #include "engine/core/error.h"
-#include "offload/tier.h"
 
 namespace strata::cli {
 

@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "engine/hub/quant_tag.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 
 namespace strata {
 namespace {

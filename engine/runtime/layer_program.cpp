@@ -238,7 +238,8 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     const int64_t m = static_cast<int64_t>(output_rows.size());
     // A decode step with everything on the GPU runs as one graph once scratch sizes settled:
     // the last recording replayed at this position when nothing else changed, else recorded.
-    Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 ? &backend(gpu_) : nullptr;
+    Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 && backend(gpu_).capabilities().step_graphs
+                         ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
     const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_};
     if (graph != nullptr && step_key_ == key && graph->replay_step(this, tokens[0], positions_[0])) {
