@@ -6,6 +6,8 @@
 #     over several conversations (with and without system, multi-turn, add_generation_prompt
 #     true and false, text with quotes, newlines, blanks and non-ASCII), and
 #   - the feature snippets in snippets.json,
+#   - the installed instruct model's own template as `strata chat` renders it (jinja_render
+#     --model; the template and bos/eos tokens read from the GGUF by gguf-py), when installed,
 # and jinja_render (Strata) must give byte-identical text, or fail where jinja2 fails.
 #   jinja_oracle.py JINJA_RENDER        exit 0 pass, 1 fail, 77 skip (no jinja2)
 import json
@@ -96,6 +98,49 @@ def cases():
     return out
 
 
+def gguf_chat_template(path):
+    import gguf  # noqa: PLC0415 - only this check needs it
+    r = gguf.GGUFReader(path)
+    def string(key):
+        f = r.fields[key]
+        return bytes(f.parts[f.data[0]]).decode("utf-8")
+    toks = r.fields["tokenizer.ggml.tokens"]
+    def token(key):
+        if key not in r.fields:
+            return ""
+        i = int(r.fields[key].parts[r.fields[key].data[0]][0])
+        return bytes(toks.parts[toks.data[i]]).decode("utf-8")
+    return string("tokenizer.chat_template"), token("tokenizer.ggml.bos_token_id"), token("tokenizer.ggml.eos_token_id")
+
+
+def check_installed_model(render, env):
+    script = os.path.join(HERE, "..", "..", "..", "..", "scripts", "second-model.py")
+    try:
+        path = subprocess.run([sys.executable, script], capture_output=True, text=True, check=True).stdout.strip()
+    except subprocess.CalledProcessError:
+        path = ""
+    if not path or not os.path.exists(path):
+        print("jinja_oracle: the instruct model is not installed; its template check skipped")
+        return 0
+    text, bos, eos = gguf_chat_template(path)
+    convs = conversations()
+    proc = subprocess.run([render, "--model", path], capture_output=True, check=False,
+                          input=json.dumps([{"messages": m, "add_generation_prompt": g} for m, g in convs]).encode())
+    if proc.returncode != 0:
+        print(f"jinja_render --model failed: {proc.stderr.decode(errors='replace')}")
+        return 1
+    failures = 0
+    for (messages, gen), have in zip(convs, json.loads(proc.stdout)):
+        want = env.from_string(text).render(messages=messages, add_generation_prompt=gen,
+                                            bos_token=bos, eos_token=eos)
+        if have.get("ok") != want:
+            failures += 1
+            print(f"MISMATCH {os.path.basename(path)} chat prompt\n  jinja2: {want!r}\n  strata: {have!r}")
+    print(f"jinja_oracle: {os.path.basename(path)}: {len(convs) - failures}/{len(convs)} chat prompts "
+          f"identical ({json.loads(proc.stdout)[0]['template']})")
+    return failures
+
+
 def main():
     render = sys.argv[1]
     os.environ["TZ"] = "UTC"
@@ -124,6 +169,7 @@ def main():
             continue
         failures += 1
         print(f"MISMATCH {name}\n  jinja2: {kind}: {want!r}\n  strata: {have!r}")
+    failures += check_installed_model(render, env)
     print(f"jinja_oracle: {len(all_cases) - failures}/{len(all_cases)} renderings identical "
           f"({n_templates} model templates, {sum(1 for k, _ in expected if k == 'error')} where both fail)")
     return 1 if failures else 0
