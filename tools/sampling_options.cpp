@@ -1,6 +1,8 @@
 // Shared engine flags (sampling_options.h).
 #include "tools/sampling_options.h"
 
+#include "tools/chat_options.h"
+
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -97,6 +99,7 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
            "-s,--seed", [&s](const std::string& v) { s.seed = parse_seed(v, "--seed"); },
            "random seed (default and -1: random)")
         ->check(int_in(-1, UINT32_MAX));
+    add_grammar_options(cmd, s);
 }
 
 }  // namespace strata::cli
