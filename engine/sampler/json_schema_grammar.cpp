@@ -40,6 +40,26 @@ std::string literal(const std::string& text) {
     return out + "\"";
 }
 
+// A GBNF sequence for exactly the JSON value v, with blanks allowed between its tokens.
+std::string value_literal(const nlohmann::ordered_json& v) {
+    if (v.is_object()) {
+        std::string out = "\"{\" ws";
+        bool first = true;
+        for (const auto& [k, x] : v.items()) {
+            out += std::string(first ? "" : " \",\" ws") + " " + literal(nlohmann::ordered_json(k).dump()) + " ws \":\" ws " +
+                   value_literal(x) + " ws";
+            first = false;
+        }
+        return out + " \"}\"";
+    }
+    if (v.is_array()) {
+        std::string out = "\"[\" ws";
+        for (size_t i = 0; i < v.size(); ++i) out += std::string(i ? " \",\" ws" : "") + " " + value_literal(v[i]) + " ws";
+        return out + " \"]\"";
+    }
+    return literal(v.dump());
+}
+
 class SchemaCompiler {
 public:
     std::string compile(const json& schema) {
@@ -61,11 +81,11 @@ private:
     std::string rule_for(const json& s, const std::string& where) {
         if (s.is_boolean() && s.get<bool>()) return "value";
         if (!s.is_object()) fail(where, "a schema must be an object");
-        if (s.contains("const")) return literal(s["const"].dump());
+        if (s.contains("const")) return add_rule(value_literal(s["const"]));
         if (s.contains("enum")) {
             if (!s["enum"].is_array() || s["enum"].empty()) fail(where + "/enum", "must be a non-empty array");
             std::string alts;
-            for (const json& v : s["enum"]) alts += (alts.empty() ? "" : " | ") + literal(v.dump());
+            for (const json& v : s["enum"]) alts += std::string(alts.empty() ? "" : " | ") + "( " + value_literal(v) + " )";
             return add_rule(alts);
         }
         for (const char* key : {"anyOf", "oneOf"}) {
@@ -113,25 +133,25 @@ private:
                 required.push_back(r.get<std::string>());
             }
         }
-        std::vector<std::string> req_kv, opt_kv;
+        // Properties in their declared order, required ones always present. after[i]: the
+        // properties from i on once one was written (each needs a comma); first[i]: before any.
+        std::vector<std::pair<std::string, bool>> kvs;
         for (const auto& [name, sub] : props.items()) {
-            const std::string kv = literal(json(name).dump()) + " ws \":\" ws " + rule_for(sub, where + "/properties/" + name);
-            const bool is_required = std::find(required.begin(), required.end(), name) != required.end();
-            (is_required ? req_kv : opt_kv).push_back(kv);
+            kvs.emplace_back(literal(json(name).dump()) + " ws \":\" ws " + rule_for(sub, where + "/properties/" + name) + " ws",
+                             std::find(required.begin(), required.end(), name) != required.end());
         }
-        std::string body = "\"{\" ws ";
-        if (!req_kv.empty()) {
-            for (size_t i = 0; i < req_kv.size(); ++i) body += (i ? "\",\" ws " : "") + req_kv[i] + " ws ";
-            for (const std::string& kv : opt_kv) body += "( \",\" ws " + kv + " ws )? ";
-        } else if (!opt_kv.empty()) {
-            // Any ordered, non-empty subset of the optional properties, or none.
-            std::string next;
-            for (size_t i = opt_kv.size(); i-- > 0;) {
-                const std::string kv = opt_kv[i] + " ws";
-                next = add_rule(next.empty() ? kv : kv + " ( \",\" ws " + next + " )? | " + next);
-            }
-            body += "( " + next + " )? ";
+        std::string after, first;  // "" = nothing more
+        for (size_t i = kvs.size(); i-- > 0;) {
+            const auto& [kv, is_required] = kvs[i];
+            const std::string next_after = after.empty() ? "" : " " + after;
+            const std::string one = "\",\" ws " + kv;
+            const std::string new_after = add_rule(is_required ? one + next_after : "( " + one + " )?" + next_after);
+            const std::string starts_here = kv + next_after;
+            first = add_rule(is_required || first.empty() ? (is_required ? starts_here : "( " + starts_here + " )?")
+                                                          : starts_here + " | " + first);
+            after = new_after;
         }
+        std::string body = "\"{\" ws " + (first.empty() ? "" : first + " ");
         return add_rule(body + "\"}\"");
     }
 

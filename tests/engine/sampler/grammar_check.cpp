@@ -14,7 +14,7 @@
 #include "engine/tokenizer/utf8.h"
 
 int main() {
-    using nlohmann::json;
+    using json = nlohmann::ordered_json;  // schema properties keep their order
     const std::string input{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
     json out = json::array();
     for (const json& c : json::parse(input)) {
