@@ -26,14 +26,17 @@ std::u32string decode(std::string_view bytes, std::string* rest) {
 }
 
 // The code points an unfinished UTF-8 character `tail` (a lead byte and maybe continuation
-// bytes) can still become: the missing bits all zero, then all one.
+// bytes) can still become: the missing bits all zero (no shorter than its length needs), then all one.
 std::pair<char32_t, char32_t> partial_range(std::string_view tail) {
     const auto lead = static_cast<unsigned char>(tail[0]);
     const int len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
     char32_t v = lead & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
     for (size_t i = 1; i < tail.size(); ++i) v = (v << 6) | (static_cast<unsigned char>(tail[i]) & 0x3F);
     const int missing = 6 * (len - static_cast<int>(tail.size()));
-    return {v << missing, (v << missing) | ((char32_t{1} << missing) - 1)};
+    // The shortest form only: E0 starts U+0800 and up, F0 U+10000 and up.
+    const char32_t lowest = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    const char32_t lo = v << missing;
+    return {std::max(lo, lowest), static_cast<char32_t>(lo | ((char32_t{1} << missing) - 1))};
 }
 
 bool may_match(const GrammarElement& el, std::pair<char32_t, char32_t> r) {
