@@ -2,7 +2,8 @@
 """Constrained output end to end on the default model: `strata run --json-schema` prints JSON
 that Python's json parses and that matches the schema; `--grammar` output matches the same
 language as a Python regular expression; `--grammar-file` reads a file; a broken grammar or
-schema is one error line (exit 2) naming the flag and the position.
+schema is one error line (exit 2) naming the flag and the position; `strata serve` answers
+response_format json_schema / json_object with content that parses and matches.
 
 usage: grammar_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset or missing)."""
@@ -10,9 +11,11 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 SKIP = 77
 FAILURES = []
@@ -40,6 +43,35 @@ def matches_schema(v):
             and v["color"] in ("red", "green", "blue") and type(v["count"]) is int
             and type(v["ok"]) is bool and v.get("note", None) is None
             and list(v) == [k for k in SCHEMA["properties"] if k in v])
+
+
+def serve_json_modes(strata, model):
+    proc = subprocess.Popen([strata, "serve", "-m", model, "-t", "2", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        line = proc.stdout.readline().decode()
+        expect("listening on http://" in line, f"serve did not start: {line!r}")
+        if "listening on http://" not in line:
+            return
+        url = line.split("listening on ")[1].strip().rstrip("/") + "/v1/chat/completions"
+        formats = [{"type": "json_schema", "json_schema": {"name": "pet", "schema": SCHEMA}}, {"type": "json_object"}]
+        for fmt in formats:
+            body = {"messages": [{"role": "user", "content": "A pet, as JSON:"}], "max_tokens": 60,
+                    "temperature": 0, "response_format": fmt}
+            req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=600) as r:
+                answer = json.loads(r.read())
+            content = answer["choices"][0]["message"]["content"]
+            finish = answer["choices"][0]["finish_reason"]
+            try:
+                value = json.loads(content)
+            except ValueError:
+                value = None
+            ok = matches_schema(value) if fmt["type"] == "json_schema" else (isinstance(value, dict) or finish == "length")
+            expect(ok, f"serve {fmt['type']}: {content!r} (finish {finish})")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
 
 
 def main():
@@ -75,6 +107,7 @@ def main():
     rc, out, err = run(strata, model, "x", "-j", '{"type": "object", "properties": {"a": {"type": "date"}}}')
     expect(rc == 2 and "--json-schema" in err and "/properties/a" in err, f"bad schema: exit {rc}, {err!r}")
 
+    serve_json_modes(strata, model)
     print("grammar_cli_test:", "FAILED" if FAILURES else "ok")
     return 1 if FAILURES else 0
 
