@@ -141,6 +141,7 @@ char32_t GbnfParser::parse_char(size_t& p, bool in_class) {
     if (p >= src_.size()) fail(in_class ? "unclosed '['" : "unclosed string", p);
     if (src_[p] != '\\') {
         const size_t n = utf8_char_length(src_, p);
+        if (n == 0) fail("invalid UTF-8", p);
         const char32_t c = utf8_decode(src_, p, n);
         p += n;
         return c;
