@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "engine/chat/jinja/jinja_eval.h"
 
@@ -136,9 +137,8 @@ Value number_filter(const Value& v, CallArgs& a, bool to_int) {
     return def;
 }
 
-}  // namespace
-
-Value apply_filter(Evaluator& ev, const std::string& name, const Value& v, CallArgs& a) {
+// The filters on text and single values; nullopt for a name that is not one of them.
+std::optional<Value> text_filter(Evaluator& ev, const std::string& name, const Value& v, CallArgs& a) {
     if (name == "trim") return Value(call_str_method(ev, to_str(v), "strip", a));
     if (name == "length" || name == "count") return Value(v.length());
     if (name == "string" || name == "safe") return v.is_string() ? v : Value(to_str(v));
@@ -182,6 +182,23 @@ Value apply_filter(Evaluator& ev, const std::string& name, const Value& v, CallA
         for (const auto& [k, x] : v.as_object().items) r.push_back(Value::tuple(Array{Value(k), x}));
         return Value(std::move(r));
     }
+    if (name == "int") return number_filter(v, a, true);
+    if (name == "float") return number_filter(v, a, false);
+    if (name == "abs") {
+        if (!v.is_number()) throw TemplateError(cat("abs needs a number, got ", v.type_name()));
+        return v.type() == Value::Type::Float ? Value(std::fabs(v.as_double())) : Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+    }
+    if (name == "round") {
+        const double p = std::pow(10.0, static_cast<double>(a.get(0, "precision", Value(0)).as_int()));
+        return Value(std::nearbyint(v.as_double() * p) / p);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Value apply_filter(Evaluator& ev, const std::string& name, const Value& v, CallArgs& a) {
+    if (std::optional<Value> done = text_filter(ev, name, v, a)) return *std::move(done);
     if (name == "selectattr" || name == "rejectattr") return select_items(ev, v, a, true, name == "selectattr");
     if (name == "select" || name == "reject") return select_items(ev, v, a, false, name == "select");
     if (name == "first" || name == "last") {
@@ -219,16 +236,6 @@ Value apply_filter(Evaluator& ev, const std::string& name, const Value& v, CallA
                                                                                               : Value(total.as_int() + x.as_int());
         }
         return total;
-    }
-    if (name == "int") return number_filter(v, a, true);
-    if (name == "float") return number_filter(v, a, false);
-    if (name == "abs") {
-        if (!v.is_number()) throw TemplateError(cat("abs needs a number, got ", v.type_name()));
-        return v.type() == Value::Type::Float ? Value(std::fabs(v.as_double())) : Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
-    }
-    if (name == "round") {
-        const double p = std::pow(10.0, static_cast<double>(a.get(0, "precision", Value(0)).as_int()));
-        return Value(std::nearbyint(v.as_double() * p) / p);
     }
     if (name == "map") {
         const Value attr = a.get(99, "attribute");
