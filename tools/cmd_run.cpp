@@ -17,6 +17,7 @@
 #include "engine/server/stop_matcher.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tools/chat_command.h"
+#include "tools/chat_options.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/prompt_text.h"
@@ -44,7 +45,7 @@ struct RunArgs {
     bool single_turn = false;
     bool interactive = false;
     std::string system;
-    std::string chat_template;
+    ChatTemplateOverride chat_template;
 };
 
 bool conversation_mode(const RunArgs& a) {
@@ -140,7 +141,7 @@ void add_conversation_options(CLI::App& cmd, RunArgs& a) {
     cmd.add_flag("--single-turn", a.single_turn, "-st: one chat answer to -p, then leave");
     cmd.add_flag("-i,--interactive", a.interactive, "chat after the first answer (as -cnv)");
     cmd.add_option("--system-prompt", a.system, "-sys: system message (a conversation)");
-    cmd.add_option("--chat-template", a.chat_template, "chat format in conversation mode (see strata chat)");
+    add_chat_template_options(cmd, a.chat_template);  // used in conversation mode
 }
 
 }  // namespace

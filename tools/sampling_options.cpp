@@ -1,6 +1,8 @@
 // Shared engine flags (sampling_options.h).
 #include "tools/sampling_options.h"
 
+#include "tools/chat_options.h"
+
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -111,6 +113,7 @@ void add_sampler_options(CLI::App& cmd, SamplerParams& s) {
            "-s,--seed", [&s](const std::string& v) { s.seed = parse_seed(v, "--seed"); },
            "random seed (default and -1: random)")
         ->check(int_in(-1, UINT32_MAX));
+    add_grammar_options(cmd, s);
 }
 
 }  // namespace strata::cli

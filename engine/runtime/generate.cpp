@@ -45,6 +45,7 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
     }
     const Tokenizer& tokenizer = session.model().tokenizer();
     Sampler sampler(params.sampler, static_cast<int32_t>(session.model().weights().output.ne[1]));
+    if (params.sampler.grammar) sampler.constrain(params.sampler.grammar, GrammarVocab::from_tokenizer(tokenizer));
     for (TokenId t : session.tokens()) sampler.accept(t);
     for (TokenId t : prompt) sampler.accept(t);
 
