@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the unit and oracle tests (ctest),
-# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader
+# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader,
 # server-request and chat-template fuzzers for a bounded time. Ends with one line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
