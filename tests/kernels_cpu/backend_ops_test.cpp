@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "kernels_cpu/cpu_backend.h"
-#include "offload/fake_device.h"
+#include "backends/fake_device.h"
 #include "tests/kernels_cpu/backend_ops.h"
 
 namespace strata::backend_ops {
