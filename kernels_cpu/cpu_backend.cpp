@@ -1,6 +1,7 @@
 // CpuBackend (cpu_backend.h): forwards each op to its CPU body in ops.h with the thread count.
 #include "kernels_cpu/cpu_backend.h"
 
+#include "engine/core/host_info.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
 
@@ -9,7 +10,12 @@ namespace strata::cpu {
 CpuBackend::CpuBackend(int n_threads) : CpuBackend(CpuBackendOptions{n_threads}) {}
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
-    : n_threads_(resolve_threads(options.n_threads)), options_(options) {}
+    : n_threads_(resolve_threads(options.n_threads)), options_(options) {
+    capabilities_.device_name = cpu_model_name();
+    capabilities_.weight_types = reference_weight_types();
+    capabilities_.sparse_ffn = true;
+    capabilities_.host_threads = n_threads_;
+}
 
 void CpuBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
     cpu::matmul(w, x, y, n_threads_,

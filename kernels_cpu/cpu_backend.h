@@ -10,7 +10,14 @@
 
 #include "engine/core/backend.h"
 
+namespace strata {
+class BackendRegistry;
+}
+
 namespace strata::cpu {
+
+// Adds "cpu" to `registry` (cpu_registration.cpp).
+void register_cpu_backend(BackendRegistry& registry);
 
 struct CpuBackendOptions {
     // OpenMP threads per op; 0 = one per physical core (cpu_features()).
@@ -49,6 +56,10 @@ class CpuBackend : public Backend {
     std::string_view name() const override { return "cpu"; }
     // Reads Host, PinnedHost and File (mmap'd) tensors; refuses Device tensors.
     MemoryKind memory_kind() const override { return MemoryKind::Host; }
+    // The host's RAM; used and peak are this backend's allocations. No limit of its own.
+    BackendMemory memory() const override;
+    // Every type with a reference dequantizer, sparse FFN ops, no graphs.
+    const BackendCapabilities& capabilities() const override { return capabilities_; }
 
     // Host memory, 64-byte aligned; counted (allocated_bytes) but not limited here: the RAM
     // budget is the placement's to keep.
@@ -77,6 +88,7 @@ class CpuBackend : public Backend {
   private:
     int n_threads_;
     CpuBackendOptions options_;  // as given (n_threads_ is the resolved count)
+    BackendCapabilities capabilities_;
     std::atomic<uint64_t> allocated_{0};
     std::atomic<uint64_t> peak_{0};
 };

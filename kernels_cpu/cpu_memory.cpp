@@ -5,6 +5,7 @@
 #include <new>
 
 #include "engine/core/error.h"
+#include "engine/core/host_info.h"
 #include "kernels_cpu/cpu_backend.h"
 
 namespace strata::cpu {
@@ -24,6 +25,15 @@ Buffer CpuBackend::allocate(uint64_t bytes, std::string_view what) {
         std::free(q);
         allocated_.fetch_sub(rounded);
     });
+}
+
+BackendMemory CpuBackend::memory() const {
+    BackendMemory m;
+    m.total_bytes = host_ram_total_bytes();
+    m.free_bytes = host_ram_available_bytes();
+    m.used_bytes = allocated_.load();
+    m.peak_bytes = peak_.load();
+    return m;
 }
 
 void CpuBackend::copy_in(const Tensor& src, Tensor& dst) { copy_host_tensor(src, dst); }

@@ -142,7 +142,38 @@ void* CudaBackend::Impl::scratch(ArenaBuffer& buf, uint64_t bytes, std::string_v
     return buf.data();
 }
 
-CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+// The device's scratch beyond the activations: the cuBLAS path's f16 weight tile, attention
+// partials and argument buffers (the runtime reserves it before placing weights).
+constexpr uint64_t kOpScratchBytes = 96 * kMiB;
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_unique<Impl>(options)) {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+    capabilities_.device_name = prop.name;
+    for (GgmlType t : reference_weight_types()) {
+        if (codec_supported(t)) capabilities_.weight_types.push_back(t);
+    }
+    capabilities_.graphs = true;
+    capabilities_.step_graphs = true;
+    capabilities_.op_scratch_bytes = kOpScratchBytes;
+}
+
+BackendMemory CudaBackend::memory() const {
+    const Impl& s = *impl_;
+    size_t free = 0, total = 0;
+    CUDA_CHECK(cudaSetDevice(s.options.device));
+    CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    BackendMemory m;
+    m.total_bytes = total;
+    m.free_bytes = free;
+    m.budget_bytes = s.options.process_budget_bytes > 0 ? s.options.process_budget_bytes : total;
+    m.limit_bytes = s.arena->capacity();
+    m.used_bytes = s.arena->used();
+    m.peak_bytes = s.arena->peak();
+    m.context_bytes = s.options.context_bytes;
+    m.state_bytes = s.outside_arena;
+    return m;
+}
 
 CudaBackend::~CudaBackend() = default;
 

@@ -11,6 +11,10 @@
 #include "engine/core/backend.h"
 #include "kernels_cuda/device_arena.h"
 
+namespace strata {
+class BackendRegistry;
+}
+
 namespace strata::cuda {
 
 struct CudaBackendOptions {
@@ -39,7 +43,15 @@ struct CudaBackendOptions {
     int attention_decode_max_tokens = 8;
     // Upper bound of the f16 weight tile the cuBLAS path dequantizes into.
     uint64_t gemm_tile_bytes = 64ull << 20;
+    // For memory() only, set by the registry's factory (cuda_registration.cpp): what the whole
+    // process may hold on the device (--gpu-mem; 0: the device's total), and what its context,
+    // lazily loaded kernels and other processes held when the backend was made.
+    uint64_t process_budget_bytes = 0;
+    uint64_t context_bytes = 0;
 };
+
+// Adds "cuda" to `registry` (cuda_registration.cpp): unavailable where no device is visible.
+void register_cuda_backend(BackendRegistry& registry);
 
 // Ops are asynchronous on the backend's one stream; synchronize() waits for them. Tensors passed
 // to ops live in device memory (MemoryKind::Device), normally blocks of this backend's arena.
@@ -55,6 +67,10 @@ class CudaBackend : public Backend {
 
     std::string_view name() const override { return "cuda"; }
     MemoryKind memory_kind() const override { return MemoryKind::Device; }
+    // The device's memory now; limit, used and peak are the arena's, state_bytes cuBLAS's.
+    BackendMemory memory() const override;
+    // The codec's weight types, graphs and step graphs; no sparse FFN ops.
+    const BackendCapabilities& capabilities() const override { return capabilities_; }
 
     // ---- memory (Backend's interface: arena blocks; strided host sources are gathered)
     Buffer allocate(uint64_t bytes, std::string_view what) override;
@@ -110,6 +126,7 @@ class CudaBackend : public Backend {
 
   private:
     std::unique_ptr<Impl> impl_;
+    BackendCapabilities capabilities_;
 };
 
 }  // namespace strata::cuda

@@ -1,5 +1,5 @@
-// The measured speeds of one CUDA device that the cost model needs (the GPU half of offload's
-// HardwareProfile), taken through a CudaBackend in about a second. Free of CUDA headers so
+// The measured speeds of one CUDA device that the cost model needs (DeviceRates: the GPU half
+// of offload's HardwareProfile), taken through a CudaBackend in about a second. Free of CUDA headers so
 // engine/ may include it. Rates are in GB/s or GFLOP/s with G = 1e9.
 #pragma once
 
@@ -11,27 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/device_rates.h"
 #include "kernels_cuda/cuda_backend.h"
 #include "quant/ggml_type.h"
 
 namespace strata::cuda {
 
-struct GpuProfile {
-    std::string name;  // cudaDeviceProp::name, e.g. "NVIDIA H100 80GB HBM3"
-    uint64_t total_bytes = 0;
-    double read_gbs = 0;                     // device memory: a large copy, (read + write) bytes / s
-    std::map<std::string, double> gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
-    double h2d_gbs = 0, d2h_gbs = 0;         // pinned host memory
-    double transfer_latency_us = 0;          // one small copy and its synchronisation
-    // Fixed costs, µs: one small kernel (an add of a 4096-float row) in a stream of them, the
-    // same recorded as a CUDA graph step (capture, in-place update, launch), and what q4_K GEMVs
-    // of 4.7 and 0.6 MB take beyond their bytes at gemv_gbs["q4_K"].
-    double op_us = 0;
-    double graph_node_us = 0;
-    double gemv_floor_us = 0;
-    double gemv_tiny_floor_us = 0;
-    double prefill_gflops = 0;               // q4_K matmul of a prefill batch, 2 FLOP per weight
-};
+// The device's rates in the terms the planner takes (engine/core/device_rates.h).
+using GpuProfile = DeviceRates;
 
 struct GpuProfileOptions {
     // The GEMV matrix and each copy buffer; less when the backend's arena lacks room (a third

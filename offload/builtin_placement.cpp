@@ -11,7 +11,7 @@ namespace strata {
 
 namespace {
 
-enum class Role { Small, Attn, Ffn, LayerOther, Output, TokenEmbd, Other };
+enum class Role { Small, Attn, Ffn, LayerOther, Expert, Output, TokenEmbd, Other };
 
 struct LayerFfn {
     std::optional<FfnTensors> tensors;
@@ -70,7 +70,7 @@ class Planner {
                 } else if (rest.compare(0, 5, "attn_") == 0) {
                     role = Role::Attn;
                 } else {
-                    role = Role::LayerOther;
+                    role = t.ne[2] > 1 ? Role::Expert : Role::LayerOther;  // MoE: 3-D expert tensors
                 }
             }
         }
@@ -272,6 +272,11 @@ class Planner {
         for_role(Role::Other, [&](size_t i) { place_tensor_gpu_phase(i); });
         for (int layer = 0; layer < table_.n_layer; ++layer) {
             for_role(Role::LayerOther, [&](size_t i) {
+                if (tensor_layer(table_.tensors[i].name) == layer) place_tensor_gpu_phase(i);
+            });
+        }
+        for (int layer = 0; layer < table_.n_layer; ++layer) {
+            for_role(Role::Expert, [&](size_t i) {
                 if (tensor_layer(table_.tensors[i].name) == layer) place_tensor_gpu_phase(i);
             });
             LayerFfn& ffn = ffn_[static_cast<size_t>(layer)];

@@ -27,9 +27,10 @@ struct BuiltinPlacementParams {
 //   1. small tensors (ne[1] == 1: norms, biases, rope_freqs), in file order;
 //   2. per layer from 0: its KV cache, then its attn_* tensors;
 //   3. the output tensor (output.weight; token_embd when the output is tied to it);
-//   4. other global tensors; 5. per layer from 0: its other tensors, then its FFN neurons in
-//      granules (FfnTensors::granule) — the layer where the GPU runs out gets an FfnSplit;
-//   6. token_embd (untied), which only get_rows reads, when everything else is on the GPU.
+//   4. other global tensors; 5. every layer's other tensors (MoE routers, shared experts);
+//   6. per layer from 0: its 3-D expert tensors (MoE), then its FFN neurons in granules
+//      (FfnTensors::granule) — the layer where the GPU runs out gets an FfnSplit;
+//   7. token_embd (untied), which only get_rows reads, when everything else is on the GPU.
 // The GPU takes items in this order until the first that does not fit; the rest go to RAM, so
 // all attention is on the GPU before any FFN neuron is. Whatever must stay in memory (small
 // tensors, token_embd, the output matrix, the KV cache; the executor streams neither matrix)

@@ -193,6 +193,11 @@ void CostModel::classify_tensors() {
             } else {
                 ti.role = TensorRole::LayerOther;
                 L.other.push_back(static_cast<int>(i));
+                // A 3-D expert tensor: each token reads the matrices of the experts it is routed to
+                // (uniform routing; prefill batches read them all).
+                if (table.n_expert_used > 0 && t.ne[2] > 1) {
+                    ti.decode_share = std::min(1.0, static_cast<double>(table.n_expert_used) / static_cast<double>(t.ne[2]));
+                }
             }
         }
         if (embd_ == static_cast<int>(i)) n_embd_ = static_cast<double>(t.ne[0]);
@@ -381,7 +386,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     } else if (L.ffn) {
         add_sparse_ffn(w, layout, s, fh);
     }
-    for (int i : L.other) add_weight(w, i, bytes(i), tier(i), fh);
+    for (int i : L.other) add_weight(w, i, bytes(i), tier(i), fh, 1.0, info_[static_cast<size_t>(i)].decode_share);
     return w.t;
 }
 

@@ -183,6 +183,7 @@ class CostModel {
         int layer = -1;
         double cpu_rate = 0, gpu_rate = 0;  // weight bytes/s at one token
         double flops = 0;                   // per token, 2 per weight
+        double decode_share = 1.0;          // of its bytes a decode step reads (MoE experts: k/n_expert)
     };
     const std::vector<TensorInfo>& info() const { return info_; }
     const TensorTable& table() const { return table_; }

@@ -23,8 +23,6 @@
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
 #include "engine/core/timing.h"
-#include "kernels_cpu/cpu_backend.h"
-#include "kernels_cpu/cpu_features.h"
 
 namespace strata {
 
@@ -399,30 +397,11 @@ bool profile_matches(const HardwareProfile& profile, std::string_view gpu_name,
 
 // ---- this machine ----
 
-std::string cpu_model_name() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) != 0) continue;
-        const size_t colon = line.find(':');
-        if (colon == std::string::npos) break;
-        const size_t begin = line.find_first_not_of(" \t", colon + 1);
-        return begin == std::string::npos ? "unknown cpu" : line.substr(begin);
-    }
-    return "unknown cpu";
-}
-
-uint64_t ram_total_bytes() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES);
-    const long page = ::sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
-
 // ---- measurements ----
 
 double measure_host_read_gbs(int threads, std::chrono::duration<double> budget, uint64_t max_bytes) {
     threads = std::max(threads, 1);
-    const uint64_t ram = ram_total_bytes();
+    const uint64_t ram = host_ram_total_bytes();
     const uint64_t bytes = std::clamp<uint64_t>(std::min(ram / 16, max_bytes), 64ull << 20, 2ull << 30);
     const int64_t n = static_cast<int64_t>(bytes / sizeof(uint64_t));
     const std::unique_ptr<uint64_t[]> data(new uint64_t[static_cast<size_t>(n)]);
@@ -539,15 +518,17 @@ double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasu
     return flops / s / 1e9;
 }
 
-HardwareProfile measure_cpu_profile(const CpuProfileOptions& options) {
+HardwareProfile measure_cpu_profile(Backend& cpu, const CpuProfileOptions& options) {
     const auto step = [&](std::string_view what) {
         if (options.progress) options.progress(what);
     };
-    cpu::CpuBackend cpu(options.threads);
+    if (cpu.capabilities().host_threads <= 0) {
+        throw ArgumentError(cat("measure_cpu_profile: the ", cpu.name(), " backend does not run on the host"));
+    }
     HardwareProfile p;
     p.cpu_name = cpu_model_name();
-    p.cpu_threads = cpu.n_threads();
-    p.ram_total_bytes = ram_total_bytes();
+    p.cpu_threads = cpu.capabilities().host_threads;
+    p.ram_total_bytes = host_ram_total_bytes();
     step("host read");
     p.host_read_gbs = measure_host_read_gbs(p.cpu_threads, options.budget_per_step, options.gemv_bytes);
     for (GgmlType type : options.types) {

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/host_info.h"
 #include "offload/disk_profile.h"
 #include "quant/ggml_type.h"
 
@@ -125,10 +126,7 @@ std::string default_profile_path();
 bool profile_matches(const HardwareProfile& profile, std::string_view gpu_name,
                      std::string_view cpu_name);
 
-// --- This machine ---
-
-std::string cpu_model_name();  // /proc/cpuinfo "model name", or "unknown cpu"
-uint64_t ram_total_bytes();    // physical memory
+// This machine's CPU name and RAM: engine/core/host_info.h.
 
 // --- CPU-side measurements (seconds each; every call allocates and frees its own memory) ---
 
@@ -177,7 +175,6 @@ double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type,
                                   const MatmulMeasureOptions& options = {16ull << 20, 64, {}});
 
 struct CpuProfileOptions {
-    int threads = 0;           // 0: one per physical core
     std::string disk_path;     // the model file or its folder; empty: no disk measurement
     std::vector<GgmlType> types{GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0,
                                 GgmlType::Q5_K, GgmlType::F16};
@@ -189,9 +186,10 @@ struct CpuProfileOptions {
     uint64_t gemv_bytes = 1ull << 30;
     DiskMeasureOptions disk;
 };
-// The CPU, RAM and disk half of a profile (about 3-5 s, the disk up to disk.budget more): GPU
-// fields are left empty for the caller. Types the CPU backend cannot multiply are left out of
-// cpu_gemv_gbs. cpu_at_threads stays empty.
-HardwareProfile measure_cpu_profile(const CpuProfileOptions& options);
+// The CPU, RAM and disk half of a profile (about 3-5 s, the disk up to disk.budget more),
+// measured on `cpu` (a host backend: capabilities().host_threads threads; ArgumentError
+// otherwise): GPU fields are left empty for the caller. Types the CPU backend cannot multiply
+// are left out of cpu_gemv_gbs. cpu_at_threads stays empty.
+HardwareProfile measure_cpu_profile(Backend& cpu, const CpuProfileOptions& options);
 
 }  // namespace strata

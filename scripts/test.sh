@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the unit and oracle tests (ctest),
-# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader
-# and server-request fuzzers for a bounded time. Ends with one line "tests: N passed, N failed".
+# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader,
+# server-request and chat-template fuzzers for a bounded time. Ends with one line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
@@ -60,6 +60,7 @@ run_fuzzer() {
 }
 run_fuzzer gguf_fuzz tests/fuzz/corpus "$fuzz_seconds"
 run_fuzzer request_fuzz tests/fuzz/request_corpus "$((fuzz_seconds / 2))"
+run_fuzzer jinja_fuzz tests/engine/chat/templates "$((fuzz_seconds / 2))"  # seeds: the oracle's model templates
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

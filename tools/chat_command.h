@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/chat_renderer.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -13,7 +14,7 @@ namespace strata::cli {
 struct ChatArgs {
     EngineOptions engine;
     std::string system;
-    std::string chat_template;
+    ChatTemplateOverride chat_template;  // --chat-template, --chat-template-file
     int64_t n_predict = -1;
     std::string first_prompt;        // -p: the first user message, answered before any input
     bool single_turn = false;        // -st: answer the first message and leave

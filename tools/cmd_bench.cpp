@@ -20,9 +20,9 @@
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
-#include "kernels_cpu/cpu_backend.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
+#include "tools/progress_bar.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
 
@@ -259,7 +259,12 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
         BenchRow row;
         const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
-        for (int r = 0; r < args.repetitions; ++r) row.samples.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        ProgressBar bar(cat(prompt ? "pp" : "tg", n), ProgressStyle{"runs", 1.0});  // a row over a second
+        for (int r = 0; r < args.repetitions; ++r) {
+            bar.update(static_cast<uint64_t>(r), static_cast<uint64_t>(args.repetitions), "");
+            row.samples.push_back(run_once(*session, prompt, n, rng, n_vocab));
+        }
+        bar.clear();  // the row takes its line
         row.sparsity = achieved_sparsity(before, session->program().sparsity_counts());
         if (!row.sparsity.is_null()) row.sparsity["target"] = target_sparsity;
         const Stat st = stats(row.samples);
@@ -278,7 +283,7 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         row.arch = runtime.model().config().architecture;
         row.type_k = engine.kv_type;
         row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
-        row.threads = static_cast<cpu::CpuBackend&>(runtime.cpu()).n_threads();
+        row.threads = runtime.cpu().capabilities().host_threads;
         row.n_batch = ro.session.n_batch;
         row.gpu_bytes = rs.gpu_weight_bytes;
         row.ram_bytes = rs.ram_weight_bytes;

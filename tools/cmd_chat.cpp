@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_renderer.h"
 #include "engine/chat/conversation.h"
 #include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
@@ -22,13 +22,14 @@
 #include "engine/runtime/session.h"
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/sparse_ffn.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "engine/server/stop_matcher.h"
 #include "tools/answer_keys.h"
 #include "tools/chat_command.h"
 #include "tools/chat_input.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
+#include "tools/chat_options.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -103,8 +104,8 @@ std::string sampler_values(const SamplerParams& s) {
 
 class ChatRepl {
 public:
-    ChatRepl(const ChatArgs& args, Session& session, ChatFormat format, bool interactive)
-        : conv_(session, format), interactive_(interactive) {
+    ChatRepl(const ChatArgs& args, Session& session, ChatRenderer renderer, bool interactive)
+        : conv_(session, std::move(renderer)), interactive_(interactive) {
         conv_.set_system(args.system);
         params_.n_predict = args.n_predict;
         params_.sampler = args.engine.sampler;
@@ -224,7 +225,7 @@ private:
         const Session& s = conv_.session();
         std::printf("context: %zu of %lld tokens | messages: %zu | format: %s\n",
                     s.tokens().size(), static_cast<long long>(s.n_ctx()),
-                    conv_.messages().size(), std::string(chat_format_name(conv_.format())).c_str());
+                    conv_.messages().size(), conv_.renderer().describe().c_str());
         std::printf("last turn: prompt %lld new tokens (%lld reused) at %.1f tok/s | "
                     "decode %lld tokens at %.1f tok/s | stop: %s\n",
                     static_cast<long long>(t.n_prompt), static_cast<long long>(t.n_reused),
@@ -252,15 +253,11 @@ void add_stop_options(CLI::App& cmd, std::vector<std::string>& stops) {
 void run_chat(const ChatArgs& args) {
     args.engine.sampler.validate();
     if (args.n_predict < -1) throw ArgumentError(cat("-n must be -1 or >= 0, got ", args.n_predict));
-    std::optional<ChatFormat> forced;
-    if (!args.chat_template.empty()) forced = chat_format_from_name(args.chat_template);
-
     const Runtime runtime(args.engine.model, args.engine.runtime_options());
     const Model& model = runtime.model();
-    const std::string tmpl =
-        model.file().find_string("tokenizer.chat_template").value_or(std::string());
-    const ChatFormat format =
-        forced ? *forced : choose_chat_format(tmpl, model.config().architecture);
+    ChatRendererChoice chosen = choose_chat_renderer(model, args.chat_template);
+    for (const std::string& w : chosen.warnings) std::fprintf(stderr, "strata chat: warning: %s\n", w.c_str());
+    chosen.renderer.set_warning_sink([](const std::string& w) { std::fprintf(stderr, "strata chat: warning: %s\n", w.c_str()); });
     const std::unique_ptr<Session> owned = runtime.new_session();
     Session& session = *owned;
 
@@ -270,8 +267,7 @@ void run_chat(const ChatArgs& args) {
     std::fprintf(stderr, "strata chat: %s (%s, %s, chat template %s%s)\n",
                  std::filesystem::path(args.engine.model).filename().c_str(),
                  model.config().architecture.c_str(), format_bytes(file_bytes).c_str(),
-                 std::string(chat_format_name(format)).c_str(),
-                 forced ? ", forced" : (tmpl.empty() ? ", by architecture" : ", from the file"));
+                 chosen.renderer.describe().c_str(), chosen.origin.empty() ? "" : (", " + chosen.origin).c_str());
     const ResidencyStats& rs = runtime.placed().stats();
     std::fprintf(stderr, "weights: gpu %s (%s) | ram %s | disk %s | context %lld tokens\n",
                  format_bytes(rs.gpu_weight_bytes).c_str(),
@@ -282,7 +278,7 @@ void run_chat(const ChatArgs& args) {
     if (interactive) std::fprintf(stderr, "/help for commands, Ctrl-C stops an answer, Ctrl-D quits\n");
 
     install_sigint_handler();
-    ChatRepl repl(args, session, format, interactive);
+    ChatRepl repl(args, session, chosen.renderer, interactive);
     repl.run(args.first_prompt, args.single_turn);
     // Piped input is a script: a turn that could not be answered makes the chat fail.
     if (!interactive && repl.failed_turns() > 0) {
@@ -300,10 +296,7 @@ void add_chat_command(CLI::App& app) {
     cmd->add_flag("--conversation,-i,--interactive")->description("-cnv, -i: accepted (chat is always a conversation)");
     cmd->add_flag("--color")->description("accepted (llama-cli's colours; answers are plain text here)");
     add_stop_options(*cmd, args->stops);
-    std::string names;
-    for (std::string_view n : chat_format_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    cmd->add_option("--chat-template", args->chat_template,
-                    "chat format: " + names + " (default: from the file, else by architecture)");
+    add_chat_template_options(*cmd, args->chat_template);
     cmd->add_option("-n,--n-predict", args->n_predict,
                     "most tokens per answer (-1 = until the end of the turn)")
         ->capture_default_str()->check(int_in(-1, kMaxContext));

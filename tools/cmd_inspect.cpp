@@ -12,7 +12,7 @@
 #include "engine/model/arch_spec.h"
 #include "engine/model/file_type.h"
 #include "engine/model/gguf_keys.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/inspect_report.h"
 
@@ -121,6 +121,21 @@ void print_hparams(const ModelConfig& c) {
     row("features", features.empty() ? "-" : features);
 }
 
+void print_experts(const InspectReport& r) {
+    const ModelConfig& c = r.config;
+    if (!c.is_moe()) return;
+    const ExpertSummary e = summarize_experts(r.file.tensors(), c);
+    std::printf("experts\n");
+    row("count", cat(c.moe.n_expert, " per layer, ", c.moe.n_expert_used, " active per token"));
+    row("expert n_ff", std::to_string(c.moe.n_ff_exp));
+    if (c.moe.n_ff_shexp > 0) row("shared expert", cat("n_ff ", c.moe.n_ff_shexp, c.moe.shared_gate ? ", sigmoid gate" : ""));
+    row("routing", cat("softmax, top-", c.moe.n_expert_used, c.moe.norm_topk ? ", renormalised" : "",
+                       c.moe.weights_scale != 1.0 ? ", x" + number(c.moe.weights_scale) : ""));
+    row("bytes/expert", cat(format_bytes(e.bytes_per_expert), " (gate+up+down of one layer); all experts ",
+                            format_bytes(e.expert_bytes)));
+    row("active/token", cat(count(e.active_params), " params, ", format_bytes(e.active_bytes)));
+}
+
 void print_tokenizer(const InspectReport& r) {
     const TokenizerConfig& t = r.config.tokenizer;
     std::printf("tokenizer\n");
@@ -187,6 +202,10 @@ void print_text(const InspectReport& r, bool with_metadata) {
                 r.summary.bits_per_weight());
     print_hparams(c);
     std::printf("\n");
+    if (c.is_moe()) {
+        print_experts(r);
+        std::printf("\n");
+    }
     print_tokenizer(r);
     if (with_metadata) {
         std::printf("\nmetadata\n");

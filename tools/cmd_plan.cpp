@@ -12,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
+#include "engine/model/model_summary.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
 #include "offload/cost_model.h"
@@ -221,6 +222,14 @@ void plan(const PlanArgs& args) {
     std::printf("placed by the %s; context %lld tokens, KV cache %s\n", runtime.placement_source().c_str(),
                 static_cast<long long>(p.n_ctx), std::string(type_traits(p.kv_type).name).c_str());
     print_tier_table(p, table);
+    if (const ModelConfig& mc = runtime.model().config(); mc.is_moe()) {
+        const ExpertSummary e = summarize_experts(runtime.model().file().tensors(), mc);
+        std::printf("experts: %lld per layer, %lld active per token, %s per expert (gate+up+down); a token reads %s"
+                    " of %s\n",
+                    static_cast<long long>(e.n_expert), static_cast<long long>(e.n_expert_used),
+                    format_bytes(e.bytes_per_expert).c_str(), format_bytes(e.active_bytes).c_str(),
+                    format_bytes(e.total_bytes).c_str());
+    }
     std::printf("\n");
     print_plan_table(rows);
     if (args.explain && runtime.cost_estimate()) {

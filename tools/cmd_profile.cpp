@@ -13,7 +13,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/profile_run.h"
 #include "engine/runtime/sparse_ffn.h"
-#include "kernels_cpu/cpu_backend.h"
+#include "engine/runtime/runtime.h"
 #include "predictor/activation_profile_file.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
@@ -39,14 +39,24 @@ void run(const ProfileArgs& args) {
     const std::string output = args.output.empty() ? default_stats_path(args.model, true) : args.output;
     check_write_target(output, "activation stats");  // before the long run
 
-    Model model(args.model);
-    cpu::CpuBackend backend(cap_threads(args.n_threads));
+    // Every weight on the runtime's CPU backend, read in place (profile_activations): the runtime
+    // only opens the model and makes the backend.
+    RuntimeOptions ro;
+    ro.gpu = "none";
+    ro.placer = Placer::Builtin;
+    ro.load_weights = false;
+    ro.n_threads = cap_threads(args.n_threads);
+    ro.session.n_ctx = args.n_ctx;
+    ro.session.n_batch = args.n_ctx;
+    const Runtime runtime(args.model, ro);
+    const Model& model = runtime.model();
+    Backend& backend = runtime.cpu();
     const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
     ProfileParams pp;
     pp.n_ctx = args.n_ctx;
     pp.n_batch = args.n_ctx;
     pp.max_tokens = args.n_tokens;
-    ProgressBar bar("profile");
+    ProgressBar bar("profile", ProgressStyle{"tokens"});
     ActivationProfile profile = profile_activations(model, backend, tokens, pp, [&](int64_t done, int64_t total) {
         bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "tokens");
     });

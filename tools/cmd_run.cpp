@@ -17,9 +17,11 @@
 #include "engine/server/stop_matcher.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tools/chat_command.h"
+#include "tools/chat_options.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/prompt_text.h"
+#include "tools/progress_bar.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -43,7 +45,7 @@ struct RunArgs {
     bool single_turn = false;
     bool interactive = false;
     std::string system;
-    std::string chat_template;
+    ChatTemplateOverride chat_template;
     // Speculative decoding: --spec, --draft-max, --draft-min.
     std::string spec = "off";
     SpecParams spec_params;
@@ -119,9 +121,14 @@ void run(const RunArgs& args) {
     gp.sampler = args.engine.sampler;
     gp.stop_at_eog = !args.ignore_eos;
     gp.spec = spec;
+    ProgressBar prompt_bar("prompt", ProgressStyle{"tokens", 1.0});  // a long prompt's prefill
+    gp.on_prompt_progress = [&](int64_t done, int64_t total) {
+        prompt_bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "");
+    };
     server::StopMatcher stop(args.stops);
     std::string generated;
     const auto emit = [&](const std::string& out) {
+        prompt_bar.clear();  // the text takes the line
         generated += out;
         if (args.json || out.empty()) return;
         std::fwrite(out.data(), 1, out.size(), stdout);
@@ -132,6 +139,7 @@ void run(const RunArgs& args) {
         return !stop.stopped();
     });
     emit(stop.flush());
+    prompt_bar.clear();
     const std::string reason = stop.stopped() ? "stop string" : std::string(stop_reason_name(stats.stop));
     if (args.json) {
         nlohmann::json j = stats_json(stats, generated);
@@ -161,7 +169,7 @@ void add_conversation_options(CLI::App& cmd, RunArgs& a) {
     cmd.add_flag("--single-turn", a.single_turn, "-st: one chat answer to -p, then leave");
     cmd.add_flag("-i,--interactive", a.interactive, "chat after the first answer (as -cnv)");
     cmd.add_option("--system-prompt", a.system, "-sys: system message (a conversation)");
-    cmd.add_option("--chat-template", a.chat_template, "chat format in conversation mode (see strata chat)");
+    add_chat_template_options(cmd, a.chat_template);  // used in conversation mode
 }
 
 void add_spec_options(CLI::App& cmd, RunArgs& a) {

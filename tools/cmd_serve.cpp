@@ -13,14 +13,15 @@
 #include <string>
 #include <thread>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_renderer.h"
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/runtime.h"
 #include "engine/server/server.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
+#include "tools/chat_options.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -29,7 +30,7 @@ namespace {
 struct ServeArgs {
     EngineOptions engine;
     server::ServerOptions server;
-    std::string chat_template;
+    ChatTemplateOverride chat_template;
     std::string alias;
     std::string max_body = "4M";
 };
@@ -99,30 +100,23 @@ void serve(ServeArgs& args) {
         throw ArgumentError(cat("--max-body: ", e.what()));
     }
     if (so.max_body_bytes < 1024) throw ArgumentError(cat("--max-body ", args.max_body, " is below 1 KiB"));
-    if (!args.chat_template.empty()) so.chat_format = chat_format_from_name(args.chat_template);
     SignalWaiter signals;
 
     RuntimeOptions ro = args.engine.runtime_options();
     ro.session.n_sequences = so.n_parallel;
     const Runtime runtime(args.engine.model, ro);
     const Model& model = runtime.model();
-    const std::string tmpl = model.file().find_string("tokenizer.chat_template").value_or(std::string());
-    if (args.chat_template.empty()) {
-        so.chat_format = choose_chat_format(tmpl, model.config().architecture);
-        if (!detect_chat_format(tmpl)) {
-            std::fprintf(stderr, "strata serve: warning: %s; using the %s chat format for the architecture %s "
-                         "(--chat-template to choose)\n", tmpl.empty() ? "the file has no chat template"
-                         : "the file's chat template is not one of the built-in formats",
-                         std::string(chat_format_name(so.chat_format)).c_str(), model.config().architecture.c_str());
-        }
-    }
+    ChatRendererChoice chosen = choose_chat_renderer(model, args.chat_template);
+    for (const std::string& w : chosen.warnings) std::fprintf(stderr, "strata serve: warning: %s\n", w.c_str());
+    chosen.renderer.set_warning_sink([](const std::string& w) { std::fprintf(stderr, "strata serve: warning: %s\n", w.c_str()); });
+    so.chat_template = chosen.renderer;
     so.model_id = args.alias.empty() ? std::filesystem::path(args.engine.model).stem().string() : args.alias;
     so.sampler = args.engine.sampler;
 
     server::Server srv(runtime, so);
-    std::fprintf(stderr, "strata serve: %s (%s) | %d slots of %lld tokens | chat format %s | placement: %s\n",
+    std::fprintf(stderr, "strata serve: %s (%s) | %d slots of %lld tokens | chat template %s | placement: %s\n",
                  so.model_id.c_str(), model.config().architecture.c_str(), so.n_parallel,
-                 static_cast<long long>(srv.n_ctx()), std::string(chat_format_name(so.chat_format)).c_str(),
+                 static_cast<long long>(srv.n_ctx()), so.chat_template.describe().c_str(),
                  runtime.placement_source().c_str());
     if (args.engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(nullptr).c_str());
     srv.start();
@@ -154,10 +148,7 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--max-queue", so.max_queue, "requests waiting for a slot before 429")
         ->capture_default_str()->check(int_in(0, 4096));
     cmd->add_option("--max-body", args->max_body, "largest request body, e.g. 4M (larger: 413)")->capture_default_str();
-    std::string names;
-    for (std::string_view n : chat_format_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    cmd->add_option("--chat-template", args->chat_template,
-                    "chat format: " + names + " (default: from the file, else by architecture)");
+    add_chat_template_options(*cmd, args->chat_template);
     cmd->callback([args] {
         args->server.chunk_tokens = args->engine.n_batch;
         serve(*args);

@@ -7,7 +7,7 @@
 #include "engine/core/safe_write.h"
 #include "engine/synth/synth_model.h"
 #include "engine/synth/synth_preset.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "tools/commands.h"
 #include "tools/numbers.h"
 #include "tools/progress_bar.h"

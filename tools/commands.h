@@ -18,5 +18,7 @@ void add_calibration_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_list_command(CLI::App& app);
+void add_pull_command(CLI::App& app);
 
 }  // namespace strata::cli

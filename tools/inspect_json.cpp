@@ -84,6 +84,14 @@ Json inspect_json(const InspectReport& report, bool with_metadata) {
                     {"file_type", c.file_type},
                     {"file_type_name", file_type_name(c.file_type)}};
     j["hparams"] = hparams_json(c);
+    if (c.is_moe()) {
+        const ExpertSummary e = summarize_experts(f.tensors(), c);
+        j["experts"] = {{"n_expert", c.moe.n_expert},         {"n_expert_used", c.moe.n_expert_used},
+                        {"n_ff_exp", c.moe.n_ff_exp},         {"n_ff_shexp", c.moe.n_ff_shexp},
+                        {"norm_topk", c.moe.norm_topk},       {"weights_scale", c.moe.weights_scale},
+                        {"bytes_per_expert", e.bytes_per_expert}, {"expert_bytes", e.expert_bytes},
+                        {"active_bytes", e.active_bytes},     {"active_params", e.active_params}};
+    }
     j["tokenizer"] = tokenizer_json(report);
     Json tensors = Json::array();
     for (const TensorInfo& t : f.tensors()) {

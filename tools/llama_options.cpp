@@ -40,15 +40,9 @@ void add_llama_options(CLI::App& cmd, LlamaFlags& f) {
     cmd.add_flag("--no-mmap", f.no_mmap, "copy the weights kept in RAM out of the file mapping");
     cmd.add_flag("--mlock", f.mlock, "lock the weights kept in RAM in memory (see `ulimit -l`)");
     cmd.add_flag("--jinja", f.jinja, "use the model's own chat template (accepted; chat and serve)");
-    cmd.add_option("--hf-repo", f.hf_repo, "-hf USER/REPO[:QUANT]: a model from the Hugging Face hub");
 }
 
-void check_model_source(const LlamaFlags& f, const std::string& model) {
-    if (!f.hf_repo.empty()) {
-        throw ArgumentError(cat("-hf ", f.hf_repo, ": this strata cannot download models yet; download the GGUF"
-                                " file (e.g. `huggingface-cli download ", f.hf_repo,
-                                "`) and pass its path with -m FILE"));
-    }
+void check_model_source(const LlamaFlags&, const std::string& model) {
     if (model.empty()) throw CLI::RequiredError("-m FILE (the GGUF model)");
 }
 

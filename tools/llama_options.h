@@ -22,7 +22,6 @@ struct LlamaFlags {
     bool no_mmap = false;
     bool mlock = false;
     bool jinja = false;                        // the GGUF's own chat template (chat, serve)
-    std::string hf_repo;                       // -hf user/repo[:quant]
 };
 
 // -ngl "auto"/"all" -> -1, else an integer >= -1 (-1: no limit). ArgumentError otherwise.

@@ -12,6 +12,7 @@
 #include "engine/core/error.h"
 #include "tools/commands.h"
 #include "tools/llama_flags.h"
+#include "tools/model_names.h"
 
 #ifndef STRATA_VERSION
 #define STRATA_VERSION "0.0.0"
@@ -62,6 +63,9 @@ int main(int argc, char** argv) {
     strata::cli::add_serve_command(app);
     strata::cli::add_profile_command(app);
     strata::cli::add_tokenize_command(app);
+    strata::cli::add_list_command(app);
+    strata::cli::add_pull_command(app);
+    strata::cli::add_model_names(app);  // -m NAME and --hf-repo on every command with -m
 
     // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {

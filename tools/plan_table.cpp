@@ -31,6 +31,15 @@ std::string ffn_text(const Placement& p, const TensorTable& table, int il) {
         return text + " neurons";
     }
     const std::string prefix = cat("blk.", il, ".");
+    if (p.tier_of(prefix + "ffn_gate_exps.weight")) {  // mixture of experts
+        const std::string gate = tier_of(p, prefix + "ffn_gate_exps.weight");
+        const std::string up = tier_of(p, prefix + "ffn_up_exps.weight");
+        const std::string down = tier_of(p, prefix + "ffn_down_exps.weight");
+        std::string text = cat("router ", tier_of(p, prefix + "ffn_gate_inp.weight"), ", experts ",
+                               up == gate && down == gate ? gate : cat(gate, "/", up, "/", down));
+        if (p.tier_of(prefix + "ffn_gate_shexp.weight")) text += ", shared " + tier_of(p, prefix + "ffn_gate_shexp.weight");
+        return text;
+    }
     const std::string gate = tier_of(p, prefix + "ffn_gate.weight");
     const std::string up = tier_of(p, prefix + "ffn_up.weight");
     const std::string down = tier_of(p, prefix + "ffn_down.weight");

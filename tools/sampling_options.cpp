@@ -1,13 +1,17 @@
 // Shared engine flags (sampling_options.h).
 #include "tools/sampling_options.h"
 
+#include "tools/chat_options.h"
+
 #include <cstdint>
 #include <iostream>
 #include <limits>
 
+#include "backends/builtin_backends.h"
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
+#include "tools/load_progress.h"
 #include "tools/numbers.h"
 
 namespace strata::cli {
@@ -46,10 +50,16 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.session = session_params();
     r.sparsity = sparsity.options();
     apply_llama_options(llama, kv_type, r);
+    r.progress = load_progress();
     return r;
 }
 
 void add_engine_options(CLI::App& cmd, EngineOptions& o) {
+    add_runtime_options(cmd, o);
+    add_sampler_options(cmd, o.sampler);
+}
+
+void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("-m,--model", o.model, "GGUF model file (required)");
     cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0 = the model's)")
         ->capture_default_str()->check(int_in(0, kMaxContext));
@@ -60,7 +70,8 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("--ctk,--cache-type,--cache-type-k", o.kv_type, "-ctk: KV cache type: f16, f32, q8_0, q4_0")
         ->capture_default_str();
     add_llama_options(cmd, o.llama);
-    cmd.add_option("--gpu", o.gpu, "GPU backend: auto, cuda, none, fake (a test device in host memory)")
+    cmd.add_option("--gpu", o.gpu, cat("GPU backend: auto, none, or one this strata has: ", builtin_backends().names(true),
+                                        " (fake: a test device in host memory)"))
         ->capture_default_str();
     cmd.add_option("--gpu-mem", o.gpu_mem, "VRAM the process may hold, e.g. 6G (a bare number is MiB; default: free VRAM)");
     cmd.add_option("--ram-mem", o.ram_mem,
@@ -80,7 +91,9 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
         ->capture_default_str();
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     add_sparsity_options(cmd, o.sparsity);
-    SamplerParams& s = o.sampler;
+}
+
+void add_sampler_options(CLI::App& cmd, SamplerParams& s) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     cmd.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str()
         ->check(real_in(-kInf, kInf));
@@ -100,6 +113,7 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
            "-s,--seed", [&s](const std::string& v) { s.seed = parse_seed(v, "--seed"); },
            "random seed (default and -1: random)")
         ->check(int_in(-1, UINT32_MAX));
+    add_grammar_options(cmd, s);
 }
 
 }  // namespace strata::cli

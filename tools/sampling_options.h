@@ -1,4 +1,5 @@
-// Sampling, context and thread flags shared by run, chat and serve, spelled as llama.cpp
+// Sampling, context, thread and placement flags shared by the tools that run a model (run,
+// chat, serve, bench, plan, perplexity), spelled as llama.cpp
 // spells them so users' habits carry over.
 #pragma once
 
@@ -45,9 +46,14 @@ constexpr int64_t kMaxThreadsFlag = 1 << 16;       // -t accepted, then lowered 
 // "-1" is random (llama.cpp's spelling), else 0 to 2^32 - 1.
 uint32_t parse_seed(std::string_view text, std::string_view name);
 
-// Adds -m, -c, -b, -t, --ctk, llama.cpp's flags (llama_options.h), the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
-// --reprofile --disk-io --verbose), --sparsity --stats and the sampler flags (--temp --top-k --top-p --min-p --repeat-penalty
-// --repeat-last-n --presence-penalty --frequency-penalty --seed).
+// Adds the runtime's flags (with llama.cpp's, llama_options.h) and the sampler's (both below).
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
+// -m, -c, -b, -t, --ctk, the placement flags (--gpu --gpu-mem --ram-mem --plan --placement
+// --reprofile --disk-io --verbose) and --sparsity --stats: what a Runtime is made from
+// (EngineOptions::runtime_options). Defaults are those `options` holds.
+void add_runtime_options(CLI::App& cmd, EngineOptions& options);
+// --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty
+// --frequency-penalty --seed.
+void add_sampler_options(CLI::App& cmd, SamplerParams& sampler);
 
 }  // namespace strata::cli

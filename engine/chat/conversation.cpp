@@ -20,18 +20,18 @@ double TurnStats::decode_tokens_per_second() const {
     return decode_seconds > 0 ? static_cast<double>(n_generated) / decode_seconds : 0.0;
 }
 
-Conversation::Conversation(Session& session, ChatFormat format)
-    : session_(session), format_(format) {}
+Conversation::Conversation(Session& session, ChatRenderer renderer)
+    : session_(session), renderer_(std::move(renderer)) {}
 
 std::vector<ChatMessage> Conversation::with_system(std::vector<ChatMessage> messages) const {
     if (!system_.empty()) messages.insert(messages.begin(), ChatMessage{"system", system_});
     return messages;
 }
 
-std::vector<TokenId> render_chat_tokens(const Tokenizer& tok, ChatFormat format,
+std::vector<TokenId> render_chat_tokens(const Tokenizer& tok, const ChatRenderer& renderer,
                                         std::span<const ChatMessage> messages,
                                         bool add_generation_prompt) {
-    const std::string text = render_chat(format, messages, add_generation_prompt);
+    const std::string text = renderer.render(messages, add_generation_prompt);
     // The tokenizer adds BOS itself when the vocabulary asks for it: no second BOS.
     std::string_view body = text;
     if (tok.vocab().add_bos && tok.bos() != kNoToken) {
@@ -41,7 +41,7 @@ std::vector<TokenId> render_chat_tokens(const Tokenizer& tok, ChatFormat format,
 }
 
 std::vector<TokenId> Conversation::render_tokens(bool add_generation_prompt) const {
-    return render_chat_tokens(session_.model().tokenizer(), format_, with_system(messages_),
+    return render_chat_tokens(session_.model().tokenizer(), renderer_, with_system(messages_),
                               add_generation_prompt);
 }
 
@@ -93,7 +93,7 @@ std::string Conversation::reply(std::string_view user_text, const GenerateParams
 
 std::string Conversation::to_json() const {
     nlohmann::json j;
-    j["format"] = std::string(chat_format_name(format_));
+    j["format"] = renderer_.name();
     j["system"] = system_;
     j["messages"] = nlohmann::json::array();
     for (const ChatMessage& m : messages_) {
@@ -131,16 +131,17 @@ void Conversation::from_json(std::string_view json_text) {
         if (!j["system"].is_string()) throw FormatError("conversation \"system\" is not a string");
         system = j["system"].get<std::string>();
     }
-    ChatFormat format = format_;
+    ChatRenderer renderer = renderer_;
     if (j.contains("format")) {
         if (!j["format"].is_string()) throw FormatError("conversation \"format\" is not a string");
+        const std::string name = j["format"].get<std::string>();
         try {
-            format = chat_format_from_name(j["format"].get<std::string>());
+            if (name != renderer_.name()) renderer = ChatRenderer(chat_format_from_name(name));
         } catch (const ArgumentError& e) {
-            throw FormatError(e.what());
+            throw FormatError(cat(e.what(), " (or \"jinja\": the model's own template)"));
         }
     }
-    format_ = format;
+    renderer_ = std::move(renderer);
     system_ = std::move(system);
     messages_ = std::move(messages);
 }

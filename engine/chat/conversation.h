@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_renderer.h"
 #include "engine/runtime/generate.h"
 
 namespace strata {
@@ -19,10 +19,10 @@ namespace strata {
 class Session;
 class Tokenizer;
 
-// The prompt tokens of `messages` in `format`: the rendered text tokenized with control tokens
-// parsed, and one BOS (the format's spelled BOS is dropped when the tokenizer adds its own).
-// Throws ArgumentError for an unknown role.
-std::vector<TokenId> render_chat_tokens(const Tokenizer& tokenizer, ChatFormat format,
+// The prompt tokens of `messages` rendered by `renderer` (a Jinja template or a built-in format):
+// the text tokenized with control tokens parsed, and one BOS (a spelled BOS is dropped when the
+// tokenizer adds its own). Throws ArgumentError for a role a built-in format does not know.
+std::vector<TokenId> render_chat_tokens(const Tokenizer& tokenizer, const ChatRenderer& renderer,
                                         std::span<const ChatMessage> messages,
                                         bool add_generation_prompt);
 
@@ -41,7 +41,7 @@ struct TurnStats {
 
 class Conversation {
 public:
-    Conversation(Session& session, ChatFormat format);
+    Conversation(Session& session, ChatRenderer renderer);
 
     // Adds the user turn, answers it (streaming text to on_text; returning false stops the
     // answer early, which is kept as it stands) and records the answer. Returns the answer.
@@ -57,7 +57,7 @@ public:
     void set_system(std::string text) { system_ = std::move(text); }
     const std::string& system() const { return system_; }
     const std::vector<ChatMessage>& messages() const { return messages_; }
-    ChatFormat format() const { return format_; }
+    const ChatRenderer& renderer() const { return renderer_; }
 
     // The tokens a next turn would start from: the rendered conversation (system included),
     // optionally with the opening of the assistant turn.
@@ -66,9 +66,9 @@ public:
     const TurnStats& last_turn() const { return last_; }
     const Session& session() const { return session_; }
 
-    // JSON text {"format": "gemma", "system": "...", "messages": [{"role", "content"}...]}.
+    // JSON text {"format": "gemma" or "jinja", "system": "...", "messages": [{"role", "content"}...]}.
     std::string to_json() const;
-    // Replaces system and messages (and the format when the file names one); throws
+    // Replaces system and messages (and the format when the file names another built-in one); throws
     // FormatError naming what is wrong. The KV cache is reused for the common prefix.
     void from_json(std::string_view json_text);
 
@@ -76,7 +76,7 @@ private:
     std::vector<ChatMessage> with_system(std::vector<ChatMessage> messages) const;
 
     Session& session_;
-    ChatFormat format_;
+    ChatRenderer renderer_;
     std::string system_;
     std::vector<ChatMessage> messages_;
     TurnStats last_;

@@ -1,6 +1,8 @@
-// Backend: the interface every compute backend implements (CPU now, CUDA and the fake
-// offload device later). The layer program calls every op through it, so an op runs on the
-// backend that holds its weights.
+// Backend: the interface every compute backend implements (kernels_cpu, kernels_cuda, and the
+// fake device of backends/). The layer program calls every op through it, so an op runs on the
+// backend that holds its weights. A backend says what it is (name, memory, capabilities), so
+// that nothing above it needs to know its class; backends are made by name through the
+// registry (backend_registry.h).
 //
 // Conventions (ggml's): ne[0] is the innermost dimension. Activations are contiguous f32
 // tensors with one token per row: x [n_embd, n_tokens]. Weights are [k, n] tensors of any
@@ -12,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/core/buffer.h"
 #include "engine/core/error.h"
@@ -50,13 +54,64 @@ struct AttentionParams {
     float softcap = 0.0f;    // attention-logit soft-capping c·tanh(s/c); 0 = off
 };
 
+// A backend's memory now (Backend::memory()). Bytes; 0 where a field does not apply.
+struct BackendMemory {
+    uint64_t total_bytes = 0;   // the device's (or the host's) memory
+    uint64_t free_bytes = 0;    // free on it now, for every process
+    // What the process may hold there (--gpu-mem: context, library state and allocations);
+    // 0: no budget of the backend's own (the host: the placement keeps --ram-mem).
+    uint64_t budget_bytes = 0;
+    // What allocate() may hand out in all (inside budget_bytes); 0: no limit of its own.
+    uint64_t limit_bytes = 0;
+    uint64_t used_bytes = 0;    // held now by this backend's allocations
+    uint64_t peak_bytes = 0;    // the most they held
+    // Held for this process outside allocate() and counted in the budget: the context, lazily
+    // loaded kernels and other processes' memory when the backend started (context_bytes), and
+    // the backend's library state such as cuBLAS's (state_bytes).
+    uint64_t context_bytes = 0;
+    uint64_t state_bytes = 0;
+
+    // What allocate() can still hand out (0 when limit_bytes is 0: not a limited device).
+    uint64_t allocatable_bytes() const { return limit_bytes > used_bytes ? limit_bytes - used_bytes : 0; }
+};
+
+// What a backend can do (Backend::capabilities()); fixed for the backend's life.
+struct BackendCapabilities {
+    // The hardware it runs on as a hardware profile records it: the CUDA device's name,
+    // "fake-gpu", the CPU's model name.
+    std::string device_name;
+    // Weight types matmul and get_rows accept.
+    std::vector<GgmlType> weight_types;
+    // thresholded_gated_activation and sparse_gated_ffn (activation sparsity).
+    bool sparse_ffn = false;
+    // begin_graph ... end_graph records and launches the ops as one unit.
+    bool graphs = false;
+    // begin_step_graph and replay_step (a decode step recorded once, replayed per token).
+    bool step_graphs = false;
+    // Host threads its ops run on (0: ops run on a device).
+    int host_threads = 0;
+    // Device bytes its ops keep as scratch beyond the activations (the cuBLAS path's f16 weight
+    // tile, attention partials, argument buffers), to reserve before placing weights.
+    uint64_t op_scratch_bytes = 0;
+
+    bool runs_weight_type(GgmlType type) const;
+};
+
+// The types quant/ has a reference dequantizer for: what a backend that dequantizes any
+// weight (the CPU) runs.
+std::vector<GgmlType> reference_weight_types();
+
 class Backend {
 public:
     virtual ~Backend() = default;
 
+    // The name it is registered under (backend_registry.h): "cpu", "cuda", "fake".
     virtual std::string_view name() const = 0;
     // The memory this backend's ops read and write.
     virtual MemoryKind memory_kind() const = 0;
+    // Its memory now (thread-safe).
+    virtual BackendMemory memory() const = 0;
+    virtual const BackendCapabilities& capabilities() const = 0;
 
     // ---- memory
     // `bytes` of memory this backend's ops address, counted against its budget (BudgetError,
@@ -110,8 +165,9 @@ public:
     // x = c·tanh(x/c), in place.
     virtual void softcap(Tensor& x, float cap) = 0;
 
-    // ---- activation sparsity (engine/runtime/sparse_ffn.h). Backends without these ops throw
-    // UnsupportedError; the runtime checks before it runs a sparse model on them.
+    // ---- activation sparsity (engine/runtime/sparse_ffn.h), where capabilities().sparse_ffn.
+    // Backends without these ops throw UnsupportedError; the runtime checks the capability
+    // before it runs a sparse model on them.
     // y = act(gate) ⊙ up where |act(gate)| > threshold, else 0, all [n_ff, n]; y may alias gate
     // or up. Returns how many elements were kept.
     virtual int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
@@ -130,33 +186,31 @@ public:
     // Waits until every queued op has finished (a no-op on synchronous backends).
     virtual void synchronize() {}
 
-    // ---- graphs: ops between begin_graph() and end_graph() may be recorded and launched as
-    // one unit (CUDA graphs: one launch instead of hundreds). Between them nothing may wait
-    // for the device or read results on the host (no copy_out), and buffers may not be freed.
-    // abort_graph() discards a recording after an exception. Backends without graphs run the
-    // ops as they come and ignore these calls.
+    // ---- graphs, where capabilities().graphs: ops between begin_graph() and end_graph() may be
+    // recorded and launched as one unit (CUDA graphs: one launch instead of hundreds). Between
+    // them nothing may wait for the device or read results on the host (no copy_out), and
+    // buffers may not be freed. abort_graph() discards a recording after an exception. Backends
+    // without graphs run the ops as they come and ignore these calls.
     virtual void begin_graph() {}
     virtual void end_graph() {}
     virtual void abort_graph() {}
-    // A decode step of one token, recorded for replay: between begin_step_graph() and
-    // end_graph(), op arguments passed by these very pointers (`token` to get_rows, `position`
-    // to rope and attention) and a kv_store at cell *position are read on the device from values
-    // that replay_step() sets, so the recording serves later positions too. `owner` (the
-    // sequence's executor) names the recording: sequences taking turns each replay their own.
-    // The caller records again whenever anything else about its step changed (buffers, cache).
+    // ---- step graphs, where capabilities().step_graphs (callers check; the others throw
+    // UnsupportedError). A decode step of one token, recorded for replay: between
+    // begin_step_graph() and end_graph(), op arguments passed by these very pointers (`token` to
+    // get_rows, `position` to rope and attention) and a kv_store at cell *position are read on
+    // the device from values that replay_step() sets, so the recording serves later positions
+    // too. `owner` (the sequence's executor) names the recording: sequences taking turns each
+    // replay their own. The caller records again whenever anything else about its step changed
+    // (buffers, cache).
     virtual void begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) {
-        (void)owner;
-        (void)token;
-        (void)position;
-        begin_graph();
+        (void)owner, (void)token, (void)position;
+        throw UnsupportedError(cat("the ", name(), " backend does not record step graphs"));
     }
     // Runs owner's last step recording for (token, position) and returns true; false when there
-    // is none to replay (no graphs, nothing recorded by owner, or the backend's scratch moved).
+    // is none to replay (nothing recorded by owner, or the backend's scratch moved).
     virtual bool replay_step(const void* owner, int32_t token, int32_t position) {
-        (void)owner;
-        (void)token;
-        (void)position;
-        return false;
+        (void)owner, (void)token, (void)position;
+        throw UnsupportedError(cat("the ", name(), " backend does not replay step graphs"));
     }
 };
 

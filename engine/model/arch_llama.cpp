@@ -1,6 +1,7 @@
 // Architecture "llama" (Llama 2/3, Mistral): pre-norm blocks, NORM-style RoPE over the whole
 // head (the converter permutes Q/K for it), SiLU-gated FFN, optional q/k/v biases, optional
-// rope_freqs (Llama 3.1 rope scaling), optional output (absent => tied). gguf-facts §3.3.
+// rope_freqs (Llama 3.1 rope scaling), optional output (absent => tied). docs/FORMATS.md §3.3.
+// With expert_count > 0 (Mixtral) every block's FFN is a mixture of experts.
 #include <cmath>
 
 #include "engine/model/arch_spec.h"
@@ -25,7 +26,7 @@ void list_llama_tensors(const ModelConfig& c, TensorListBuilder& out) {
         add_attention(c, il, out);
         add_qkv_bias(c, il, /*required=*/false, out);
         out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
-        add_gated_ffn(c, il, out);
+        add_ffn(c, il, out);
     }
     add_output(c, out);
 }
@@ -35,7 +36,7 @@ void list_llama_tensors(const ModelConfig& c, TensorListBuilder& out) {
 const ArchSpec& llama_arch() {
     static const ArchSpec spec{
         .name = "llama",
-        .description = "Llama 2/3, Mistral",
+        .description = "Llama 2/3, Mistral, Mixtral",
         .rope_style = RopeStyle::Norm,
         .activation = Activation::Silu,
         .qk_norm = false,
@@ -43,6 +44,8 @@ const ArchSpec& llama_arch() {
         .post_norms = false,
         .q_width_is_n_embd = false,
         .rope_full_head = true,
+        .moe = MoeSupport::Optional,  // Mixtral: softmax over the top-k logits
+        .moe_norm_topk = true,
         .read_keys = read_llama_keys,
         .list_tensors = list_llama_tensors,
     };

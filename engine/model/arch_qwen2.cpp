@@ -1,5 +1,7 @@
 // Architecture "qwen2": like llama but NEOX RoPE, required q/k/v biases, and q/o projections
-// n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). gguf-facts §3.4.
+// n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
+// "qwen2moe" (Qwen1.5-MoE): the same blocks with a mixture-of-experts FFN whose top-k softmax
+// probabilities are used as they are, plus a shared expert scaled by sigmoid(ffn_gate_inp_shexp·x).
 #include <cmath>
 
 #include "engine/model/arch_spec.h"
@@ -18,7 +20,7 @@ void list_qwen2_tensors(const ModelConfig& c, TensorListBuilder& out) {
         add_attention(c, il, out);
         add_qkv_bias(c, il, /*required=*/true, out);
         out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
-        add_gated_ffn(c, il, out);
+        add_ffn(c, il, out);
     }
     add_output(c, out);
 }
@@ -39,6 +41,20 @@ const ArchSpec& qwen2_arch() {
         .read_keys = read_qwen2_keys,
         .list_tensors = list_qwen2_tensors,
     };
+    return spec;
+}
+
+// The dense spec with every block's FFN a mixture of experts.
+const ArchSpec& qwen2moe_arch() {
+    static const ArchSpec spec = [] {
+        ArchSpec s = qwen2_arch();
+        s.name = "qwen2moe";
+        s.description = "Qwen1.5-MoE, Qwen2-MoE";
+        s.moe = MoeSupport::Required;
+        s.moe_norm_topk = false;
+        s.moe_shared_expert = true;
+        return s;
+    }();
     return spec;
 }
 

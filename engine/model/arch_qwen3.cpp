@@ -1,6 +1,8 @@
 // Architecture "qwen3": NEOX RoPE, no biases, per-head RMSNorm of Q and K before RoPE
 // (attn_q_norm / attn_k_norm, plain weights), head_dim from attention.key_length (may differ
-// from n_embd / n_head). Optional output (absent => tied). gguf-facts §3.4.
+// from n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
+// "qwen3moe" (Qwen3-30B-A3B): the same blocks with a mixture-of-experts FFN: softmax router, top-k
+// renormalised (HF norm_topk_prob; llama.cpp always renormalises), no shared expert.
 #include <cmath>
 
 #include "engine/model/arch_spec.h"
@@ -19,7 +21,7 @@ void list_qwen3_tensors(const ModelConfig& c, TensorListBuilder& out) {
         add_attention(c, il, out);
         add_qk_norm(c, il, out);
         out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
-        add_gated_ffn(c, il, out);
+        add_ffn(c, il, out);
     }
     add_output(c, out);
 }
@@ -40,6 +42,20 @@ const ArchSpec& qwen3_arch() {
         .read_keys = read_qwen3_keys,
         .list_tensors = list_qwen3_tensors,
     };
+    return spec;
+}
+
+// The dense spec with every block's FFN a mixture of experts.
+const ArchSpec& qwen3moe_arch() {
+    static const ArchSpec spec = [] {
+        ArchSpec s = qwen3_arch();
+        s.name = "qwen3moe";
+        s.description = "Qwen3 MoE (Qwen3-30B-A3B)";
+        s.moe = MoeSupport::Required;
+        s.moe_norm_topk = true;
+        s.moe_shared_expert = false;
+        return s;
+    }();
     return spec;
 }
 

@@ -14,6 +14,13 @@ namespace strata {
 
 class KeyReader;
 
+// Whether an architecture's blocks route over experts (model_config.h MoeConfig).
+enum class MoeSupport {
+    None,      // dense only: expert_count is refused
+    Optional,  // MoE iff expert_count > 0 (llama: Mixtral)
+    Required,  // always MoE (qwen2moe, qwen3moe)
+};
+
 struct ArchSpec {
     std::string_view name;         // general.architecture value
     std::string_view description;  // "Llama 2/3, Mistral"
@@ -26,6 +33,9 @@ struct ArchSpec {
     bool q_width_is_n_embd;
     // rope.dimension_count must equal head_dim_k (llama's loader enforces it).
     bool rope_full_head;
+    MoeSupport moe = MoeSupport::None;
+    bool moe_norm_topk = true;       // default when the file has no expert_weights_norm
+    bool moe_shared_expert = false;  // ffn_{gate,up,down}_shexp and ffn_gate_inp_shexp required
     // Reads the architecture's own keys and sets derived values (kq_scale, embd_scale,
     // sliding-window layout) after the generic keys are in `config`.
     void (*read_keys)(const KeyReader& keys, ModelConfig& config);
@@ -37,7 +47,7 @@ struct ArchSpec {
 const ArchSpec* find_arch(std::string_view name);
 // Throws UnsupportedError naming the architecture and the supported ones.
 const ArchSpec& arch_spec(std::string_view name);
-// Sorted names: "gemma3", "llama", "qwen2", "qwen3".
+// Sorted names: "gemma3", "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe".
 std::vector<std::string_view> supported_architectures();
 
 // Defined in arch_<name>.cpp.
@@ -45,6 +55,8 @@ const ArchSpec& llama_arch();
 const ArchSpec& qwen2_arch();
 const ArchSpec& qwen3_arch();
 const ArchSpec& gemma3_arch();
+const ArchSpec& qwen2moe_arch();
+const ArchSpec& qwen3moe_arch();
 
 // Building blocks shared by the architecture files (tensor_spec.cpp).
 // token_embd.weight [n_embd, n_vocab]
@@ -55,6 +67,10 @@ void add_output(const ModelConfig& c, TensorListBuilder& out);
 void add_attention(const ModelConfig& c, int il, TensorListBuilder& out);
 // ffn_gate/up/down weights of block il.
 void add_gated_ffn(const ModelConfig& c, int il, TensorListBuilder& out);
+// The router, the 3-D expert tensors and the shared expert (when c.moe has one) of block il.
+void add_moe_ffn(const ModelConfig& c, int il, TensorListBuilder& out);
+// add_moe_ffn for a MoE config, else add_gated_ffn.
+void add_ffn(const ModelConfig& c, int il, TensorListBuilder& out);
 // attn_{q,k,v}.bias of block il; `required` false makes them optional (present iff
 // c.has_qkv_bias).
 void add_qkv_bias(const ModelConfig& c, int il, bool required, TensorListBuilder& out);

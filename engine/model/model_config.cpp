@@ -11,6 +11,7 @@
 #include "engine/model/config_checks.h"
 #include "engine/model/gguf_keys.h"
 #include "engine/model/key_reader.h"
+#include "engine/model/moe_config.h"
 
 namespace strata {
 
@@ -81,12 +82,13 @@ void read_hparams(const KeyReader& keys, ModelConfig& c) {
     c.n_layer = keys.require_int(keys.key(keys::kBlockCount));
     check_range(keys, keys.key(keys::kBlockCount), c.n_layer, 1, kMaxLayers);
 
-    if (auto experts = keys.find_int(keys.key(keys::kExpertCount)); experts && *experts > 1) {
-        throw UnsupportedError(cat(c.architecture, " mixture-of-experts models (", *experts,
-                                   " experts) are not supported"));
+    // A MoE file may give only the experts' width (llama.cpp reads feed_forward_length as optional).
+    std::optional<int64_t> expert_ff = keys.find_int(keys.key(keys::kExpertFeedForwardLength));
+    if (!keys.has(keys.key(keys::kFeedForwardLength)) && expert_ff) {
+        c.n_ff.assign(static_cast<size_t>(c.n_layer), *expert_ff);
+    } else {
+        c.n_ff = require_per_layer(keys, keys::kFeedForwardLength, c.n_layer);
     }
-
-    c.n_ff = require_per_layer(keys, keys::kFeedForwardLength, c.n_layer);
     c.n_head = require_per_layer(keys, keys::kHeadCount, c.n_layer);
     c.n_head_kv = keys.find_per_layer(keys.key(keys::kHeadCountKv), c.n_layer).value_or(c.n_head);
     for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -132,6 +134,7 @@ ModelConfig ModelConfig::from_file(const ModelFile& file) {
 
     KeyReader keys(file, *arch);
     read_hparams(keys, c);
+    read_moe_keys(keys, spec, c);
 
     c.rope.style = spec.rope_style;
     c.activation = spec.activation;
@@ -146,6 +149,7 @@ ModelConfig ModelConfig::from_file(const ModelFile& file) {
 
     spec.read_keys(keys, c);
     check_hparams(keys, spec, c);
+    check_expert_tensors(file, c);
     validate_tensors(file, c);
     return c;
 }

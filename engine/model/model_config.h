@@ -60,6 +60,19 @@ struct TokenizerConfig {
     bool has_chat_template = false;
 };
 
+// Mixture of experts (all blocks of a MoE model route): the router ffn_gate_inp picks
+// n_expert_used of n_expert gated FFNs of width n_ff_exp per token; probabilities are a softmax
+// over all experts' logits, the top-k kept, renormalised to sum 1 when norm_topk, then scaled.
+struct MoeConfig {
+    int64_t n_expert = 0;        // 0: a dense model
+    int64_t n_expert_used = 0;   // top-k
+    int64_t n_ff_exp = 0;        // width of one expert's FFN
+    int64_t n_ff_shexp = 0;      // width of the shared expert; 0: none
+    bool shared_gate = false;    // ffn_gate_inp_shexp scales the shared expert by sigmoid(w·x)
+    bool norm_topk = true;       // renormalise the kept probabilities
+    double weights_scale = 1.0;  // multiplies the kept probabilities
+};
+
 struct ModelConfig {
     std::string architecture;  // general.architecture
     std::string name;          // general.name ("" when absent)
@@ -91,8 +104,10 @@ struct ModelConfig {
     bool has_qkv_bias = false;    // attn_{q,k,v}.bias per layer
     bool has_post_norms = false;  // post_attention_norm / post_ffw_norm (gemma)
 
+    MoeConfig moe;
     TokenizerConfig tokenizer;
 
+    bool is_moe() const { return moe.n_expert > 0; }
     int64_t n_embd_q(int il) const { return n_head.at(il) * head_dim_k; }
     int64_t n_embd_k_gqa(int il) const { return n_head_kv.at(il) * head_dim_k; }
     int64_t n_embd_v_gqa(int il) const { return n_head_kv.at(il) * head_dim_v; }
@@ -101,7 +116,7 @@ struct ModelConfig {
     // Reads and validates a model: known architecture, required keys with the right types,
     // sane hyperparameters, tokenizer arrays of vocabulary length, every required tensor
     // present with the shape the hyperparameters imply, no blocks beyond n_layer.
-    // Throws UnsupportedError (unknown architecture, MoE) or FormatError naming the key or
+    // Throws UnsupportedError (unknown architecture) or FormatError naming the key or
     // tensor and the values involved.
     static ModelConfig from_file(const ModelFile& file);
 };

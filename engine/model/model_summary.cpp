@@ -2,6 +2,7 @@
 #include "engine/model/model_summary.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace strata {
 
@@ -23,6 +24,42 @@ ModelSummary summarize_tensors(const std::vector<TensorInfo>& tensors) {
     }
     std::stable_sort(s.by_type.begin(), s.by_type.end(),
                      [](const TypeUsage& a, const TypeUsage& b) { return a.n_bytes > b.n_bytes; });
+    return s;
+}
+
+namespace {
+
+bool is_expert_tensor(const std::string& name) {
+    for (const char* suffix : {".ffn_gate_exps.weight", ".ffn_up_exps.weight", ".ffn_down_exps.weight"}) {
+        const std::string_view sv(suffix);
+        if (name.size() > sv.size() && name.compare(name.size() - sv.size(), sv.size(), sv) == 0) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+ExpertSummary summarize_experts(const std::vector<TensorInfo>& tensors, const ModelConfig& config) {
+    ExpertSummary s;
+    if (!config.is_moe()) return s;
+    s.n_expert = config.moe.n_expert;
+    s.n_expert_used = config.moe.n_expert_used;
+    int64_t expert_params = 0;
+    for (const TensorInfo& t : tensors) {
+        s.total_bytes += t.n_bytes;
+        if (is_expert_tensor(t.name)) {
+            s.expert_bytes += t.n_bytes;
+            expert_params += t.n_elements();
+        } else {
+            s.active_bytes += t.n_bytes;
+            s.active_params += t.n_elements();
+        }
+    }
+    const auto per_layer = static_cast<uint64_t>(config.n_layer * s.n_expert);
+    s.bytes_per_expert = s.expert_bytes / per_layer;
+    // Every layer reads n_expert_used of its n_expert experts.
+    s.active_bytes += s.expert_bytes / static_cast<uint64_t>(s.n_expert) * static_cast<uint64_t>(s.n_expert_used);
+    s.active_params += expert_params / s.n_expert * s.n_expert_used;
     return s;
 }
 

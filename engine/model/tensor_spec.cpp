@@ -54,6 +54,22 @@ std::string_view tensor_role_name(TensorRole role) {
             return "ffn_down";
         case TensorRole::PostFfnNorm:
             return "post_ffw_norm";
+        case TensorRole::FfnGateInp:
+            return "ffn_gate_inp";
+        case TensorRole::FfnGateExps:
+            return "ffn_gate_exps";
+        case TensorRole::FfnUpExps:
+            return "ffn_up_exps";
+        case TensorRole::FfnDownExps:
+            return "ffn_down_exps";
+        case TensorRole::FfnGateInpShexp:
+            return "ffn_gate_inp_shexp";
+        case TensorRole::FfnGateShexp:
+            return "ffn_gate_shexp";
+        case TensorRole::FfnUpShexp:
+            return "ffn_up_shexp";
+        case TensorRole::FfnDownShexp:
+            return "ffn_down_shexp";
     }
     return "unknown";
 }
@@ -75,7 +91,13 @@ bool is_norm_role(TensorRole role) {
 
 bool is_vector_role(TensorRole role) {
     return role == TensorRole::AttnQBias || role == TensorRole::AttnKBias ||
-           role == TensorRole::AttnVBias || role == TensorRole::RopeFreqs;
+           role == TensorRole::AttnVBias || role == TensorRole::RopeFreqs ||
+           role == TensorRole::FfnGateInpShexp;
+}
+
+bool is_expert_role(TensorRole role) {
+    return role == TensorRole::FfnGateExps || role == TensorRole::FfnUpExps ||
+           role == TensorRole::FfnDownExps;
 }
 
 std::string shape_string(const std::vector<int64_t>& ne) {
@@ -125,6 +147,36 @@ void add_gated_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
     out.layer(il, "ffn_gate.weight", TensorRole::FfnGate, {c.n_embd, n_ff}, "[n_embd, n_ff]");
     out.layer(il, "ffn_up.weight", TensorRole::FfnUp, {c.n_embd, n_ff}, "[n_embd, n_ff]");
     out.layer(il, "ffn_down.weight", TensorRole::FfnDown, {n_ff, c.n_embd}, "[n_ff, n_embd]");
+}
+
+void add_moe_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
+    const MoeConfig& m = c.moe;
+    out.layer(il, "ffn_gate_inp.weight", TensorRole::FfnGateInp, {c.n_embd, m.n_expert},
+              "[n_embd, n_expert]");
+    out.layer(il, "ffn_gate_exps.weight", TensorRole::FfnGateExps, {c.n_embd, m.n_ff_exp, m.n_expert},
+              "[n_embd, n_ff_exp, n_expert]");
+    out.layer(il, "ffn_up_exps.weight", TensorRole::FfnUpExps, {c.n_embd, m.n_ff_exp, m.n_expert},
+              "[n_embd, n_ff_exp, n_expert]");
+    out.layer(il, "ffn_down_exps.weight", TensorRole::FfnDownExps, {m.n_ff_exp, c.n_embd, m.n_expert},
+              "[n_ff_exp, n_embd, n_expert]");
+    if (m.n_ff_shexp == 0) return;
+    if (m.shared_gate) {
+        out.layer(il, "ffn_gate_inp_shexp.weight", TensorRole::FfnGateInpShexp, {c.n_embd}, "[n_embd]");
+    }
+    out.layer(il, "ffn_gate_shexp.weight", TensorRole::FfnGateShexp, {c.n_embd, m.n_ff_shexp},
+              "[n_embd, n_ff_shexp]");
+    out.layer(il, "ffn_up_shexp.weight", TensorRole::FfnUpShexp, {c.n_embd, m.n_ff_shexp},
+              "[n_embd, n_ff_shexp]");
+    out.layer(il, "ffn_down_shexp.weight", TensorRole::FfnDownShexp, {m.n_ff_shexp, c.n_embd},
+              "[n_ff_shexp, n_embd]");
+}
+
+void add_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
+    if (c.is_moe()) {
+        add_moe_ffn(c, il, out);
+    } else {
+        add_gated_ffn(c, il, out);
+    }
 }
 
 void add_qkv_bias(const ModelConfig& c, int il, bool required, TensorListBuilder& out) {

@@ -34,11 +34,21 @@ enum class TensorRole {
     FfnUp,
     FfnDown,
     PostFfnNorm,
+    FfnGateInp,       // MoE router [n_embd, n_expert]
+    FfnGateExps,      // [n_embd, n_ff_exp, n_expert]: expert e is the contiguous slice ne[2] = e
+    FfnUpExps,
+    FfnDownExps,      // [n_ff_exp, n_embd, n_expert]
+    FfnGateInpShexp,  // [n_embd]: the shared expert's sigmoid gate (qwen2moe)
+    FfnGateShexp,
+    FfnUpShexp,
+    FfnDownShexp,
 };
 
 std::string_view tensor_role_name(TensorRole role);
 // Norm weights (kept F32, values around 1).
 bool is_norm_role(TensorRole role);
+// The MoE expert tensors (3-D, one matrix per expert).
+bool is_expert_role(TensorRole role);
 // Biases and per-dimension factors (1-D, kept F32).
 bool is_vector_role(TensorRole role);
 

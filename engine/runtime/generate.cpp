@@ -1,6 +1,7 @@
 // Prefill / decode loop with sampling and streaming detokenization (generate.h).
 #include "engine/runtime/generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -46,6 +47,7 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
     }
     const Tokenizer& tokenizer = session.model().tokenizer();
     Sampler sampler(params.sampler, static_cast<int32_t>(session.model().weights().output.ne[1]));
+    if (params.sampler.grammar) sampler.constrain(params.sampler.grammar, GrammarVocab::from_tokenizer(tokenizer));
     for (TokenId t : session.tokens()) sampler.accept(t);
     for (TokenId t : prompt) sampler.accept(t);
 
@@ -53,7 +55,14 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
     stats.seed = sampler.seed();
     stats.n_prompt = static_cast<int64_t>(prompt.size());
     auto start = std::chrono::steady_clock::now();
-    std::span<const float> logits = session.feed(prompt);
+    std::span<const TokenId> unfed = prompt;
+    const auto batch = static_cast<size_t>(std::max<int64_t>(1, session.n_batch()));
+    while (params.on_prompt_progress && unfed.size() > batch) {  // the same passes as one feed()
+        session.prefill(unfed.first(batch));
+        unfed = unfed.subspan(batch);
+        params.on_prompt_progress(static_cast<int64_t>(prompt.size() - unfed.size()), static_cast<int64_t>(prompt.size()));
+    }
+    std::span<const float> logits = session.feed(unfed);
     stats.prompt_seconds = seconds_since(start);
 
     Detokenizer detok(tokenizer);

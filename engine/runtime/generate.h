@@ -24,6 +24,9 @@ struct GenerateParams {
     bool stop_at_eog = true;
     // Speculative decoding (speculate.h): needs a greedy sampler (ArgumentError otherwise).
     SpecParams spec;
+    // Called after each forward pass of a prompt longer than one batch: (prompt tokens done,
+    // prompt tokens). The passes are the ones Session::prefill makes, so results do not change.
+    std::function<void(int64_t done, int64_t total)> on_prompt_progress;
 };
 
 enum class StopReason { Length, EndOfGeneration, ContextFull, Callback };

@@ -6,19 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <thread>
 
+#include "backends/builtin_backends.h"
 #include "engine/core/error.h"
-#include "kernels_cpu/cpu_backend.h"
 #include "offload/busy_check.h"
 #include "offload/disk_profile.h"
-#include "offload/fake_device.h"
-#if STRATA_HAVE_CUDA
-#include "kernels_cuda/cuda_backend.h"
-#include "kernels_cuda/device_info.h"
-#include "kernels_cuda/gpu_profile.h"
-#endif
 
 namespace strata {
 namespace {
@@ -30,67 +25,63 @@ bool quick_from_env() {
     return v != nullptr && v[0] != '\0' && std::string_view(v) != "0";
 }
 
-// Prints "profiling: step, step, ..." on one line as the steps come.
+// Prints "profiling: step, step, ..." on one line as the steps come, or hands each to on_step.
 struct StepLog {
     std::ostream& log;
+    const std::function<void(std::string_view)>& on_step;
     bool first = true;
+    bool any = false;
     void operator()(std::string_view step) {
+        if (on_step) {
+            on_step(step);
+            any = true;
+            return;
+        }
         log << (first ? "profiling: " : ", ") << step << std::flush;
         first = false;
     }
+    // The measurements are over: a progress bar ends before the log speaks again.
+    void end() {
+        if (on_step && any) on_step("");
+        any = false;
+    }
 };
 
-// The fake device runs its ops on host threads: it gets rates derived from the CPU's, faster
-// (so the planner uses it as it would a GPU) and with copies at memcpy speed.
-void fill_fake_gpu(HardwareProfile& p, const FakeDeviceBackend& fake) {
-    constexpr double kSpeedup = 4.0;
-    p.gpu_name = "fake-gpu";
-    p.gpu_total_bytes = fake.budget_bytes();
-    p.gpu_read_gbs = p.host_read_gbs * kSpeedup;
-    p.gpu_gemv_gbs.clear();
-    for (const auto& [type, gbs] : p.cpu_gemv_gbs) p.gpu_gemv_gbs[type] = gbs * kSpeedup;
-    p.h2d_gbs = p.d2h_gbs = p.host_read_gbs / 2;  // memcpy: read and write
-    p.transfer_latency_us = 5;
-    p.gpu_op_us = p.cpu_op_us;
-    p.gpu_gemv_floor_us = p.cpu_gemv_floor_us;
-    p.gpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us;
-    p.gpu_graph_node_us = p.cpu_op_us;  // the fake device has no graphs: same as eager
-    p.gpu_prefill_gflops = p.cpu_prefill_gflops * kSpeedup;
+// The CPU half of `p` in the terms of device rates (what a device on the host derives its own from).
+DeviceRates host_rates(const HardwareProfile& p) {
+    DeviceRates h;
+    h.name = p.cpu_name;
+    h.read_gbs = p.host_read_gbs;
+    h.gemv_gbs = p.cpu_gemv_gbs;
+    h.op_us = p.cpu_op_us;
+    h.gemv_floor_us = p.cpu_gemv_floor_us;
+    h.gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us;
+    h.graph_node_us = p.cpu_op_us;
+    h.prefill_gflops = p.cpu_prefill_gflops;
+    return h;
 }
 
-// Measures the GPU half of `p` on `gpu`.
-void measure_gpu(HardwareProfile& p, Backend& gpu, [[maybe_unused]] bool quick, StepLog& steps) {
-    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(&gpu)) {
-        steps("fake gpu (cpu rates x 4)");
-        fill_fake_gpu(p, *fake);
-        return;
-    }
-#if STRATA_HAVE_CUDA
-    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(&gpu)) {
-        cuda::GpuProfileOptions o;
-        o.progress = std::ref(steps);
-        if (quick) {
-            o.matrix_bytes = 32ull << 20;
-            o.transfer_bytes = 16ull << 20;
-            o.budget_per_step = Seconds(0.01);
-        }
-        const cuda::GpuProfile g = cuda::measure_gpu_profile(*cuda_backend, o);
-        p.gpu_name = g.name;
-        p.gpu_total_bytes = g.total_bytes;
-        p.gpu_read_gbs = g.read_gbs;
-        p.gpu_gemv_gbs = g.gemv_gbs;
-        p.h2d_gbs = g.h2d_gbs;
-        p.d2h_gbs = g.d2h_gbs;
-        p.transfer_latency_us = g.transfer_latency_us;
-        p.gpu_op_us = g.op_us;
-        p.gpu_gemv_floor_us = g.gemv_floor_us;
-        p.gpu_gemv_tiny_floor_us = g.gemv_tiny_floor_us;
-        p.gpu_graph_node_us = g.graph_node_us;
-        p.gpu_prefill_gflops = g.prefill_gflops;
-        return;
-    }
-#endif
-    throw UnsupportedError(cat("cannot profile the GPU backend '", gpu.name(), "'"));
+// Measures the GPU half of `p` on `gpu`, through its registry entry.
+void measure_gpu(HardwareProfile& p, Backend& gpu, bool quick, StepLog& steps) {
+    const BackendEntry& entry = builtin_backends().get(gpu.name(), "the GPU backend");
+    if (!entry.measure_rates) throw UnsupportedError(cat("cannot profile the GPU backend '", gpu.name(), "'"));
+    DeviceRateOptions o;
+    o.quick = quick;
+    o.progress = std::ref(steps);
+    o.host = host_rates(p);
+    const DeviceRates g = entry.measure_rates(gpu, o);
+    p.gpu_name = g.name;
+    p.gpu_total_bytes = g.total_bytes;
+    p.gpu_read_gbs = g.read_gbs;
+    p.gpu_gemv_gbs = g.gemv_gbs;
+    p.h2d_gbs = g.h2d_gbs;
+    p.d2h_gbs = g.d2h_gbs;
+    p.transfer_latency_us = g.transfer_latency_us;
+    p.gpu_op_us = g.op_us;
+    p.gpu_gemv_floor_us = g.gemv_floor_us;
+    p.gpu_gemv_tiny_floor_us = g.gemv_tiny_floor_us;
+    p.gpu_graph_node_us = g.graph_node_us;
+    p.gpu_prefill_gflops = g.prefill_gflops;
 }
 
 void clear_gpu(HardwareProfile& p) {
@@ -155,8 +146,13 @@ CpuProfileOptions cpu_options(bool quick, StepLog& steps) {
 
 // The threads the run's CPU backend uses; 0 when unknown (the profile's own count applies).
 int run_threads(const ProfileRequest& request) {
-    const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(request.cpu);
-    return cpu != nullptr ? cpu->n_threads() : 0;
+    return request.cpu != nullptr ? request.cpu->capabilities().host_threads : 0;
+}
+
+// The CPU half measured on a CPU backend of `threads` threads (0: one per physical core).
+HardwareProfile measure_cpu(const CpuProfileOptions& o, int threads) {
+    const std::unique_ptr<Backend> cpu = builtin_backends().create("cpu", BackendConfig{0, threads}, "the profiler");
+    return measure_cpu_profile(*cpu, o);
 }
 
 // `p` as the run sees it (at_threads of its CPU threads), measuring the CPU rates at that count
@@ -167,9 +163,7 @@ HardwareProfile run_view(HardwareProfile& p, const ProfileRequest& request, bool
     std::optional<HardwareProfile> view = at_threads(p, threads);
     if (!view) {
         steps(cat("cpu at ", threads, " threads"));
-        CpuProfileOptions o = cpu_options(quick, steps);
-        o.threads = threads;
-        p.cpu_at_threads[threads] = cpu_rates(measure_cpu_profile(o));
+        p.cpu_at_threads[threads] = cpu_rates(measure_cpu(cpu_options(quick, steps), threads));
         view = at_threads(p, threads);
         measured = true;
     }
@@ -194,16 +188,7 @@ void save(const HardwareProfile& p, const HardwareProfile& view, const std::stri
 }  // namespace
 
 std::string gpu_device_name(const Backend* gpu) {
-    if (gpu == nullptr) return "";
-    if (dynamic_cast<const FakeDeviceBackend*>(gpu) != nullptr) return "fake-gpu";
-#if STRATA_HAVE_CUDA
-    if (auto* c = dynamic_cast<const cuda::CudaBackend*>(gpu)) {
-        for (const cuda::DeviceInfo& d : cuda::list_devices()) {
-            if (d.index == c->options().device) return d.name;
-        }
-    }
-#endif
-    return std::string(gpu->name());
+    return gpu != nullptr ? gpu->capabilities().device_name : std::string();
 }
 
 std::optional<HardwareProfile> cached_profile(const Backend* gpu, int threads) {
@@ -242,18 +227,19 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     }
     // Without a GPU backend the GPU half is not used: any GPU it records will do.
     if (cached && (gpu_name.empty() || cached->gpu_name == gpu_name)) {
-        StepLog steps{log};
+        StepLog steps{log, request.on_step};
         bool measured = false;
         HardwareProfile view = run_view(*cached, request, quick, steps, measured);
+        steps.end();
         if (measured) {
-            log << "\n";
+            if (!steps.first) log << "\n";
             save(*cached, view, path, log);
         }
         return view;
     }
 
     const auto t0 = std::chrono::steady_clock::now();
-    StepLog steps{log};
+    StepLog steps{log, request.on_step};
     HardwareProfile p;
     if (cached) {
         log << "measuring GPU '" << gpu_name << "': the profile at " << path << " has "
@@ -272,7 +258,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
             std::this_thread::sleep_for(std::chrono::milliseconds(500));
             busy = busy_cpu_share();
         }
-        p = measure_cpu_profile(o);
+        p = measure_cpu(o, 0);
         if (const std::string note = busy_machine_note(std::max(busy, busy_cpu_share(std::chrono::milliseconds(100))));
             !note.empty()) {
             log << "\nnote: " << note << "\n";
@@ -293,6 +279,7 @@ HardwareProfile load_or_measure_profile(const ProfileRequest& request, std::ostr
     const HardwareProfile view = run_view(p, request, quick, steps, measured);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!steps.first) log << " (" << fixed(seconds, 1) << " s)\n";
+    steps.end();
     save(p, view, path, log);
     return view;
 }

@@ -1,13 +1,14 @@
 // This machine's HardwareProfile for the planner: read from the per-user cache
 // (default_profile_path()), measured again — CPU, RAM and disk (offload/), and the GPU backend in
-// use (kernels_cuda/, or a stand-in for the fake device) — when the cache is missing, unreadable
-// or of other hardware, and saved back.
+// use (through its registry entry's measure_rates: the CUDA device, or rates derived from the CPU's
+// for the fake device) — when the cache is missing, unreadable or of other hardware, and saved back.
 //
 // STRATA_QUICK_PROFILE=1 in the environment (or ProfileRequest::quick) measures each rate briefly
 // on small buffers: a rough profile in about a second, for tests and CI. It is cached like a
 // full one; --reprofile replaces it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -25,12 +26,16 @@ struct ProfileRequest {
     // The model's attention: measured on `cpu` (and `gpu`) when the profile lacks its shape,
     // and saved with it. Nothing when the shape is incomplete or `cpu` is null.
     AttentionShape attention;
-    // The run's CPU backend: the profile is returned at its thread count (a CpuBackend's).
+    // The run's CPU backend: the profile is returned at its thread count (capabilities().host_threads).
     Backend* cpu = nullptr;
+    // Called before each measurement ("host read", "cpu gemv q4_K", "disk read" ...) instead of
+    // listing them on the log (a progress bar draws them), and with "" once after the last one,
+    // before anything more is said on the log. Empty: they go to the log.
+    std::function<void(std::string_view step)> on_step;
 };
 
-// The name a profile records for `gpu`: the CUDA device's name, "fake-gpu" for the fake device,
-// "" for none.
+// The name a profile records for `gpu` (its capabilities().device_name: the CUDA device's name,
+// "fake-gpu" for the fake device), "" for none.
 std::string gpu_device_name(const Backend* gpu);
 
 // The cached profile when it is readable, of this CPU and (when `gpu` is given) of this GPU,

@@ -9,6 +9,7 @@
 #include "engine/core/timing.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/runtime/layer_program_moe.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/placed_model.h"
 
@@ -25,7 +26,8 @@ LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tok
     : model_(model),
       config_(model.model().config()),
       gpu_prefill_min_tokens_(gpu_prefill_min_tokens),
-      gpu_staging_limit_(gpu_staging_limit) {
+      gpu_staging_limit_(gpu_staging_limit),
+      moe_(std::make_unique<MoeScratch>()) {
     if (static_cast<int>(model.backends().size()) > kMaxBackends) {
         throw UnsupportedError(cat("the executor runs on at most ", kMaxBackends, " backends"));
     }
@@ -40,6 +42,7 @@ LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tok
             all_on_gpu_ = l.attn_home == g && on_gpu(l.attn_q) && on_gpu(l.attn_k) && on_gpu(l.attn_v) &&
                           on_gpu(l.attn_output);
             for (const FfnPart& p : l.ffn) all_on_gpu_ = all_on_gpu_ && on_gpu(p.gate) && on_gpu(p.up) && on_gpu(p.down);
+            all_on_gpu_ = all_on_gpu_ && l.moe.experts.empty();  // MoE routing reads logits on the host
         }
     }
 }
@@ -219,6 +222,7 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
                 consider(p.up);
                 consider(p.down);
             }
+            for_each_moe_weight(l.moe, consider);
         }
         if (largest == 0) {
             shipping_ok_ = false;  // nothing to ship, or no room the activations do not need
@@ -234,7 +238,8 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     const int64_t m = static_cast<int64_t>(output_rows.size());
     // A decode step with everything on the GPU runs as one graph once scratch sizes settled:
     // the last recording replayed at this position when nothing else changed, else recorded.
-    Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 ? &backend(gpu_) : nullptr;
+    Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 && backend(gpu_).capabilities().step_graphs
+                         ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
     const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_};
     if (graph != nullptr && step_key_ == key && graph->replay_step(this, tokens[0], positions_[0])) {
@@ -356,6 +361,10 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
 }
 
 void LayerProgram::ffn_block(int il, int64_t n) {
+    if (!model_.layer(il).moe.experts.empty()) {
+        moe_ffn_block(il, n);
+        return;
+    }
     if (sparse_ != nullptr) {
         sparse_ffn_block(il, n);
         return;

@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -37,6 +38,8 @@ class ActivationObserver;
 class KvCache;
 class PlacedModel;
 class SparseFfn;
+struct ExpertWeights;
+struct MoeScratch;
 struct PlacedWeight;
 struct FfnPart;
 
@@ -92,13 +95,20 @@ class LayerProgram {
 
   private:
     enum Slot { kX, kCur, kQ, kK, kV, kAttn, kProj, kGate, kUp, kPart, kPartTmp, kMmIn, kMmOut,
-                kHidden, kLogits, kSlotCount };
+                kHidden, kLogits, kRouter, kMoeIn, kMoeOut, kSlotCount };
     static constexpr int kMaxBackends = 4;
 
     void attention_block(int il, int64_t n, KvCache& kv, int64_t pos0);
     void ffn_block(int il, int64_t n);
     // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
     void sparse_ffn_block(int il, int64_t n);
+    // A mixture-of-experts FFN (layer_program_moe.cpp): routing on the host, each expert with
+    // tokens on the backend of its weights, the weighted sum on the host.
+    void moe_ffn_block(int il, int64_t n);
+    // out [n_embd, n] (host) += Σ over slots of expert e: weight · expert(in row of the slot's token).
+    void run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host);
+    // A host pointer to t's f32 values: t's own on a host backend, else copied into `buf`.
+    const float* host_f32(int bi, const Tensor& t, std::vector<float>& buf);
     void observe(int il, ActivationSite site, const Tensor& t) const;
     // An f32 [ne0, n] scratch tensor of `slot` on backend bi (grown as needed).
     Tensor act(int bi, Slot slot, int64_t ne0, int64_t n);
@@ -145,6 +155,7 @@ class LayerProgram {
     const SparseFfn* sparse_ = nullptr;
     std::vector<SparsityCount> sparsity_counts_;  // per layer
     ActivationObserver* observer_ = nullptr;
+    std::unique_ptr<MoeScratch> moe_;  // routing and host buffers of the MoE step
 };
 
 }  // namespace strata

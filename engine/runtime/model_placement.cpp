@@ -19,6 +19,7 @@ TensorTable tensor_table(const Model& model) {
         table.n_head_kv = static_cast<int>(c.n_head_kv[0]);
         table.head_dim = static_cast<int>(c.head_dim_k);
     }
+    table.n_expert_used = static_cast<int>(c.moe.n_expert_used);
     for (const TensorInfo& info : model.file().tensors()) {
         table.tensors.push_back({info.name, info.type, info.ne, info.n_bytes});
     }

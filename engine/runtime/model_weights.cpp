@@ -31,6 +31,16 @@ Tensor optional_view(const ModelFile& file, const std::string& name) {
 
 }  // namespace
 
+Tensor expert_slice(const Tensor& exps, int64_t e) {
+    STRATA_INVARIANT(e >= 0 && e < exps.ne[2] && exps.ne[3] == 1);
+    Tensor t = exps;
+    t.ne = {exps.ne[0], exps.ne[1], 1, 1};
+    t.data = static_cast<uint8_t*>(exps.data) + static_cast<uint64_t>(e) * exps.nb[2];
+    t.nb[2] = t.nb[1] * static_cast<uint64_t>(t.ne[1]);
+    t.nb[3] = t.nb[2];
+    return t;
+}
+
 Tensor tensor_view(const ModelFile& file, const char* name) {
     return view_of(file.tensor(name));
 }
@@ -62,10 +72,25 @@ ModelWeights bind_weights(const ModelFile& file, const ModelConfig& config) {
         l.ffn_up = get("ffn_up.weight");
         l.ffn_down = get("ffn_down.weight");
         l.post_ffw_norm = get("post_ffw_norm.weight");
-        for (const Tensor* t : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output,
-                                &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-            // ModelConfig::from_file checked these; a miss here is a spec/binding mismatch.
+        l.ffn_gate_inp = get("ffn_gate_inp.weight");
+        l.ffn_gate_exps = get("ffn_gate_exps.weight");
+        l.ffn_up_exps = get("ffn_up_exps.weight");
+        l.ffn_down_exps = get("ffn_down_exps.weight");
+        l.ffn_gate_shexp = get("ffn_gate_shexp.weight");
+        l.ffn_up_shexp = get("ffn_up_shexp.weight");
+        l.ffn_down_shexp = get("ffn_down_shexp.weight");
+        l.ffn_gate_inp_shexp = get("ffn_gate_inp_shexp.weight");
+        // ModelConfig::from_file checked these; a miss here is a spec/binding mismatch.
+        for (const Tensor* t : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_norm})
             STRATA_INVARIANT(present(*t));
+        if (config.is_moe()) {
+            for (const Tensor* t : {&l.ffn_gate_inp, &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps})
+                STRATA_INVARIANT(present(*t));
+            if (config.moe.n_ff_shexp > 0) {
+                STRATA_INVARIANT(present(l.ffn_gate_shexp) && present(l.ffn_up_shexp) && present(l.ffn_down_shexp));
+            }
+        } else {
+            for (const Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) STRATA_INVARIANT(present(*t));
         }
         if (config.has_qk_norm) STRATA_INVARIANT(present(l.attn_q_norm) && present(l.attn_k_norm));
         if (config.has_post_norms) {

@@ -21,10 +21,20 @@ struct LayerWeights {
     Tensor attn_output;                // [n_head*hd_v, n_embd]
     Tensor post_attention_norm;        // [n_embd] (gemma)
     Tensor ffn_norm;                   // [n_embd]
-    Tensor ffn_gate, ffn_up;           // [n_embd, n_ff]
+    Tensor ffn_gate, ffn_up;           // [n_embd, n_ff] (dense models)
     Tensor ffn_down;                   // [n_ff, n_embd]
     Tensor post_ffw_norm;              // [n_embd] (gemma)
+    // Mixture of experts (ModelConfig::is_moe): expert e of a 3-D tensor is its slice ne[2] = e.
+    Tensor ffn_gate_inp;                    // router [n_embd, n_expert]
+    Tensor ffn_gate_exps, ffn_up_exps;      // [n_embd, n_ff_exp, n_expert]
+    Tensor ffn_down_exps;                   // [n_ff_exp, n_embd, n_expert]
+    Tensor ffn_gate_shexp, ffn_up_shexp;    // [n_embd, n_ff_shexp] (shared expert, qwen2moe)
+    Tensor ffn_down_shexp;                  // [n_ff_shexp, n_embd]
+    Tensor ffn_gate_inp_shexp;              // [n_embd]
 };
+
+// Expert e of a 3-D expert tensor [ne0, ne1, n_expert] as a contiguous 2-D view [ne0, ne1].
+Tensor expert_slice(const Tensor& exps, int64_t e);
 
 struct ModelWeights {
     Tensor token_embd;   // [n_embd, n_vocab]

@@ -11,6 +11,7 @@
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/placed_model.h"
+#include "engine/runtime/runtime.h"
 
 namespace strata {
 namespace {
@@ -57,6 +58,17 @@ PerplexityResult perplexity(const Model& model, Backend& backend, std::span<cons
     return perplexity(placed, tokens, params, on_chunk);
 }
 
+PerplexityResult perplexity(const Runtime& runtime, std::span<const TokenId> tokens,
+                            const PerplexityParams& params, const ChunkCallback& on_chunk) {
+    const SessionParams& sp = runtime.session_params();
+    PerplexityParams p = params;
+    p.sparse = runtime.sparse();
+    p.kv_type = sp.kv_type;
+    p.gpu_prefill_min_tokens = sp.gpu_prefill_min_tokens;
+    p.gpu_staging_limit = sp.gpu_staging_limit;
+    return perplexity(runtime.placed(), tokens, p, on_chunk);
+}
+
 PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> tokens,
                             const PerplexityParams& params, const ChunkCallback& on_chunk) {
     const Model& model = placed.model();
@@ -73,18 +85,18 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
 
     const ModelConfig& config = model.config();
     const Vocab& vocab = model.tokenizer().vocab();
-    LayerProgram program(placed);
+    LayerProgram program(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit);
     program.set_sparse(params.sparse);
     const int64_t n_vocab = program.n_vocab();
-    KvCache kv(config, n_ctx, GgmlType::F16, placed.kv_backends());
+    KvCache kv(config, n_ctx, params.kv_type, placed.kv_backends());
     // The dense twin of compare_dense, and the positions where both pick the same token.
     std::unique_ptr<LayerProgram> dense;
     std::unique_ptr<KvCache> dense_kv;
     std::vector<float> dense_hidden, dense_logits;
     int64_t agree = 0;
     if (params.compare_dense) {
-        dense = std::make_unique<LayerProgram>(placed);
-        dense_kv = std::make_unique<KvCache>(config, n_ctx, GgmlType::F16, placed.kv_backends());
+        dense = std::make_unique<LayerProgram>(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit);
+        dense_kv = std::make_unique<KvCache>(config, n_ctx, params.kv_type, placed.kv_backends());
         dense_logits.resize(static_cast<size_t>(n_vocab * kLogitRows));
     }
 

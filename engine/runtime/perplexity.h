@@ -6,16 +6,19 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <vector>
 
 #include "engine/tokenizer/vocab.h"
+#include "quant/ggml_type.h"
 
 namespace strata {
 
 class Model;
 class Backend;
 class PlacedModel;
+class Runtime;
 class SparseFfn;
 
 struct PerplexityParams {
@@ -23,6 +26,10 @@ struct PerplexityParams {
     int64_t n_batch = 512;
     int64_t max_chunks = -1;  // -1: every full window
     const SparseFfn* sparse = nullptr;  // activation sparsity (sparse_ffn.h), or null: dense
+    GgmlType kv_type = GgmlType::F16;   // the KV cache's type (f16, f32, q8_0, q4_0)
+    // The executor's prompt settings (SessionParams gives their meaning).
+    int64_t gpu_prefill_min_tokens = 64;
+    uint64_t gpu_staging_limit = UINT64_MAX;
     // Also evaluates each window densely and counts the scored positions where the greedy
     // (top-1) token agrees (doubles the time).
     bool compare_dense = false;
@@ -43,6 +50,10 @@ using ChunkCallback = std::function<void(int64_t chunk, int64_t n_chunks, double
 
 // Throws ArgumentError when the text has fewer than 2·n_ctx tokens or n_ctx < 4.
 PerplexityResult perplexity(const PlacedModel& model, std::span<const TokenId> tokens,
+                            const PerplexityParams& params, const ChunkCallback& on_chunk = {});
+// On the runtime's placed model, with its KV type, prefill settings and sparsity (those of
+// `params` are replaced by the runtime's session parameters).
+PerplexityResult perplexity(const Runtime& runtime, std::span<const TokenId> tokens,
                             const PerplexityParams& params, const ChunkCallback& on_chunk = {});
 // Every weight on `backend`.
 PerplexityResult perplexity(const Model& model, Backend& backend, std::span<const TokenId> tokens,

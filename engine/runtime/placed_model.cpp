@@ -157,7 +157,7 @@ void PlacedModel::finish_small_weights() {
 }
 
 PlacedModel::PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
-                         const DiskStreamOptions& disk)
+                         const DiskStreamOptions& disk, const std::function<void(int, int)>& on_layer)
     : model_(model) {
     if (tiers.cpu == nullptr || !is_host(*tiers.cpu)) {
         throw ArgumentError("PlacedModel: the RAM tier needs a host (CPU) backend");
@@ -211,7 +211,9 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
             *dst = place(*src, name, tier_of(name), tiers);
         }
         const int64_t n_ff = config.n_ff[static_cast<size_t>(il)];
-        if (const FfnSplit* s = placement.ffn_split(il)) {
+        if (config.is_moe()) {
+            place_moe(il, lw, tier_of, tiers, l.moe);
+        } else if (const FfnSplit* s = placement.ffn_split(il)) {
             if (s->gpu_end > 0) {
                 FfnPart p{0, s->gpu_end, {}, {}, {}};
                 p.gate = place(lw.ffn_gate.rows(0, s->gpu_end), layer_name(il, "ffn_gate.weight"), Tier::Gpu, tiers);
@@ -237,6 +239,7 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
             l.ffn.push_back(p);
         }
         bind_small_weights(l, lw);
+        if (on_layer) on_layer(il + 1, config.n_layer);
     }
     finish_small_weights();
 }
@@ -261,11 +264,15 @@ PlacedModel::PlacedModel(const Model& model, Backend& backend) : model_(model) {
         l.attn_k = place(lw.attn_k, layer_name(il, "attn_k.weight"), tier, tiers);
         l.attn_v = place(lw.attn_v, layer_name(il, "attn_v.weight"), tier, tiers);
         l.attn_output = place(lw.attn_output, layer_name(il, "attn_output.weight"), tier, tiers);
-        FfnPart p{0, config.n_ff[static_cast<size_t>(il)], {}, {}, {}};
-        p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier, tiers);
-        p.up = place(lw.ffn_up, layer_name(il, "ffn_up.weight"), tier, tiers);
-        p.down = place(lw.ffn_down, layer_name(il, "ffn_down.weight"), tier, tiers);
-        l.ffn.push_back(p);
+        if (config.is_moe()) {
+            place_moe(il, lw, [tier](const std::string&) { return tier; }, tiers, l.moe);
+        } else {
+            FfnPart p{0, config.n_ff[static_cast<size_t>(il)], {}, {}, {}};
+            p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier, tiers);
+            p.up = place(lw.ffn_up, layer_name(il, "ffn_up.weight"), tier, tiers);
+            p.down = place(lw.ffn_down, layer_name(il, "ffn_down.weight"), tier, tiers);
+            l.ffn.push_back(p);
+        }
         bind_small_weights(l, lw);
     }
     finish_small_weights();

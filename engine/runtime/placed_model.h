@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,12 +45,28 @@ struct FfnPart {
     PlacedWeight gate, up, down;
 };
 
+// One expert's gated FFN: gate/up [n_embd, width], down [width, n_embd].
+struct ExpertWeights {
+    PlacedWeight gate, up, down;
+};
+
+// A layer's mixture of experts (engine/model MoeConfig). Each expert's matrices are the slices of
+// the 3-D tensors (RAM: views of the mapping, no copies), placed as the tensor is; DISK experts
+// are one stream read per matrix, in expert order.
+struct PlacedMoe {
+    PlacedWeight router;                 // [n_embd, n_expert]
+    std::vector<ExpertWeights> experts;  // [n_expert]; empty for a dense layer
+    ExpertWeights shared;                // shared expert (gate.present() iff the model has one)
+    PlacedWeight shared_gate;            // [n_embd, 1]: sigmoid scale of the shared expert, or absent
+};
+
 struct PlacedLayer {
     Backend* attn_home = nullptr;  // runs norms, RoPE and attention; holds the layer's KV
     PlacedWeight attn_q, attn_k, attn_v, attn_output;
     SmallWeight attn_norm, attn_q_bias, attn_k_bias, attn_v_bias, attn_q_norm, attn_k_norm,
         post_attention_norm, ffn_norm, post_ffw_norm;
-    std::vector<FfnPart> ffn;      // device backends first, then host ones
+    std::vector<FfnPart> ffn;      // device backends first, then host ones; empty for MoE
+    PlacedMoe moe;                 // experts.empty() for a dense layer
 };
 
 // The backends tiers map to: GPU -> gpu, RAM and DISK -> cpu.
@@ -74,8 +91,9 @@ class PlacedModel {
     // Loads `model` as `placement` says. The placement must have passed check_placement for this
     // model; a GPU tier without tiers.gpu, a DISK range inside a split FFN, or a DISK embedding
     // or output matrix throws UnsupportedError. The model and backends must outlive this.
+    // `on_layer` (may be empty) is called after each layer is placed: (layers done, n_layer).
     PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
-                const DiskStreamOptions& disk = {});
+                const DiskStreamOptions& disk = {}, const std::function<void(int, int)>& on_layer = {});
     // Every weight on one backend: host backends read the file mapping in place, device ones
     // get copies.
     PlacedModel(const Model& model, Backend& backend);
@@ -105,6 +123,9 @@ class PlacedModel {
     PlacedWeight place(const Tensor& view, const std::string& name, Tier tier, const TierBackends& tiers);
     SmallWeight small(const Tensor& view);
     void bind_small_weights(PlacedLayer& l, const LayerWeights& lw);
+    // The MoE weights of layer il, each tensor in the tier tier_of(name) gives (placed_moe.cpp).
+    void place_moe(int il, const LayerWeights& lw, const std::function<Tier(const std::string&)>& tier_of,
+                   const TierBackends& tiers, PlacedMoe& out);
     void finish_small_weights();
 
     const Model& model_;

@@ -78,6 +78,11 @@ class Collector : public ActivationObserver {
 ActivationProfile profile_activations(const Model& model, Backend& backend, std::span<const TokenId> tokens,
                                       const ProfileParams& params, const ProfileProgress& progress) {
     if (backend.memory_kind() == MemoryKind::Device) throw ArgumentError("strata profile runs on a host backend");
+    if (model.config().is_moe()) {
+        throw UnsupportedError(cat("strata profile records the FFN neurons of dense models; ", model.config().architecture,
+                                   " with ", model.config().moe.n_expert, " experts per layer is not profiled yet",
+                                   " (routing frequencies per expert are future work)"));
+    }
     const int64_t n_ctx = params.n_ctx;
     if (n_ctx < 2 || params.n_batch <= 0) throw ArgumentError(cat("profile: bad window ", n_ctx, " or batch ", params.n_batch));
     int64_t n_windows = static_cast<int64_t>(tokens.size()) / n_ctx;

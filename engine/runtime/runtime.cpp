@@ -9,42 +9,28 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/builtin_backends.h"
+#include "engine/core/byte_size.h"
 #include "engine/core/error.h"
+#include "engine/core/host_info.h"
 #include "engine/runtime/hardware.h"
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
-#include "kernels_cpu/cpu_backend.h"
+#include "engine/runtime/weight_warmup.h"
 #include "offload/builtin_placement.h"
 #include "offload/disk_profile.h"
-#include "offload/fake_device.h"
 #include "offload/placement_file.h"
 #include "offload/planner.h"
 #include "offload/tier.h"
-#if STRATA_HAVE_CUDA
-#include "kernels_cuda/cuda_backend.h"
-#include "kernels_cuda/device_info.h"
-#endif
 
 namespace strata {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
-// VRAM the CUDA runtime takes after start-up: kernels it loads lazily at first launch.
-constexpr uint64_t kLazyModuleBytes = 64 * kMiB;
 // Host RAM kept free when --ram-mem is not given.
 constexpr uint64_t kRamMargin = 2 * kGiB;
 
-uint64_t available_ram() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit) {
-        if (key == "MemAvailable:") return kib * 1024;
-    }
-    return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
-}
+uint64_t available_ram() { return host_ram_available_bytes(); }
 
 // Resident bytes now (/proc/self/statm), 0 when unknown.
 uint64_t current_rss_bytes() {
@@ -61,10 +47,10 @@ uint64_t peak_rss_bytes() {
 }
 
 // Device bytes for activations and backend scratch at batch n_batch: the executor's slots
-// (layer_program.h) of each of n_sequences sessions, the GEMV's quantized input, the cuBLAS
-// path's f16 input and weight tile, attention partials and argument buffers.
+// (layer_program.h) of each of n_sequences sessions, the GEMV's quantized input and the f16
+// input of batched matmuls, and what the backend's ops keep beyond them (op_scratch_bytes).
 uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_vocab, int64_t n_sequences,
-                              bool cuda) {
+                              uint64_t op_scratch_bytes) {
     int64_t width = c.n_embd;
     for (int il = 0; il < c.n_layer; ++il) {
         width = std::max({width, c.n_head[static_cast<size_t>(il)] * c.head_dim_k,
@@ -75,19 +61,22 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
                                static_cast<uint64_t>(std::max(width, n_ff)) * 4;  // q8 + f16 inputs
     const uint64_t activations = static_cast<uint64_t>(n_sequences) *
         (static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float));
-    // The CUDA backend's f16 weight tile of batched matmuls, attention partials and arguments.
-    return activations + (cuda ? 96 * kMiB : 0);
+    return activations + op_scratch_bytes;
 }
 
 // Bytes the GPU backend can still allocate (0 without one).
-uint64_t gpu_free_bytes(Backend* gpu) {
-    if (auto* fake = dynamic_cast<FakeDeviceBackend*>(gpu)) return fake->budget_bytes() - fake->stats().used_bytes;
-#if STRATA_HAVE_CUDA
-    if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(gpu)) {
-        return cuda_backend->arena().capacity() - cuda_backend->arena().used();
-    }
-#endif
-    return 0;
+uint64_t gpu_free_bytes(const Backend* gpu) { return gpu != nullptr ? gpu->memory().allocatable_bytes() : 0; }
+
+// The GPU backend's memory as --verbose prints it: the process budget, what the context and
+// the backend's library hold outside its allocations, the allocations' limit, and the device now.
+std::string vram_line(const Backend& gpu) {
+    const BackendMemory m = gpu.memory();
+    const uint64_t held_max = m.context_bytes + m.state_bytes + m.limit_bytes;
+    return cat("vram (", gpu.name(), ": ", gpu.capabilities().device_name, "): budget ", format_bytes(m.budget_bytes),
+               " | context and others ", format_bytes(m.context_bytes), " | library state ", format_bytes(m.state_bytes),
+               " | allocations ", format_bytes(m.limit_bytes), " (in use ", format_bytes(m.used_bytes), ", peak ",
+               format_bytes(m.peak_bytes), ") | process bound ", format_bytes(held_max), " | device in use now ",
+               format_bytes(m.total_bytes - m.free_bytes), "\n");
 }
 
 // The largest tensor that may be streamed from disk (the staging ring holds two of them, so
@@ -104,14 +93,18 @@ uint64_t largest_streamed_bytes(const TensorTable& table) {
 
 }  // namespace
 
-GpuChoice parse_gpu_choice(std::string_view text) {
+std::string parse_gpu_choice(std::string_view text) {
     std::string s;
     for (char ch : text) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (s == "auto") return GpuChoice::Auto;
-    if (s == "cuda") return GpuChoice::Cuda;
-    if (s == "none" || s == "cpu") return GpuChoice::None;
-    if (s == "fake") return GpuChoice::Fake;
-    throw ArgumentError(cat("unknown --gpu '", text, "' (auto, cuda, none, fake)"));
+    if (s == "auto") return s;
+    if (s == "none" || s == "cpu") return "none";
+    const BackendRegistry& backends = builtin_backends();
+    const BackendEntry* e = backends.find(s);
+    if (e == nullptr || !e->is_device) {
+        throw UnsupportedError(cat("--gpu ", text, ": this strata has no GPU backend '", text, "'; --gpu takes auto, none",
+                                   " or one of the GPU backends it has: ", backends.names(true)));
+    }
+    return s;
 }
 
 Placer parse_placer(std::string_view text) {
@@ -133,6 +126,16 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
             request.attention = {static_cast<int>(c.n_head.at(0)), static_cast<int>(c.n_head_kv.at(0)),
                                  static_cast<int>(c.head_dim_k)};
             request.cpu = cpu_.get();
+            uint64_t n_steps = 0;
+            if (options_.progress) {
+                request.on_step = [&](std::string_view step) {
+                    if (step.empty()) {
+                        options_.progress("profiling", "", n_steps, n_steps);  // done: the bar ends
+                    } else {
+                        options_.progress("profiling", step, ++n_steps, 0);
+                    }
+                };
+            }
             profile_ = load_or_measure_profile(request, log);
         } catch (const Error& e) {
             if (!planning) throw;
@@ -155,57 +158,43 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
 }
 
 void Runtime::make_gpu(const RuntimeOptions& o) {
-    switch (o.gpu) {
-        case GpuChoice::None:
-            if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given with --gpu none");
-            return;
-        case GpuChoice::Fake: {
-            FakeDeviceOptions fo;
-            fo.budget_bytes = o.gpu_mem > 0 ? o.gpu_mem : kGiB;
-            fo.n_threads = o.n_threads;
-            gpu_budget_ = fo.budget_bytes;
-            gpu_ = std::make_unique<FakeDeviceBackend>(fo);
-            return;
-        }
-        case GpuChoice::Auto:
-        case GpuChoice::Cuda:
-            break;
-    }
-#if STRATA_HAVE_CUDA
-    const std::vector<cuda::DeviceInfo> devices = cuda::list_devices();
-    if (devices.empty()) {
-        if (o.gpu == GpuChoice::Cuda) throw SystemError("--gpu cuda: no CUDA device is visible");
-        if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given, but no CUDA device is visible");
+    const BackendRegistry& backends = builtin_backends();
+    const std::string choice = parse_gpu_choice(o.gpu);
+    if (choice == "none") {
+        if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given with --gpu none");
         return;
     }
-    // What the process (its context) and any other process hold before the backend exists
-    // counts against the budget: --gpu-mem bounds this process's whole VRAM use.
-    const cuda::DeviceMemory mem = cuda::device_memory(0);
-    gpu_context_bytes_ = mem.total_bytes - mem.free_bytes + kLazyModuleBytes;
-    cuda::CudaBackendOptions co;
-    if (o.gpu_mem > 0) {
-        if (o.gpu_mem <= gpu_context_bytes_ + 256 * kMiB) {
-            throw BudgetError(cat("--gpu-mem ", format_bytes(o.gpu_mem), " leaves nothing for the model: the CUDA context",
-                                  " (and other processes) already hold ", format_bytes(gpu_context_bytes_),
-                                  " of device 0; give at least ", format_bytes(gpu_context_bytes_ + 256 * kMiB),
-                                  " or --gpu none"));
+    std::string name = choice;
+    if (choice == "auto") {
+        // The first GPU backend auto may pick that can run here; none: CPU only.
+        std::string why_not;
+        name.clear();
+        for (const BackendEntry& e : backends.entries()) {
+            if (!e.is_device || !e.auto_choice) continue;
+            const std::string why = e.unavailable ? e.unavailable() : std::string();
+            if (why.empty()) {
+                name = e.name;
+                break;
+            }
+            why_not += cat(why_not.empty() ? "" : "; ", e.name, ": ", why);
         }
-        co.budget_bytes = o.gpu_mem - gpu_context_bytes_;
-        gpu_budget_ = o.gpu_mem;
-    } else {
-        gpu_budget_ = mem.total_bytes;
+        if (name.empty()) {
+            if (o.gpu_mem > 0) {
+                throw ArgumentError(cat("--gpu-mem was given, but no GPU backend can run here (",
+                                        why_not.empty() ? cat("this strata has: ", backends.names(true)) : why_not,
+                                        "; use --gpu fake to test)"));
+            }
+            return;
+        }
     }
-    gpu_ = std::make_unique<cuda::CudaBackend>(co);
-#else
-    if (o.gpu == GpuChoice::Cuda) throw UnsupportedError("--gpu cuda: this strata was built without CUDA");
-    if (o.gpu_mem > 0) throw ArgumentError("--gpu-mem was given, but this strata was built without CUDA (use --gpu fake to test)");
-#endif
+    gpu_ = backends.create(name, BackendConfig{o.gpu_mem, o.n_threads}, "--gpu");
+    gpu_budget_ = gpu_->memory().budget_bytes;
 }
 
 Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     : options_(options), rss_before_model_(current_rss_bytes()) {
     model_ = std::make_unique<Model>(model_path);
-    cpu_ = std::make_unique<cpu::CpuBackend>(options.n_threads);
+    cpu_ = builtin_backends().create("cpu", BackendConfig{0, options.n_threads}, "--threads");
     make_gpu(options);
 
     const ModelConfig& config = model_->config();
@@ -225,10 +214,9 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     const TensorTable table = tensor_table(*model_);
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
     const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
-    const bool fake_gpu = dynamic_cast<FakeDeviceBackend*>(gpu_.get()) != nullptr;
     const uint64_t activation_reserve =
         gpu_ ? gpu_scratch_estimate(config, options_.session.n_batch, model_->weights().output.ne[1],
-                                    options.session.n_sequences, !fake_gpu) : 0;
+                                    options.session.n_sequences, gpu_->capabilities().op_scratch_bytes) : 0;
     // Prompt batches ship host weights to the GPU one matrix at a time (layer_program.h). Room
     // for the largest layer matrix is kept out of the placement, else the placement fills the GPU
     // and prefill falls back to the CPU (70B at --gpu-mem 6G on an H100: pp512 7.8 tok/s without
@@ -371,8 +359,20 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
             estimate_->prefill_s_per_token > 0 ? 1.0 / estimate_->prefill_s_per_token : 0.0;
     }
     if (!options.load_weights) return;
+    std::function<void(int, int)> on_layer;
+    if (options.progress) {
+        on_layer = [&](int done, int total) {
+            options.progress("placing weights", "", static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+        };
+    }
     placed_ = std::make_unique<PlacedModel>(*model_, placement_,
-                                            TierBackends{cpu_.get(), gpu_.get(), options.no_mmap, options.mlock}, disk);
+                                            TierBackends{cpu_.get(), gpu_.get(), options.no_mmap, options.mlock}, disk,
+                                            on_layer);
+    if (options.progress) {
+        warm_up_ram_weights(*model_, placement_, [&](uint64_t done, uint64_t total) {
+            options.progress("reading weights", "", done, total);
+        });
+    }
     const ResidencyStats& placed_stats = placed_->stats();
     if (options.mlock && placed_stats.locked_bytes < placed_stats.ram_weight_bytes) {
         log << "warning: --mlock locked " << format_bytes(placed_stats.locked_bytes) << " of the "
@@ -447,22 +447,7 @@ std::string Runtime::accounting(const Session* session) const {
         }
     }
     if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
-    if (auto* fake = dynamic_cast<const FakeDeviceBackend*>(gpu_.get())) {
-        const FakeDeviceStats s = fake->stats();
-        out << "vram (fake device): budget " << format_bytes(fake->budget_bytes()) << " | in use "
-            << format_bytes(s.used_bytes) << " | peak " << format_bytes(s.peak_bytes) << " | copied in "
-            << format_bytes(s.bytes_in) << ", out " << format_bytes(s.bytes_out) << "\n";
-    }
-#if STRATA_HAVE_CUDA
-    if (auto* c = dynamic_cast<const cuda::CudaBackend*>(gpu_.get())) {
-        const cuda::DeviceMemory mem = cuda::device_memory(c->options().device);
-        const uint64_t held_max = gpu_context_bytes_ + c->outside_arena_bytes() + c->arena().capacity();
-        out << "vram: budget " << format_bytes(gpu_budget_) << " | context and others " << format_bytes(gpu_context_bytes_)
-            << " | cuBLAS " << format_bytes(c->outside_arena_bytes()) << " | arena " << format_bytes(c->arena().capacity())
-            << " (peak used " << format_bytes(c->arena().peak()) << ") | process bound " << format_bytes(held_max)
-            << " | device in use now " << format_bytes(mem.total_bytes - mem.free_bytes) << "\n";
-    }
-#endif
+    if (gpu_) out << vram_line(*gpu_);
     uint64_t ram_held = r.ram_weight_bytes;
     if (const DiskStream* s = placed_->disk_stream()) ram_held += s->staging_bytes();
     if (session != nullptr) ram_held += session->kv_cache().bytes_on(cpu_.get());

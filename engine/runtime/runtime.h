@@ -1,11 +1,13 @@
 // Runtime: a model loaded for execution on this machine — its backends (the CPU, and a GPU when
 // there is one), the placement of its weights inside the --gpu-mem and --ram-mem budgets (from a
 // placement file, the planner on this machine's hardware profile, or the built-in placement),
-// the weights loaded into their tiers, and the accounting `--verbose` prints. run, chat and
-// perplexity build one; sessions run on it.
+// the weights loaded into their tiers, and the accounting `--verbose` prints. Backends are made
+// by name (backends/builtin_backends.h). Every model-running tool (run, chat, serve, bench,
+// plan, perplexity) builds one; sessions run on it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -25,14 +27,10 @@
 
 namespace strata {
 
-enum class GpuChoice {
-    Auto,  // CUDA when built in and a device is visible, else none
-    Cuda,  // CUDA or an error
-    None,  // CPU only
-    Fake,  // the fake device (tests and CI: host memory that behaves like a GPU)
-};
-
-GpuChoice parse_gpu_choice(std::string_view text);  // auto, cuda, none, fake
+// --gpu as the runtime takes it: "auto" (the first GPU backend that can run here, else none),
+// "none" (or "cpu"), or the name of a GPU backend this binary has (backends/builtin_backends.h:
+// "cuda" when built, "fake"). UnsupportedError listing those for any other name.
+std::string parse_gpu_choice(std::string_view text);
 
 // How weights are placed when no placement file is given.
 enum class Placer {
@@ -43,7 +41,7 @@ enum class Placer {
 Placer parse_placer(std::string_view text);  // plan, builtin
 
 struct RuntimeOptions {
-    GpuChoice gpu = GpuChoice::Auto;
+    std::string gpu = "auto";  // parse_gpu_choice's spelling
     uint64_t gpu_mem = 0;      // VRAM the process may hold; 0 = free VRAM less a margin
     uint64_t ram_mem = 0;      // resident weights + disk staging; 0 = available RAM less a margin
     std::string plan_path;     // a placement file; empty = `placer` places the weights
@@ -66,6 +64,12 @@ struct RuntimeOptions {
     // Where profiling and a fallback from the planner to the built-in placement are said (the
     // tools pass std::cerr); null: nowhere.
     std::ostream* log = nullptr;
+    // How loading goes, from this thread: a step, its current item, and how far it is
+    // ("profiling": item = what is measured, done = steps so far, total 0 = unknown until the
+    // last call, which has done == total; "placing weights": layers; "reading weights": bytes).
+    // When set, profiling steps come here instead of the log, and the RAM tier's weights are read
+    // in during the load (weight_warmup.h) instead of during the first prompt. Null: neither.
+    std::function<void(std::string_view step, std::string_view item, uint64_t done, uint64_t total)> progress;
 };
 
 class Runtime {
@@ -105,6 +109,9 @@ class Runtime {
     Backend* gpu() const { return gpu_.get(); }
     // A session sized by the options' SessionParams.
     std::unique_ptr<Session> new_session() const;
+    // Those SessionParams as the runtime settled them: batch within the context, the GPU
+    // staging limit and the sparsity set.
+    const SessionParams& session_params() const { return options_.session; }
 
     // Bytes per tier, staging, KV, activations, peak VRAM and RSS: what --verbose prints.
     std::string accounting(const Session* session) const;
@@ -122,7 +129,6 @@ class Runtime {
     std::unique_ptr<Backend> gpu_;
     uint64_t gpu_budget_ = 0;          // what --gpu-mem promises for the whole process
     uint64_t rss_before_model_ = 0;    // resident bytes when the runtime started: not the budget's
-    uint64_t gpu_context_bytes_ = 0;   // VRAM in use before the backend (context, other processes)
     Placement placement_;
     std::string placement_source_;
     std::optional<HardwareProfile> profile_;

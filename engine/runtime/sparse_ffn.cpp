@@ -14,7 +14,7 @@
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/placed_model.h"
 #include "offload/hardware_profile.h"
-#include "offload/tier.h"
+#include "engine/core/byte_size.h"
 #include "predictor/activation_profile_file.h"
 
 namespace strata {
@@ -120,7 +120,7 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
             throw UnsupportedError(cat("--sparsity needs a gated FFN (SwiGLU/GeGLU); layer ", il, " of ",
                                        model.config().architecture, " has no ffn_gate"));
         }
-        if (l.ffn.size() != 1 || l.ffn.front().gate.backend->memory_kind() == MemoryKind::Device ||
+        if (l.ffn.size() != 1 || !l.ffn.front().gate.backend->capabilities().sparse_ffn ||
             l.ffn.front().gate.stream_id >= 0 || l.ffn.front().up.stream_id >= 0) {
             throw UnsupportedError(cat("--sparsity runs on the CPU backend only: layer ", il, "'s FFN is ",
                                        l.ffn.size() != 1 ? "split between tiers" : "not in RAM",

@@ -68,10 +68,11 @@ void Sampler::prepare_logits(std::span<const float> logits) {
                         PenaltyParams{params_.repeat_penalty, params_.presence_penalty,
                                       params_.frequency_penalty});
     }
+    if (grammar_) grammar_->mask(work_);
     // Usually exits at token 0.
     if (std::none_of(work_.begin(), work_.end(), [](float x) { return x > -INFINITY; })) {
-        throw ArgumentError(cat("sampler: all ", n_vocab_,
-                                " logits are -inf after logit-bias; nothing can be sampled"));
+        throw ArgumentError(cat("sampler: all ", n_vocab_, " logits are -inf after logit-bias",
+                                grammar_ ? " and the grammar (no token continues it)" : "", "; nothing can be sampled"));
     }
 }
 
@@ -104,10 +105,17 @@ int32_t Sampler::sample(std::span<const float> logits) {
         for (size_t i = 1; i < work_.size(); ++i) {
             if (work_[i] > work_[best]) best = i;
         }
+        if (grammar_) grammar_->accept(static_cast<int32_t>(best));
         return static_cast<int32_t>(best);
     }
     run_chain();
-    return list_.tokens[pick_index(list_, rng_.uniform01())].id;
+    const int32_t token = list_.tokens[pick_index(list_, rng_.uniform01())].id;
+    if (grammar_) grammar_->accept(token);
+    return token;
+}
+
+void Sampler::constrain(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GrammarVocab> vocab) {
+    grammar_ = std::make_unique<GrammarConstraint>(std::move(grammar), std::move(vocab));
 }
 
 void Sampler::accept(int32_t token) {
@@ -121,6 +129,7 @@ void Sampler::accept(int32_t token) {
 void Sampler::reset() {
     history_.clear();
     rng_.reseed(seed_);
+    if (grammar_) grammar_->reset();
 }
 
 }  // namespace strata

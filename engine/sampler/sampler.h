@@ -1,13 +1,15 @@
 // Sampler: turns one row of logits into a token, through llama.cpp's default chain
-// logit-bias -> penalties -> top-k -> top-p -> min-p -> temperature -> random draw.
+// logit-bias -> penalties -> grammar -> top-k -> top-p -> min-p -> temperature -> random draw.
 // temperature <= 0 is greedy: argmax after bias and penalties, ties to the lowest id.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
 
+#include "engine/sampler/grammar_constraint.h"
 #include "engine/sampler/penalties.h"
 #include "engine/sampler/sampler_params.h"
 #include "engine/sampler/sampler_stages.h"
@@ -51,6 +53,10 @@ public:
     // until the next call of sample() or candidates().
     std::span<const Candidate> candidates(std::span<const float> logits);
 
+    // Keeps sampled tokens inside `grammar` (the grammar stage masks every token that cannot
+    // continue it; sample() advances it past the token it returns). reset() restarts it.
+    void constrain(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GrammarVocab> vocab);
+
     // Records a token (sampled or forced, e.g. the prompt) for the penalties.
     void accept(int32_t token);
 
@@ -74,6 +80,7 @@ private:
     TokenHistory history_;
     std::vector<float> work_;  // [n_vocab] logits after bias and penalties
     CandidateList list_;
+    std::unique_ptr<GrammarConstraint> grammar_;
 };
 
 }  // namespace strata

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+
+#include "engine/sampler/grammar.h"
 
 namespace strata {
 
@@ -23,6 +26,10 @@ struct SamplerParams {
     // Added to a token's logit before anything else (llama.cpp applies logit-bias first).
     // -inf bans a token; +inf and NaN are rejected. Ordered, so iteration is deterministic.
     std::map<int32_t, float> logit_bias;
+
+    // Constrains the tokens to this grammar (--grammar, --json-schema); null = none. The
+    // generation loop gives the Sampler the vocabulary's texts (Sampler::constrain).
+    std::shared_ptr<const Grammar> grammar;
 
     // Throws ArgumentError naming the first bad field, its value and the allowed range.
     // Token ids in logit_bias are checked against the vocabulary by Sampler, which knows it.

@@ -12,7 +12,7 @@ namespace {
 
 std::vector<TokenId> prompt_tokens(const CompletionRequest& r, const PromptContext& c) {
     if (r.endpoint == Endpoint::Chat) {
-        return render_chat_tokens(*c.tokenizer, c.format, r.messages, /*add_generation_prompt=*/true);
+        return render_chat_tokens(*c.tokenizer, c.chat, r.messages, /*add_generation_prompt=*/true);
     }
     if (!r.prompt_tokens.empty()) {
         const int32_t n_tokens = c.tokenizer->n_tokens();

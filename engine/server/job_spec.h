@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_renderer.h"
 #include "engine/server/job.h"
 #include "engine/server/request.h"
 
@@ -18,7 +18,7 @@ namespace strata::server {
 
 struct PromptContext {
     const Tokenizer* tokenizer = nullptr;
-    ChatFormat format = ChatFormat::ChatML;
+    ChatRenderer chat;  // the model's chat template or a built-in format
     int32_t n_vocab = 0;         // rows of the output matrix: ids the sampler can produce
     int64_t n_ctx = 0;           // context of one slot
     int64_t max_tokens_cap = 0;  // the server's most tokens per request; <= 0: the context only

@@ -6,6 +6,7 @@
 
 #include "engine/server/api_error.h"
 #include "engine/server/json_fields.h"
+#include "engine/sampler/json_schema_grammar.h"
 
 namespace strata::server {
 namespace {
@@ -162,14 +163,6 @@ void refuse_unsupported(const FieldReader& r, Endpoint endpoint) {
     if (const json* tools = r.find("tools"); tools && !(tools->is_array() && tools->empty())) {
         throw ApiError(400, "'tools' is not supported by this server (no constrained sampling yet)", "tools");
     }
-    if (const json* f = r.find("response_format")) {
-        const std::optional<std::string> type =
-            f->is_object() ? FieldReader(*f, "response_format").string("type", 64) : std::nullopt;
-        if (type != "text") {
-            throw ApiError(400, "'response_format' must be {\"type\": \"text\"}: JSON output is not supported yet",
-                           "response_format");
-        }
-    }
     if (endpoint == Endpoint::Completion) {
         if (r.boolean("echo").value_or(false)) throw ApiError(400, "'echo' is not supported by this server", "echo");
         if (const json* b = r.find("best_of"); b && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
@@ -198,6 +191,30 @@ SamplerParams parse_sampler(const FieldReader& r, const SamplerParams& defaults)
 
 }  // namespace
 
+// response_format: "text", "json_object" (any JSON object) or "json_schema" with
+// {"json_schema": {"schema": {...}}}: a grammar that constrains sampling; nullptr for text.
+static std::shared_ptr<const Grammar> parse_response_format(const FieldReader& r) {
+    const json* f = r.find("response_format");
+    if (f == nullptr) return nullptr;
+    const std::optional<std::string> type =
+        f->is_object() ? FieldReader(*f, "response_format").string("type", 64) : std::nullopt;
+    if (type == "text") return nullptr;
+    if (type == "json_object") {
+        static const auto object = std::make_shared<const Grammar>(parse_gbnf(json_object_gbnf(), "json_object"));
+        return object;
+    }
+    const json* spec = type == "json_schema" && f->contains("json_schema") ? &f->at("json_schema") : nullptr;
+    if (spec != nullptr && spec->is_object() && spec->contains("schema")) {
+        try {
+            return std::make_shared<const Grammar>(parse_gbnf(json_schema_to_gbnf((*spec)["schema"].dump()), "json_schema"));
+        } catch (const ArgumentError& e) {
+            throw ApiError(400, cat("'response_format.json_schema.schema': ", e.what()), "response_format");
+        }
+    }
+    throw ApiError(400, "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                        "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}", "response_format");
+}
+
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const SamplerParams& defaults,
                                 const RequestLimits& limits) {
     const json j = parse_body(body);
@@ -225,6 +242,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const 
     }
     req.sampler = parse_sampler(r, defaults);
     req.sampler.logit_bias = parse_logit_bias(j, limits);
+    if (const auto grammar = parse_response_format(r)) req.sampler.grammar = grammar;
     req.stop = parse_stop(j, limits);
     try {
         req.sampler.validate();

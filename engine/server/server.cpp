@@ -172,7 +172,7 @@ Server::Server(const Runtime& runtime, const ServerOptions& options) : impl_(std
     const Model& model = runtime.model();
     s.endpoint_context.scheduler = s.scheduler.get();
     s.endpoint_context.metrics = &s.metrics;
-    s.endpoint_context.prompt = PromptContext{&model.tokenizer(), options.chat_format,
+    s.endpoint_context.prompt = PromptContext{&model.tokenizer(), options.chat_template,
                                       static_cast<int32_t>(model.weights().output.ne[1]), s.scheduler->n_ctx(),
                                       options.max_tokens};
     s.endpoint_context.defaults = options.sampler;

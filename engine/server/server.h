@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/chat/chat_template.h"
+#include "engine/chat/chat_renderer.h"
 #include "engine/sampler/sampler_params.h"
 
 namespace strata {
@@ -29,7 +29,7 @@ struct ServerOptions {
     int64_t chunk_tokens = 256;         // prompt tokens per step of one slot
     std::string api_key;                // empty: none asked
     std::string model_id;               // the name /v1/models gives
-    ChatFormat chat_format = ChatFormat::ChatML;
+    ChatRenderer chat_template = ChatFormat::ChatML;
     SamplerParams sampler;              // defaults of every request
 };
 

@@ -30,6 +30,10 @@ void Slot::start(std::shared_ptr<Job> job) {
     result_.n_reused = keep;
     const Model& model = session_->model();
     sampler_ = std::make_unique<Sampler>(spec.sampler, static_cast<int32_t>(model.weights().output.ne[1]));
+    if (spec.sampler.grammar) {
+        if (!grammar_vocab_) grammar_vocab_ = GrammarVocab::from_tokenizer(model.tokenizer());
+        sampler_->constrain(spec.sampler.grammar, grammar_vocab_);
+    }
     for (TokenId t : spec.prompt) sampler_->accept(t);
     detok_ = std::make_unique<Detokenizer>(model.tokenizer());
     stop_ = std::make_unique<StopMatcher>(spec.stop);

@@ -55,6 +55,7 @@ private:
     int64_t chunk_tokens_;
     std::shared_ptr<Job> job_;
     std::unique_ptr<Sampler> sampler_;
+    std::shared_ptr<const GrammarVocab> grammar_vocab_;  // built at the first constrained request
     std::unique_ptr<Detokenizer> detok_;
     std::unique_ptr<StopMatcher> stop_;
     size_t next_prompt_ = 0;  // index of the job's next prompt token to evaluate

@@ -34,7 +34,7 @@ void write_hparams(Metadata& w, const ModelConfig& c) {
     w.emplace_back(key(keys::kHeadCountKv), per_layer(c.n_head_kv));
     // Like the converters: head dims only where they are not n_embd / n_head.
     bool default_head_dim = c.n_embd % c.n_head[0] == 0 && c.head_dim_k == c.n_embd / c.n_head[0];
-    if (!default_head_dim || c.architecture == "gemma3" || c.architecture == "qwen3") {
+    if (!default_head_dim || c.architecture == "gemma3" || c.architecture == "qwen3" || c.architecture == "qwen3moe") {
         w.emplace_back(key(keys::kKeyLength), u32(c.head_dim_k));
         w.emplace_back(key(keys::kValueLength), u32(c.head_dim_v));
     }
@@ -54,6 +54,11 @@ void write_hparams(Metadata& w, const ModelConfig& c) {
     if (c.attn_logit_softcap > 0)
         w.emplace_back(key(keys::kAttnLogitSoftcap), f32(c.attn_logit_softcap));
     if (c.architecture == "llama") w.emplace_back(key(keys::kVocabSize), u32(c.n_vocab));
+    if (c.is_moe()) {
+        w.emplace_back(key(keys::kExpertCount), u32(c.moe.n_expert));
+        w.emplace_back(key(keys::kExpertUsedCount), u32(c.moe.n_expert_used));
+        if (c.architecture != "llama") w.emplace_back(key(keys::kExpertFeedForwardLength), u32(c.moe.n_ff_exp));
+    }
 }
 
 void write_tokenizer(Metadata& w, const SynthVocab& v) {

@@ -25,6 +25,9 @@ struct Shape {
     double rope_base;
     bool tied = false;
     int64_t sliding_window = 0;  // gemma3: every 6th layer global, the rest local
+    int64_t n_expert = 0;        // MoE: experts per layer, used per token, width of one
+    int64_t n_expert_used = 0;
+    int64_t n_ff_exp = 0;
 };
 
 ModelConfig from_shape(const Shape& s) {
@@ -49,7 +52,10 @@ ModelConfig from_shape(const Shape& s) {
     c.is_swa.assign(s.n_layer, false);
     c.kq_scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
     if (s.arch == "qwen2") c.has_qkv_bias = true;
-    if (s.arch == "qwen3" || s.arch == "gemma3") c.has_qk_norm = true;
+    if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") c.has_qk_norm = true;
+    c.moe.n_expert = s.n_expert;
+    c.moe.n_expert_used = s.n_expert_used;
+    c.moe.n_ff_exp = s.n_ff_exp;
     if (s.arch == "gemma3") {
         c.has_post_norms = true;
         c.activation = Activation::GeluTanh;
@@ -68,6 +74,11 @@ const std::vector<SynthPreset> kPresets = {
      [] { return from_shape({"qwen3", "Tiny Qwen3", 4096, 256, 4, 4, 2, 128, 768, 512, 1e-6, 1e6}); }},
     {"tiny-gemma3", "gemma3, 6 layers, n_embd 384, window 64, tied, vocab 512 (tests)", VocabStyle::Gemma3Spm,
      [] { return from_shape({"gemma3", "Tiny Gemma 3", 4096, 384, 6, 4, 1, 128, 768, 512, 1e-6, 1e6, true, 64}); }},
+    {"tiny-qwen3moe", "qwen3moe, 4 layers, n_embd 256, 8 experts of 256, top-2, vocab 512 (tests)", VocabStyle::Qwen3Bpe,
+     [] { return from_shape({"qwen3moe", "Tiny Qwen3 MoE", 4096, 256, 4, 4, 2, 64, 512, 512, 1e-6, 1e6, false, 0, 8, 2, 256}); }},
+    {"tiny-mixtral", "llama with experts, 4 layers, n_embd 256, 4 experts of 512, top-2, vocab 512 (tests)",
+     VocabStyle::Llama2Spm,
+     [] { return from_shape({"llama", "Tiny Mixtral", 4096, 256, 4, 4, 2, 64, 512, 512, 1e-5, 1e6, false, 0, 4, 2, 512}); }},
     {"gemma3-270m", "Gemma-3-270M: 18 layers, n_embd 640, 4/1 heads of 256, vocab 262144", VocabStyle::Gemma3Spm,
      [] { return from_shape({"gemma3", "Gemma 3 270m", 32768, 640, 18, 4, 1, 256, 2048, 262144, 1e-6, 1e6, true, 512}); }},
     {"gemma3-1b", "Gemma-3-1B: 26 layers, n_embd 1152, 4/1 heads of 256, vocab 262144", VocabStyle::Gemma3Spm,
@@ -82,6 +93,14 @@ const std::vector<SynthPreset> kPresets = {
      [] { return from_shape({"llama", "Llama 3 8B", 8192, 4096, 32, 32, 8, 128, 14336, 128256, 1e-5, 500000.0}); }},
     {"qwen2-7b", "Qwen2-7B: 28 layers, n_embd 3584, GQA 28/4, n_ff 18944, vocab 152064", VocabStyle::Qwen2Bpe,
      [] { return from_shape({"qwen2", "Qwen2 7B", 32768, 3584, 28, 28, 4, 128, 18944, 152064, 1e-6, 1e6}); }},
+    {"qwen3-30b-a3b", "Qwen3-30B-A3B: 48 layers, n_embd 2048, GQA 32/4, 128 experts of 768, top-8, vocab 151936",
+     VocabStyle::Qwen3Bpe,
+     [] { return from_shape({"qwen3moe", "Qwen3 30B A3B", 40960, 2048, 48, 32, 4, 128, 6144, 151936, 1e-6, 1e6, false, 0,
+                             128, 8, 768}); }},
+    {"mixtral-8x7b", "Mixtral-8x7B: 32 layers, n_embd 4096, GQA 32/8, 8 experts of 14336, top-2, vocab 32000",
+     VocabStyle::Llama2Spm,
+     [] { return from_shape({"llama", "Mixtral 8x7B", 32768, 4096, 32, 32, 8, 128, 14336, 32000, 1e-5, 1e6, false, 0,
+                             8, 2, 14336}); }},
     {"qwen3-8b", "Qwen3-8B: 36 layers, n_embd 4096, GQA 32/8, n_ff 12288, vocab 151936", VocabStyle::Qwen3Bpe,
      [] { return from_shape({"qwen3", "Qwen3 8B", 40960, 4096, 36, 32, 8, 128, 12288, 151936, 1e-6, 1e6}); }},
 };

@@ -93,13 +93,21 @@ bool is_output_matrix(const TensorSpec& spec, const ModelConfig& c) {
 
 GgmlType q4_k_m_type(const TensorSpec& spec, const ModelConfig& c) {
     if (is_output_matrix(spec, c)) return GgmlType::Q6_K;
+    // llama.cpp bumps the attention of 8-expert models (Mixtral): attn_k/attn_v Q8_0, attn_output Q5_K.
+    const bool eight_experts = c.moe.n_expert == 8;
     switch (spec.role) {
         case TensorRole::AttnV: {
             GgmlType t = use_more_bits(spec.layer, c.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
             if (t == GgmlType::Q4_K && is_70b_class(c)) t = GgmlType::Q5_K;
-            return t;
+            return eight_experts ? GgmlType::Q8_0 : t;
         }
+        case TensorRole::AttnK:
+            return eight_experts ? GgmlType::Q8_0 : GgmlType::Q4_K;
+        case TensorRole::AttnOutput:
+            return eight_experts ? GgmlType::Q5_K : GgmlType::Q4_K;
         case TensorRole::FfnDown:
+        case TensorRole::FfnDownExps:
+        case TensorRole::FfnDownShexp:
             return use_more_bits(spec.layer, c.n_layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
         default:
             return GgmlType::Q4_K;
@@ -109,7 +117,9 @@ GgmlType q4_k_m_type(const TensorSpec& spec, const ModelConfig& c) {
 }  // namespace
 
 GgmlType synth_tensor_type(const TensorSpec& spec, const ModelConfig& config, SynthType type) {
-    if (spec.ne.size() < 2 || is_norm_role(spec.role) || is_vector_role(spec.role)) {
+    // llama.cpp never quantizes the MoE router (ffn_gate_inp).
+    if (spec.ne.size() < 2 || is_norm_role(spec.role) || is_vector_role(spec.role) ||
+        spec.role == TensorRole::FfnGateInp) {
         return GgmlType::F32;
     }
     GgmlType t = info(type).weights;

@@ -229,7 +229,7 @@ TEST(HardwareProfile, DefaultPathAndMatching) {
 
 TEST(HardwareProfile, ThisMachine) {
     EXPECT_FALSE(cpu_model_name().empty());
-    EXPECT_GT(ram_total_bytes(), 64ull << 20);
+    EXPECT_GT(host_ram_total_bytes(), 64ull << 20);
 }
 
 TEST(HardwareProfile, HostReadIsPlausible) {

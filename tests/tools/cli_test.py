@@ -106,6 +106,24 @@ def check_inspect(path):
     return j
 
 
+def check_moe_inspect(path, arch):
+    """inspect's experts section against gguf-py's keys and tensor bytes."""
+    j = check_inspect(path)
+    r = gguf.GGUFReader(path)
+    n_expert = r.fields[f"{arch}.expert_count"].contents()
+    n_used = r.fields[f"{arch}.expert_used_count"].contents()
+    n_layer = r.fields[f"{arch}.block_count"].contents()
+    exps = sum(int(t.n_bytes) for t in r.tensors if t.name.endswith("_exps.weight"))
+    e = j.get("experts", {})
+    expect(e.get("n_expert") == n_expert and e.get("n_expert_used") == n_used, f"json experts: {e}")
+    expect(e.get("expert_bytes") == exps, f"json expert bytes {e.get('expert_bytes')} != {exps}")
+    expect(e.get("bytes_per_expert") == exps // (n_layer * n_expert), f"json bytes per expert: {e}")
+    total = sum(int(t.n_bytes) for t in r.tensors)
+    expect(e.get("active_bytes") == total - exps + exps // n_expert * n_used, f"json active bytes: {e}")
+    rc, out, _ = run("inspect", "-m", path)
+    expect(f"{n_expert} per layer, {n_used} active per token" in out, f"text: experts line in {out[:2000]!r}")
+
+
 def basic_suite(tmp):
     rc, out, _ = run("--version")
     expect(rc == 0 and out.startswith("strata "), f"--version: {rc} {out!r}")
@@ -122,6 +140,11 @@ def basic_suite(tmp):
         rc, _, err = run("synth", "--preset", preset, "-o", path, "--type", "q8_0")
         expect(rc == 0, f"synth {preset}: {err!r}")
         check_inspect(path)
+    for preset, arch in (("tiny-qwen3moe", "qwen3moe"), ("tiny-mixtral", "llama")):  # mixtures of experts
+        path = os.path.join(tmp, preset + ".gguf")
+        rc, _, err = run("synth", "--preset", preset, "-o", path)
+        expect(rc == 0, f"synth {preset}: {err!r}")
+        check_moe_inspect(path, arch)
     for ftype in ("iq2_xs", "iq1_m", "tq2_0"):  # the low-bit types show in inspect as gguf-py reads them
         path = os.path.join(tmp, f"tiny-{ftype}.gguf")
         rc, _, err = run("synth", "--preset", "tiny", "-o", path, "--type", ftype)

@@ -279,7 +279,7 @@ def error_effects(model):
     refused(["run", "-m", model, "-p", "Hi", "--temp2", "0.5"], "did you mean --temp?")
     refused(["run", "-m", model, "-p", "Hi", "-ngll", "3"], "did you mean -ngl?")
     refused(["bench", "-m", model, "--n-promt", "16"], "did you mean --n-prompt?")
-    refused(["run", "-hf", "Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M", "-p", "Hi"], "-hf")
+    refused(["run", "-m", model, "-hf", "Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M", "-p", "Hi"], "not both")
     refused(["run", "-m", model, "-p", "Hi", "-ctk", "q8_0", "-ctv", "f16"], "-ctv")
     refused(["run", "-m", model, "-p", "Hi", "-fa", "maybe"], "-fa")
     refused(["run", "-m", model, "-p", "Hi", "-ot", "ffn=TPU"], "unknown device")

@@ -67,7 +67,7 @@ def main():
         rc, out, err = run(strata, "profile", "-m", a, "-f", text, "-c", "64", "--tokens", "128", "-t", "1")
         expect(rc == 0 and os.path.exists(os.path.join(tmp, "a.stats")), f"default output: {out} {err}")
 
-        common = ["-f", text, "-c", "64", "--chunks", "2", "-t", "1"]
+        common = ["-f", text, "-c", "64", "--chunks", "2", "-t", "1", "--gpu", "none"]
         rc, out, err = run(strata, "perplexity", "-m", a, *common, "--sparsity", "0.5", "--stats", stats, "--compare-dense")
         expect(rc == 0 and "achieved" in out and "top-1 agreement" in out, f"perplexity --sparsity: {out} {err}")
         rc, out, err = run(strata, "run", "-m", a, "-p", "In the beginning", "-n", "4", "-t", "1", "--gpu", "none",

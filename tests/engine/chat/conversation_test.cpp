@@ -136,7 +136,7 @@ TEST_F(ConversationTest, SaveLoadRoundTrip) {
     Session other_session = make_session();
     Conversation other(other_session, ChatFormat::ChatML);
     other.from_json(saved);
-    EXPECT_EQ(other.format(), ChatFormat::Gemma);
+    EXPECT_EQ(other.renderer().name(), "gemma");
     EXPECT_EQ(other.system(), conv.system());
     ASSERT_EQ(other.messages().size(), 2u);
     EXPECT_EQ(other.messages()[0].content, "Héllo");

@@ -12,7 +12,7 @@ namespace {
 TEST(HparamErrors, UnknownArchitectureListsSupported) {
     TestModel m = TestModel::from_preset("tiny");
     m.set("general.architecture", GgufValue::string("mamba"));
-    expect_load_error<UnsupportedError>(m, {"'mamba'", "gemma3, llama, qwen2, qwen3"});
+    expect_load_error<UnsupportedError>(m, {"'mamba'", "gemma3, llama, qwen2, qwen2moe, qwen3, qwen3moe"});
 }
 
 TEST(HparamErrors, MissingArchitecture) {
@@ -139,10 +139,11 @@ TEST(HparamErrors, VocabularyTooLarge) {
     expect_load_error<FormatError>(m, {"vocabulary size", "16777217"});
 }
 
-TEST(HparamErrors, MixtureOfExpertsIsUnsupported) {
-    TestModel m = TestModel::from_preset("tiny");
+TEST(HparamErrors, ExpertsOnADenseOnlyArchitecture) {
+    TestModel m = TestModel::from_preset("tiny-qwen3");
     m.set_arch("expert_count", GgufValue::u32(8));
-    expect_load_error<UnsupportedError>(m, {"mixture-of-experts", "8 experts"});
+    expect_load_error<UnsupportedError>(
+        m, {"qwen3 has no mixture-of-experts variant", "'qwen3.expert_count' is 8", "llama, qwen2moe, qwen3moe"});
 }
 
 TEST(HparamErrors, UnknownRopeScaling) {

@@ -15,7 +15,7 @@
 #include "engine/runtime/session.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/builtin_placement.h"
-#include "offload/fake_device.h"
+#include "backends/fake_device.h"
 
 namespace strata {
 namespace {

@@ -23,7 +23,7 @@
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/disk_stream.h"
-#include "offload/fake_device.h"
+#include "backends/fake_device.h"
 #include "tests/engine/synth/scratch_file.h"
 #if STRATA_HAVE_CUDA
 #include "kernels_cuda/cuda_backend.h"

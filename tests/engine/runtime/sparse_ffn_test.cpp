@@ -21,7 +21,7 @@
 #include "engine/runtime/sparse_ffn.h"
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
-#include "offload/fake_device.h"
+#include "backends/fake_device.h"
 #include "tests/engine/synth/scratch_file.h"
 
 namespace strata {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/server/api_error.h"
+#include "engine/sampler/grammar_matcher.h"
 #include "engine/server/request.h"
 
 namespace strata::server {
@@ -158,7 +159,11 @@ TEST(Request, UnsupportedFeaturesAreRefused) {
     expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 2})", "n");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "logprobs": true})", "logprobs");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "tools": [{"type": "function"}]})", "tools");
-    expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_object"}})", "response_format");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "xml"}})", "response_format");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_schema", "json_schema": {}}})",
+                   "response_format");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_schema",
+        "json_schema": {"schema": {"type": "date"}}}})", "response_format");
     expect_refused(Endpoint::Completion, R"({"prompt": "x", "echo": true})", "echo");
     expect_refused(Endpoint::Completion, R"({"prompt": "x", "best_of": 3})", "best_of");
     expect_refused(Endpoint::Completion, R"({"prompt": "x", "suffix": "y"})", "suffix");
@@ -167,6 +172,25 @@ TEST(Request, UnsupportedFeaturesAreRefused) {
         "response_format": {"type": "text"}})", defaults()));
     EXPECT_NO_THROW(parse_request(Endpoint::Completion, R"({"prompt": "x", "logprobs": 0, "echo": false})",
                                   defaults()));
+}
+
+TEST(Request, JsonResponseFormatsBecomeAGrammar) {
+    const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
+    EXPECT_EQ(parse_request(Endpoint::Chat, "{" + m + "}", defaults()).sampler.grammar, nullptr);
+    const CompletionRequest object =
+        parse_request(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_object"}})", defaults());
+    ASSERT_NE(object.sampler.grammar, nullptr);
+    GrammarMatcher any(object.sampler.grammar);
+    for (const char c : std::string(R"({"a": [1, true]})")) ASSERT_TRUE(any.accept(static_cast<char32_t>(c)));
+    EXPECT_TRUE(any.is_complete());
+    const CompletionRequest schema = parse_request(Endpoint::Chat, "{" + m + R"(, "response_format": {"type":
+        "json_schema", "json_schema": {"name": "n", "schema": {"type": "object", "properties": {"k": {"type":
+        "integer"}}, "required": ["k"]}}}})", defaults());
+    ASSERT_NE(schema.sampler.grammar, nullptr);
+    GrammarMatcher strict(schema.sampler.grammar);
+    EXPECT_FALSE(strict.accept(static_cast<char32_t>('[')));
+    for (const char c : std::string(R"({"k": 12})")) ASSERT_TRUE(strict.accept(static_cast<char32_t>(c)));
+    EXPECT_TRUE(strict.is_complete());
 }
 
 }  // namespace

@@ -16,18 +16,25 @@
 namespace strata::testing {
 namespace {
 
-// The Q4_K_M rule for one tensor, written out from gguf-facts §2.6 for this test.
+// The Q4_K_M rule for one tensor, written out from docs/FORMATS.md §2.6 for this test; MoE files
+// (llama-quant.cpp): the router unquantized, ffn_down_exps as ffn_down, and with exactly 8
+// experts attn_k / attn_v Q8_0 and attn_output Q5_K.
 GgmlType expected_q4_k_m(const TensorInfo& t, const ModelConfig& c) {
-    if (t.n_dims < 2) return GgmlType::F32;
+    if (t.n_dims < 2 || t.name.find(".ffn_gate_inp.") != std::string::npos) return GgmlType::F32;
     GgmlType type = GgmlType::Q4_K;
     int il = -1;
     if (t.name.rfind("blk.", 0) == 0) il = std::stoi(t.name.substr(4));
     bool more = il >= 0 && use_more_bits(il, c.n_layer);
+    const bool eight = c.moe.n_expert == 8;
     if (t.name == "output.weight" || (t.name == "token_embd.weight" && c.tied_output)) {
         type = GgmlType::Q6_K;
     } else if (t.name.find(".attn_v.") != std::string::npos) {
-        type = more ? GgmlType::Q6_K : GgmlType::Q4_K;
-    } else if (t.name.find(".ffn_down.") != std::string::npos) {
+        type = eight ? GgmlType::Q8_0 : more ? GgmlType::Q6_K : GgmlType::Q4_K;
+    } else if (t.name.find(".attn_k.") != std::string::npos && eight) {
+        type = GgmlType::Q8_0;
+    } else if (t.name.find(".attn_output.") != std::string::npos && eight) {
+        type = GgmlType::Q5_K;
+    } else if (t.name.find(".ffn_down.") != std::string::npos || t.name.find(".ffn_down_exps.") != std::string::npos) {
         type = more ? GgmlType::Q6_K : GgmlType::Q4_K;
     }
     if (t.ne[0] % 256 != 0) type = type == GgmlType::Q6_K ? GgmlType::Q8_0 : GgmlType::Q5_0;

@@ -134,5 +134,37 @@ TEST(TypeRules, ParseAndFileType) {
     EXPECT_EQ(static_cast<int>(synth_file_type(SynthType::F16)), 1);
 }
 
+TEST(TypeRules, Mixtral8x7bQ4KM) {
+    // llama.cpp's 8-expert rules (llama-quant.cpp): attn_k and attn_v Q8_0, attn_output Q5_K;
+    // ffn_down_exps follows ffn_down's use_more_bits rule; the router is never quantized.
+    auto t = planned_types("mixtral-8x7b", SynthType::Q4_K_M);
+    std::set<int> q6 = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
+    for (int il = 0; il < 32; ++il) {
+        std::string p = "blk." + std::to_string(il) + ".";
+        EXPECT_EQ(t.at(p + "attn_k.weight"), GgmlType::Q8_0) << il;
+        EXPECT_EQ(t.at(p + "attn_v.weight"), GgmlType::Q8_0) << il;
+        EXPECT_EQ(t.at(p + "attn_q.weight"), GgmlType::Q4_K) << il;
+        EXPECT_EQ(t.at(p + "attn_output.weight"), GgmlType::Q5_K) << il;
+        EXPECT_EQ(t.at(p + "ffn_gate_inp.weight"), GgmlType::F32) << il;
+        EXPECT_EQ(t.at(p + "ffn_gate_exps.weight"), GgmlType::Q4_K) << il;
+        EXPECT_EQ(t.at(p + "ffn_up_exps.weight"), GgmlType::Q4_K) << il;
+        EXPECT_EQ(t.at(p + "ffn_down_exps.weight"), q6.count(il) ? GgmlType::Q6_K : GgmlType::Q4_K) << il;
+        EXPECT_EQ(t.count(p + "ffn_gate.weight"), 0u);
+    }
+}
+
+TEST(TypeRules, Qwen3_30bA3bQ4KM) {
+    // 128 experts: no 8-expert bumps; attn_v by use_more_bits (48 layers).
+    auto t = planned_types("qwen3-30b-a3b", SynthType::Q4_K_M);
+    EXPECT_EQ(t.at("blk.0.attn_v.weight"), GgmlType::Q6_K);
+    EXPECT_EQ(t.at("blk.7.attn_v.weight"), GgmlType::Q4_K);  // 48/8 = 6 <= 7, (7-6)%3 != 2
+    EXPECT_EQ(t.at("blk.7.attn_k.weight"), GgmlType::Q4_K);
+    EXPECT_EQ(t.at("blk.7.attn_output.weight"), GgmlType::Q4_K);
+    EXPECT_EQ(t.at("blk.7.ffn_down_exps.weight"), GgmlType::Q4_K);
+    EXPECT_EQ(t.at("blk.8.ffn_down_exps.weight"), GgmlType::Q6_K);  // (8-6)%3 == 2
+    EXPECT_EQ(t.at("blk.7.ffn_gate_inp.weight"), GgmlType::F32);
+    EXPECT_EQ(t.at("blk.7.attn_q_norm.weight"), GgmlType::F32);
+}
+
 }  // namespace
 }  // namespace strata

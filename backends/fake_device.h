@@ -4,6 +4,8 @@
 // lies in the pool, then run on an inner CpuBackend. Transfers in and out are counted.
 // Its matmul holds the scratch the CUDA backend's matmul holds (q8 activations for decode, f16
 // activations and a weight tile for batches), so a budget without room for it fails here too.
+// Its memory() reads as the CUDA backend's does (budget, arena limit, used, peak); it has no
+// context or library state to count. Registered as "fake" (builtin_backends.h).
 // Used to test placement, the executor and streaming; never chosen for speed.
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <mutex>
 
 #include "engine/core/backend.h"
+#include "engine/core/backend_registry.h"
 #include "kernels_cpu/cpu_backend.h"
 
 namespace strata {
@@ -35,8 +38,14 @@ class FakeDeviceBackend : public Backend {
   public:
     explicit FakeDeviceBackend(const FakeDeviceOptions& options = {});
 
-    std::string_view name() const override { return "fake-gpu"; }
+    std::string_view name() const override { return "fake"; }
     MemoryKind memory_kind() const override { return MemoryKind::Device; }
+    // total = budget = limit: the pool; used and peak its blocks.
+    BackendMemory memory() const override;
+    // Device name "fake-gpu", the CPU's weight types, no sparse ops, no graphs. Its op scratch
+    // is what matmul_scratch() holds (allocated from the pool, sized by the model): nothing to
+    // reserve beyond it, so budgets of a few MiB work for tiny test models.
+    const BackendCapabilities& capabilities() const override { return capabilities_; }
 
     // BudgetError when the pool would pass its budget.
     Buffer allocate(uint64_t bytes, std::string_view what) override;
@@ -77,6 +86,11 @@ class FakeDeviceBackend : public Backend {
     std::map<uintptr_t, uint64_t> blocks_;  // start -> bytes
     FakeDeviceStats stats_;
     Buffer x_q8_, x_f16_, w_tile_;  // matmul scratch, as the CUDA backend holds it
+    BackendCapabilities capabilities_;
 };
+
+// Adds "fake" to `registry`: a FakeDeviceBackend of BackendConfig::budget_bytes (1 GiB when 0),
+// whose rates are the host CPU's made faster (so the planner uses it as it would a GPU).
+void register_fake_backend(BackendRegistry& registry);
 
 }  // namespace strata

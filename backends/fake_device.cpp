@@ -1,5 +1,5 @@
 // The fake device (fake_device.h).
-#include "offload/fake_device.h"
+#include "backends/fake_device.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,20 @@ namespace strata {
 
 FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
     : budget_(options.budget_bytes),
-      cpu_(cpu::CpuBackendOptions{options.n_threads, options.quantize_activations}) {}
+      cpu_(cpu::CpuBackendOptions{options.n_threads, options.quantize_activations}) {
+    capabilities_.device_name = "fake-gpu";
+    capabilities_.weight_types = cpu_.capabilities().weight_types;
+}
+
+BackendMemory FakeDeviceBackend::memory() const {
+    const FakeDeviceStats s = stats();
+    BackendMemory m;
+    m.total_bytes = m.budget_bytes = m.limit_bytes = budget_;
+    m.free_bytes = budget_ - s.used_bytes;
+    m.used_bytes = s.used_bytes;
+    m.peak_bytes = s.peak_bytes;
+    return m;
+}
 
 Buffer FakeDeviceBackend::allocate(uint64_t bytes, std::string_view what) {
     constexpr uint64_t kAlign = 256;

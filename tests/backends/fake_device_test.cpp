@@ -8,7 +8,7 @@
 
 #include "engine/core/error.h"
 #include "kernels_cpu/cpu_backend.h"
-#include "offload/fake_device.h"
+#include "backends/fake_device.h"
 
 namespace strata {
 namespace {

@@ -1,0 +1,131 @@
+// The layer program's mixture-of-experts FFN (layer_program.h moe_ffn_block):
+//   cur = ffn_norm(x);  logits [n_expert, n] = router · cur  -> top-k routing on the host
+//   sum = [sigmoid(w_sh · cur) ⊙] shared(cur) + Σ_e Σ_{tokens t of e} p_te · down_e(act(gate_e·cur_t) ⊙ up_e·cur_t)
+//   x += sum
+// Only experts with tokens run: one GEMV per selected expert in decode, one GEMM over the
+// gathered rows of its tokens in prefill. Each runs on the backend holding its weights (or the
+// GPU its weights are shipped to for a large batch), so the sum is formed on the host.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/model/model_config.h"
+#include "engine/runtime/activation_observer.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/layer_program_moe.h"
+
+namespace strata {
+namespace {
+
+bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
+
+// A DISK weight not used this step still takes its turn in the stream's cyclic schedule.
+void skip_streamed(DiskStream* stream, const PlacedWeight& w) {
+    if (stream == nullptr || w.stream_id < 0) return;
+    stream->acquire(w.stream_id);
+    stream->release(w.stream_id);
+}
+
+}  // namespace
+
+const float* LayerProgram::host_f32(int bi, const Tensor& t, std::vector<float>& buf) {
+    if (is_host(backend(bi))) return t.as<const float>();
+    buf.resize(static_cast<size_t>(t.n_elements()));
+    Tensor host = Tensor::contiguous(GgmlType::F32, buf.data(), {t.ne[0], t.ne[1], t.ne[2], t.ne[3]});
+    backend(bi).copy_out(t, host);
+    return buf.data();
+}
+
+void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host) {
+    MoeScratch& s = *moe_;
+    const MoeRouting& r = s.routing;
+    const int64_t n_embd = config_.n_embd;
+    const int64_t c = r.n_routed(e);
+    const int32_t* slots = r.by_expert.data() + r.offsets[static_cast<size_t>(e)];
+    const int eb = compute_backend(w.gate, c);
+    Backend& b = backend(eb);
+    const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
+
+    Tensor in = act(eb, kMoeIn, n_embd, c);  // [n_embd, c]: the rows of the expert's tokens
+    float* rows = is_host(b) ? in.as<float>() : (s.rows.resize(static_cast<size_t>(n_embd * c)), s.rows.data());
+    for (int64_t j = 0; j < c; ++j)
+        std::memcpy(rows + j * n_embd, in_host + r.token_of(slots[j]) * n_embd, row_bytes);
+    if (!is_host(b)) b.copy_in(Tensor::contiguous(GgmlType::F32, rows, {n_embd, c}), in);
+
+    const int64_t width = w.gate.tensor.ne[1];
+    Tensor gate = act(eb, kGate, width, c);  // [n_ff_exp, c]
+    Tensor up = act(eb, kUp, width, c);
+    matmul(w.gate, eb, in, gate);
+    matmul(w.up, eb, in, up);
+    b.gated_activation(gate, up, config_.activation, gate);
+    Tensor out = act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
+    matmul(w.down, eb, gate, out);
+
+    const float* y = host_f32(eb, out, s.out);
+    for (int64_t j = 0; j < c; ++j) {
+        const float p = r.weight[static_cast<size_t>(slots[j])];
+        float* dst = out_host + r.token_of(slots[j]) * n_embd;
+        const float* src = y + j * n_embd;
+        for (int64_t i = 0; i < n_embd; ++i) dst[i] += p * src[i];
+    }
+}
+
+void LayerProgram::moe_ffn_block(int il, int64_t n) {
+    const PlacedLayer& w = model_.layer(il);
+    const PlacedMoe& m = w.moe;
+    const MoeConfig& mc = config_.moe;
+    MoeScratch& s = *moe_;
+    const int64_t n_embd = config_.n_embd;
+    const int hb = index_of(m.router.backend);
+    Backend& h = backend(hb);
+
+    Tensor x = residual_on(hb, n);
+    Tensor cur = act(hb, kCur, n_embd, n);  // [n_embd, n]
+    h.rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), cur);
+    observe(il, ActivationSite::FfnInput, cur);
+    Tensor logits = act(hb, kRouter, mc.n_expert, n);  // [n_expert, n]
+    matmul(m.router, hb, cur, logits);
+    const RoutingParams params{mc.n_expert, mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
+    route_tokens(host_f32(hb, logits, s.logits), n, params, s.routing);
+
+    const float* in_host = host_f32(hb, cur, s.input);
+    Tensor proj = act(hb, kProj, n_embd, n);  // [n_embd, n]
+    float* sum = is_host(h) ? proj.as<float>() : (s.sum.resize(static_cast<size_t>(n_embd * n)), s.sum.data());
+    std::fill(sum, sum + n_embd * n, 0.0f);
+
+    if (m.shared.gate.present()) {
+        const int64_t width = m.shared.gate.tensor.ne[1];
+        s.shared_scale.assign(static_cast<size_t>(n), 1.0f);
+        if (m.shared_gate.present()) {
+            Tensor g = act(hb, kPartTmp, 1, n);  // [1, n]
+            matmul(m.shared_gate, hb, cur, g);
+            const float* gv = host_f32(hb, g, s.out);
+            for (int64_t t = 0; t < n; ++t) s.shared_scale[static_cast<size_t>(t)] = 1.0f / (1.0f + std::exp(-gv[t]));
+        }
+        Tensor gate = act(hb, kGate, width, n);
+        Tensor up = act(hb, kUp, width, n);
+        matmul(m.shared.gate, hb, cur, gate);
+        matmul(m.shared.up, hb, cur, up);
+        h.gated_activation(gate, up, config_.activation, gate);
+        Tensor out = act(hb, kPart, n_embd, n);
+        matmul(m.shared.down, hb, gate, out);
+        const float* y = host_f32(hb, out, s.out);
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t i = 0; i < n_embd; ++i)
+                sum[t * n_embd + i] += s.shared_scale[static_cast<size_t>(t)] * y[t * n_embd + i];
+    }
+    for (int64_t e = 0; e < mc.n_expert; ++e) {
+        const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
+        if (s.routing.n_routed(e) > 0) {
+            run_expert(ew, e, in_host, sum);
+            continue;
+        }
+        for (const PlacedWeight* pw : {&ew.gate, &ew.up, &ew.down}) skip_streamed(model_.disk_stream(), *pw);
+    }
+    if (!is_host(h)) h.copy_in(Tensor::contiguous(GgmlType::F32, sum, {n_embd, n}), proj);
+    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), static_cast<float>(config_.rms_eps), proj);
+    h.add(x, proj, x);
+}
+
+}  // namespace strata

@@ -1,0 +1,35 @@
+// Internal to the layer program: the host-side state of its mixture-of-experts step
+// (layer_program_moe.cpp) and a walk over a layer's MoE weights in program order.
+#pragma once
+
+#include <vector>
+
+#include "engine/runtime/moe_routing.h"
+#include "engine/runtime/placed_model.h"
+
+namespace strata {
+
+struct MoeScratch {
+    MoeRouting routing;
+    std::vector<float> logits;   // router logits [n_expert, n], when the router is on a device
+    std::vector<float> input;    // the normed input [n_embd, n], when it is on a device
+    std::vector<float> sum;      // the weighted sum [n_embd, n], when the home is a device
+    std::vector<float> rows;     // an expert's gathered input rows
+    std::vector<float> out;      // an expert's output rows, when it ran on a device
+    std::vector<float> shared_scale;  // [n] sigmoid gate of the shared expert
+};
+
+// fn(const PlacedWeight&) for every present weight of `moe`, in the order the MoE step reads
+// them (the DISK schedule's order).
+template <typename Fn>
+void for_each_moe_weight(const PlacedMoe& moe, Fn&& fn) {
+    for (const PlacedWeight* w : {&moe.router, &moe.shared_gate, &moe.shared.gate, &moe.shared.up, &moe.shared.down})
+        if (w->present()) fn(*w);
+    for (const ExpertWeights& e : moe.experts) {
+        fn(e.gate);
+        fn(e.up);
+        fn(e.down);
+    }
+}
+
+}  // namespace strata

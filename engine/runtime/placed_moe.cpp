@@ -1,0 +1,40 @@
+// Residency of a layer's mixture of experts (placed_model.h PlacedMoe): the router, the shared
+// expert, then every expert's gate/up/down slices, in the order the MoE step reads them (the
+// DISK schedule is that order).
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/placed_model.h"
+
+namespace strata {
+
+void PlacedModel::place_moe(int il, const LayerWeights& lw, const std::function<Tier(const std::string&)>& tier_of,
+                            const TierBackends& tiers, PlacedMoe& out) {
+    auto name = [&](const char* suffix) { return cat("blk.", il, ".", suffix); };
+    auto put = [&](const Tensor& view, const char* suffix) {
+        const std::string n = name(suffix);
+        return place(view, n, tier_of(n), tiers);
+    };
+    out.router = put(lw.ffn_gate_inp, "ffn_gate_inp.weight");
+    if (present(lw.ffn_gate_shexp)) {
+        // [n_embd]: one row of a matrix [n_embd, 1]
+        if (present(lw.ffn_gate_inp_shexp)) out.shared_gate = put(lw.ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight");
+        out.shared.gate = put(lw.ffn_gate_shexp, "ffn_gate_shexp.weight");
+        out.shared.up = put(lw.ffn_up_shexp, "ffn_up_shexp.weight");
+        out.shared.down = put(lw.ffn_down_shexp, "ffn_down_shexp.weight");
+    }
+    const int64_t n_expert = lw.ffn_gate_exps.ne[2];
+    const Tier gate_tier = tier_of(name("ffn_gate_exps.weight"));
+    const Tier up_tier = tier_of(name("ffn_up_exps.weight"));
+    const Tier down_tier = tier_of(name("ffn_down_exps.weight"));
+    out.experts.resize(static_cast<size_t>(n_expert));
+    for (int64_t e = 0; e < n_expert; ++e) {
+        ExpertWeights& x = out.experts[static_cast<size_t>(e)];
+        x.gate = place(expert_slice(lw.ffn_gate_exps, e), name("ffn_gate_exps.weight"), gate_tier, tiers);
+        x.up = place(expert_slice(lw.ffn_up_exps, e), name("ffn_up_exps.weight"), up_tier, tiers);
+        x.down = place(expert_slice(lw.ffn_down_exps, e), name("ffn_down_exps.weight"), down_tier, tiers);
+    }
+}
+
+}  // namespace strata

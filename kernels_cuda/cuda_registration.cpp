@@ -1,0 +1,70 @@
+// The CUDA backend's registry entry (backend_registry.h): "cuda" on device 0, inside a process
+// budget (--gpu-mem) that counts the context and whatever else already holds the device.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/core/backend_registry.h"
+#include "engine/core/byte_size.h"
+#include "engine/core/error.h"
+#include "kernels_cuda/cuda_backend.h"
+#include "kernels_cuda/device_info.h"
+#include "kernels_cuda/gpu_profile.h"
+
+namespace strata::cuda {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+// VRAM the CUDA runtime takes after start-up: kernels it loads lazily at first launch.
+constexpr uint64_t kLazyModuleBytes = 64 * kMiB;
+// The least a budget must leave beyond the context for the model.
+constexpr uint64_t kMinModelBytes = 256 * kMiB;
+
+std::unique_ptr<Backend> make(const BackendConfig& config) {
+    // What the process (its context) and any other process hold before the backend exists
+    // counts against the budget: --gpu-mem bounds this process's whole VRAM use.
+    const DeviceMemory mem = device_memory(0);
+    CudaBackendOptions o;
+    o.context_bytes = mem.total_bytes - mem.free_bytes + kLazyModuleBytes;
+    if (config.budget_bytes > 0) {
+        if (config.budget_bytes <= o.context_bytes + kMinModelBytes) {
+            throw BudgetError(cat("--gpu-mem ", format_bytes(config.budget_bytes), " leaves nothing for the model: the CUDA context",
+                                  " (and other processes) already hold ", format_bytes(o.context_bytes), " of device 0; give at least ",
+                                  format_bytes(o.context_bytes + kMinModelBytes), " or --gpu none"));
+        }
+        o.budget_bytes = config.budget_bytes - o.context_bytes;
+        o.process_budget_bytes = config.budget_bytes;
+    } else {
+        o.process_budget_bytes = mem.total_bytes;
+    }
+    return std::make_unique<CudaBackend>(o);
+}
+
+DeviceRates measure(Backend& backend, const DeviceRateOptions& options) {
+    auto* cuda_backend = dynamic_cast<CudaBackend*>(&backend);  // the entry measures what it made
+    if (cuda_backend == nullptr) throw ArgumentError(cat("the cuda entry cannot measure a ", backend.name(), " backend"));
+    GpuProfileOptions o;
+    o.progress = options.progress;
+    if (options.quick) {
+        o.matrix_bytes = 32ull << 20;
+        o.transfer_bytes = 16ull << 20;
+        o.budget_per_step = std::chrono::duration<double>(0.01);
+    }
+    return measure_gpu_profile(*cuda_backend, o);
+}
+
+}  // namespace
+
+void register_cuda_backend(BackendRegistry& registry) {
+    BackendEntry e;
+    e.name = "cuda";
+    e.description = "CUDA device 0 (one arena sized by --gpu-mem)";
+    e.is_device = true;
+    e.auto_choice = true;
+    e.unavailable = [] { return list_devices().empty() ? std::string("no CUDA device is visible") : std::string(); };
+    e.create = make;
+    e.measure_rates = measure;
+    registry.add(std::move(e));
+}
+
+}  // namespace strata::cuda
