@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <optional>
 
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
@@ -65,9 +67,16 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
 
     Detokenizer detok(tokenizer);
     start = std::chrono::steady_clock::now();
+    std::optional<SpeculativeDecoder> spec;
+    if (params.spec.mode != SpecMode::Off) spec.emplace(session, sampler, params.spec, logits);
+    const auto next_token = [&] {
+        if (spec) return spec->next();
+        const TokenId t = sampler.sample(logits);
+        sampler.accept(t);
+        return t;
+    };
     while (params.n_predict < 0 || stats.n_generated < params.n_predict) {
-        const TokenId next = sampler.sample(logits);
-        sampler.accept(next);
+        const TokenId next = next_token();
         if (params.stop_at_eog && tokenizer.is_eog(next)) {
             stats.stop = StopReason::EndOfGeneration;
             break;
@@ -79,11 +88,22 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
             break;
         }
         if (params.n_predict >= 0 && stats.n_generated >= params.n_predict) break;
-        if (static_cast<int64_t>(session.tokens().size()) >= session.n_ctx()) {
+        // What a plain decoder's session would hold now: everything before `next`.
+        const int64_t held = static_cast<int64_t>(session.tokens().size()) - (spec ? spec->fed_ahead() : 0);
+        if (held >= session.n_ctx()) {
             stats.stop = StopReason::ContextFull;
             break;
         }
-        logits = session.feed({&next, 1});
+        if (!spec) {
+            logits = session.feed({&next, 1});
+        } else {
+            spec->advance(next, params.n_predict < 0 ? std::numeric_limits<int64_t>::max()
+                                                     : params.n_predict - stats.n_generated);
+        }
+    }
+    if (spec) {
+        spec->finish();
+        stats.spec = spec->stats();
     }
     stats.decode_seconds = seconds_since(start);
     const std::string rest = detok.flush();

@@ -1,6 +1,7 @@
 // One-shot generation: prefill a prompt, then sample and decode token by token, streaming
 // text (always complete UTF-8) to a callback, until n_predict tokens, an end-of-generation
-// token, or the callback asks to stop. Timings for prompt and decode are reported.
+// token, or the callback asks to stop. Timings for prompt and decode are reported. With
+// speculation (speculate.h) the tokens come from verified drafts, the same ones.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/runtime/speculate.h"
 #include "engine/sampler/sampler_params.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -20,6 +22,8 @@ struct GenerateParams {
     int64_t n_predict = -1;  // tokens to generate; -1 = until end of generation or context end
     SamplerParams sampler;
     bool stop_at_eog = true;
+    // Speculative decoding (speculate.h): needs a greedy sampler (ArgumentError otherwise).
+    SpecParams spec;
     // Called after each forward pass of a prompt longer than one batch: (prompt tokens done,
     // prompt tokens). The passes are the ones Session::prefill makes, so results do not change.
     std::function<void(int64_t done, int64_t total)> on_prompt_progress;
@@ -35,6 +39,7 @@ struct GenerateStats {
     double decode_seconds = 0;
     StopReason stop = StopReason::Length;
     uint32_t seed = 0;
+    SpecStats spec;  // zero without speculation
 
     double prompt_tokens_per_second() const;
     double decode_tokens_per_second() const;

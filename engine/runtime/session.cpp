@@ -36,13 +36,17 @@ Session::Session(const Model& model, Backend& backend, const SessionParams& para
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
 }
 
-void Session::prefill(std::span<const TokenId> tokens) {
-    if (tokens.empty()) throw ArgumentError("nothing to evaluate: no tokens");
-    const int64_t n = static_cast<int64_t>(tokens.size());
+void Session::check_room(int64_t n) const {
+    if (n <= 0) throw ArgumentError("nothing to evaluate: no tokens");
     if (kv_.n_used() + n > kv_.n_ctx()) {
         throw ArgumentError(cat("the context holds ", kv_.n_ctx(), " tokens: ", kv_.n_used(),
                                 " used + ", n, " new do not fit (raise -c)"));
     }
+}
+
+void Session::prefill(std::span<const TokenId> tokens) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    check_room(n);
     for (int64_t first = 0; first < n; first += params_.n_batch) {
         const int64_t count = std::min(params_.n_batch, n - first);
         const int32_t last = static_cast<int32_t>(count - 1);
@@ -56,6 +60,24 @@ std::span<const float> Session::feed(std::span<const TokenId> tokens) {
     prefill(tokens);
     logits_.resize(static_cast<size_t>(program_.n_vocab()));
     program_.logits(hidden_.data(), 1, logits_.data());
+    return logits_;
+}
+
+std::span<const float> Session::feed_all(std::span<const TokenId> tokens) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    check_room(n);
+    const int64_t n_vocab = program_.n_vocab();
+    logits_.resize(static_cast<size_t>(n * n_vocab));
+    std::vector<int32_t> rows;
+    for (int64_t first = 0; first < n; first += params_.n_batch) {
+        const int64_t count = std::min(params_.n_batch, n - first);
+        rows.resize(static_cast<size_t>(count));
+        for (int64_t r = 0; r < count; ++r) rows[static_cast<size_t>(r)] = static_cast<int32_t>(r);
+        program_.forward(tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(count)), kv_, rows,
+                         hidden_);
+        program_.logits(hidden_.data(), count, logits_.data() + first * n_vocab);
+    }
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
     return logits_;
 }
 

@@ -53,6 +53,9 @@ public:
     std::span<const float> feed(std::span<const TokenId> tokens);
     // As feed(), without computing logits: a prompt chunk that is not the prompt's last.
     void prefill(std::span<const TokenId> tokens);
+    // As feed(), returning the logits of every one of `tokens`: [n_vocab, tokens.size()], row i
+    // the prediction after tokens[i] (speculative verification checks a draft in one pass).
+    std::span<const float> feed_all(std::span<const TokenId> tokens);
 
     // Keeps the first n tokens (and their KV), forgetting the rest: reuse of a shared prefix.
     void truncate(int64_t n);
@@ -60,13 +63,16 @@ public:
 
     const std::vector<TokenId>& tokens() const { return tokens_; }
     int64_t n_ctx() const { return kv_.n_ctx(); }
-    int64_t n_batch() const { return params_.n_batch; }  // prompt tokens per forward pass
+    int64_t n_batch() const { return params_.n_batch; }
     const KvCache& kv_cache() const { return kv_; }
     const Model& model() const { return model_; }
     const PlacedModel& placed() const { return *placed_; }
     const LayerProgram& program() const { return program_; }
 
 private:
+    // Throws ArgumentError when n more tokens overflow the context.
+    void check_room(int64_t n) const;
+
     std::unique_ptr<PlacedModel> owned_;  // the single-backend constructor's placement
     const PlacedModel* placed_;
     const Model& model_;

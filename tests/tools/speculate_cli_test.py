@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""`strata run --spec lookup` end to end on the default model: on a code-edit prompt that repeats
+its input, greedy text with prompt-lookup speculation equals the text without it, and -v reports
+accepted draft tokens; bad --spec / --draft-max / --draft-min values give one clear error line;
+a sampling temperature turns speculation off, said on stderr.
+
+usage: speculate_cli_test.py --strata BUILD/bin/strata
+Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset)."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+FAILURES = []
+
+PROMPT = """Rename the variable `x` to `count` in this function.
+
+def total(x):
+    s = 0
+    for i in range(x):
+        if i % 2 == 0:
+            s += i * x
+    return s
+
+Here is the function with `x` renamed to `count`:
+
+def total("""
+
+
+def expect(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}")
+
+
+def run(strata, *args):
+    p = subprocess.run([strata, *args], capture_output=True, timeout=600)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def expect_error(strata, args, fragment):
+    rc, _, err = run(strata, *args)
+    lines = err.strip().splitlines()
+    expect(rc != 0 and rc < 128, f"{args}: exit {rc} (crash or success), stderr {err!r}")
+    expect(len(lines) == 1 and lines[0].startswith("strata: error: "), f"{args}: not one error line: {err!r}")
+    expect(fragment in err, f"{args}: {fragment!r} not in {err!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True)
+    strata = ap.parse_args().strata
+    model = os.environ.get("STRATA_DEFAULT_MODEL")
+    if not model:
+        print("skipping: STRATA_DEFAULT_MODEL is not set")
+        return 77
+    m = ["-m", model, "-t", "2", "--no-escape"]
+    run(strata, "run", *m, "-n", "0", "-p", "Hello")  # a first run may measure the hardware
+
+    gen = ["run", *m, "-p", PROMPT, "-n", "48", "--temp", "0", "--ignore-eos"]
+    rc, plain, err = run(strata, *gen)
+    expect(rc == 0, f"plain run failed: {err}")
+    for draft_max in ["8", "3"]:
+        rc, spec, err = run(strata, *gen, "--spec", "lookup", "--draft-max", draft_max, "-v")
+        expect(rc == 0, f"--spec lookup run failed: {err}")
+        expect(spec == plain, f"--draft-max {draft_max}: text differs:\n{plain!r}\nvs\n{spec!r}")
+        stats = re.search(r"speculation \(lookup\): (\d+) passes, (\d+) proposed, (\d+) accepted \| ([\d.]+) accepted",
+                          err)
+        expect(stats is not None, f"-v printed no speculation line: {err!r}")
+        if stats:
+            passes, proposed, accepted = (int(stats.group(i)) for i in (1, 2, 3))
+            expect(passes > 0 and 0 < accepted <= proposed,
+                   f"--draft-max {draft_max}: {passes} passes, {proposed} proposed, {accepted} accepted")
+            print(f"draft-max {draft_max}: {passes} passes, {proposed} proposed, {accepted} accepted")
+
+    # A sampler speculation cannot keep exact: said on stderr, then plain decoding.
+    rc, _, err = run(strata, "run", *m, "-p", PROMPT, "-n", "4", "--temp", "0.8", "--spec", "lookup", "-v")
+    expect(rc == 0, f"--temp 0.8 --spec lookup failed: {err}")
+    expect("needs greedy sampling" in err and "without speculation" in err, f"no fallback note: {err!r}")
+    expect("speculation (lookup)" not in err, f"speculation ran with --temp 0.8: {err!r}")
+
+    base = ["run", *m, "-p", "hi", "-n", "2"]
+    expect_error(strata, [*base, "--spec", "draft"], "--spec")
+    expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "0"], "--draft-max")
+    expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "65"], "--draft-max")
+    expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "40", "-b", "32"], "--draft-max must be in 1..31")
+    expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "4", "--draft-min", "5"],
+                 "--draft-min must be in 0..4")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} failure(s)")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
