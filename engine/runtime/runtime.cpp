@@ -220,14 +220,15 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     // Prompt batches ship host weights to the GPU one matrix at a time (layer_program.h). Room
     // for the largest layer matrix is kept out of the placement, else the placement fills the GPU
     // and prefill falls back to the CPU (70B at --gpu-mem 6G on an H100: pp512 7.8 tok/s without
-    // the room, 103.8 with it). Kept only where it is a small share of the budget.
+    // the room, 103.8 with it).
     const bool ships = gpu_ && options_.session.gpu_prefill_min_tokens > 0 &&
                        options_.session.n_batch >= options_.session.gpu_prefill_min_tokens;
     const uint64_t staging = ships ? largest_streamed_bytes(table) * static_cast<uint64_t>(options.session.n_sequences) : 0;
-    // With slack for what the placement's sum leaves out (allocation rounding, norm copies): at
-    // 70B and 6 GiB the room left was 3.75 MiB short of the largest matrix without it.
-    constexpr uint64_t kStagingSlack = 64ull << 20;
-    const uint64_t staging_reserve = staging * 4 <= gpu_free ? staging + kStagingSlack : 0;
+    // With slack for what the placement's sum leaves out (allocation rounding, norm copies): a
+    // quarter of the matrix, at most 64 MiB (at 70B and 6 GiB the room came out 3.75 MiB short of
+    // the largest matrix without it). Kept only where it is a small share of the budget.
+    const uint64_t with_slack = staging + std::min<uint64_t>(staging / 4, 64ull << 20);
+    const uint64_t staging_reserve = with_slack * 4 <= gpu_free ? with_slack : 0;
     const uint64_t gpu_reserved = activation_reserve + staging_reserve;
     const uint64_t ram = options.ram_mem > 0 ? options.ram_mem
                                              : (available_ram() > kRamMargin ? available_ram() - kRamMargin : 0);
