@@ -26,7 +26,7 @@ def expect(cond, what):
 
 
 def bench(strata, model, budget, batch, prompts, ctx):
-    cmd = [strata, "bench", "-m", model, "--gpu", "fake", "--gpu-mem", str(budget), "-b", str(batch), "-c", str(ctx),
+    cmd = [strata, "bench", "-m", model, "--gpu", "fake", "--gpu-mem", f"{budget}B", "-b", str(batch), "-c", str(ctx),
            "-n", "0", "-r", "1", "-t", "2", "-v", "-p", *map(str, prompts)]
     p = subprocess.run(cmd, capture_output=True, timeout=600, env=ENV)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
@@ -62,7 +62,8 @@ def main():
                 tag = f"--gpu-mem {budget} -b {batch}"
                 if not expect(rc == 0, f"{tag}: exit {rc}: {err.strip().splitlines()[-1:]}"):
                     continue
-                vram = re.search(r"vram \(fake device\): budget ([^|]+) \| in use [^|]+ \| peak ([^|]+) \|", err)
+                # "vram (fake: NAME): budget X | ... | allocations Y (in use U, peak P) | ..."
+                vram = re.search(r"vram \(fake[^)]*\): budget ([^|]+) \|.*?, peak ([^)|]+)\)", err)
                 if expect(vram is not None, f"{tag}: no fake-device accounting"):
                     expect(parse_bytes(vram.group(2)) <= budget, f"{tag}: peak {vram.group(2)} over the budget")
                 weights = re.search(r"weights: gpu ([^|]+) \|", err)
