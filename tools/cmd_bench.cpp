@@ -231,7 +231,10 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     int64_t longest = 1;
     for (int64_t n : args.n_prompt) longest = std::max(longest, n);
     for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
-    if (engine.n_ctx > 0 && engine.n_ctx < longest) engine.n_ctx = longest;
+    // The context is the longest test unless -c asks for more, as llama-bench sizes it: the KV
+    // cache then takes what the test needs, not the model's whole training context (at 70B and
+    // --gpu-mem 6G a 4096-cell f16 cache held 1.25 GiB of the budget that weights can use).
+    if (engine.n_ctx < longest) engine.n_ctx = longest;
     RuntimeOptions ro = engine.runtime_options();
     ro.want_estimate = args.fit;
     // One forward pass per prompt, as llama-bench's default batch does for pp512, unless -b
