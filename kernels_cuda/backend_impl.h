@@ -62,6 +62,9 @@ struct CudaBackend::Impl {
     cublasHandle_t cublas = nullptr;
     ArenaBuffer cublas_workspace;
     std::unique_ptr<BulkStaging> bulk;
+    // Host ranges registered for direct copies (register_host_memory): begin -> end.
+    std::map<uintptr_t, uintptr_t> registered;
+    bool is_registered(const void* p, uint64_t bytes) const;
     std::unique_ptr<ArgRing> args;
     ArenaBuffer x_q8;       // q8 activations of the GEMV
     // Which x x_q8 holds: q, k and v (gate and up) multiply the same x, quantized once. Host-side

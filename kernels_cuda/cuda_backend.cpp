@@ -213,6 +213,10 @@ void CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
     if (host.memory == MemoryKind::PinnedHost) {
         CUDA_CHECK(cudaMemcpyAsync(device.data, host.data, host.n_bytes(), cudaMemcpyHostToDevice, impl_->stream));
         CUDA_CHECK(cudaStreamSynchronize(impl_->stream));  // the caller may reuse `host` at once
+    } else if (impl_->is_registered(host.data, host.n_bytes())) {
+        // Registered weights: the copy engine reads them in place, at the PCIe rate (no staging
+        // memcpy), and they do not change while registered, so nothing to wait for.
+        CUDA_CHECK(cudaMemcpyAsync(device.data, host.data, host.n_bytes(), cudaMemcpyHostToDevice, impl_->stream));
     } else {
         impl_->bulk->to_device(host.data, device.data, host.n_bytes(), impl_->stream);
     }
@@ -265,6 +269,31 @@ void CudaBackend::copy_in(const Tensor& src, Tensor& dst) {
 }
 
 void CudaBackend::copy_out(const Tensor& src, Tensor& dst) { download(src, dst); }
+
+bool CudaBackend::Impl::is_registered(const void* p, uint64_t bytes) const {
+    const auto begin = reinterpret_cast<uintptr_t>(p);
+    auto it = registered.upper_bound(begin);
+    if (it == registered.begin()) return false;
+    --it;
+    return begin >= it->first && begin + bytes <= it->second;
+}
+
+Buffer CudaBackend::register_host_memory(const void* p, uint64_t bytes) {
+    if (p == nullptr || bytes == 0) return {};
+    void* q = const_cast<void*>(p);
+    // Read-only: the weights are a read-only file mapping (default flags refuse one).
+    if (cudaHostRegister(q, bytes, cudaHostRegisterReadOnly) != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky: clear it, copies of this range stay staged
+        return {};
+    }
+    const auto begin = reinterpret_cast<uintptr_t>(p);
+    impl_->registered[begin] = begin + bytes;
+    Impl* impl = impl_.get();
+    return Buffer(q, bytes, MemoryKind::PinnedHost, [impl, begin](void* r, uint64_t) {
+        impl->registered.erase(begin);
+        (void)cudaHostUnregister(r);
+    });
+}
 
 void CudaBackend::synchronize() {
     CUDA_CHECK(cudaStreamSynchronize(impl_->stream));

@@ -76,6 +76,7 @@ class CudaBackend : public Backend {
     Buffer allocate(uint64_t bytes, std::string_view what) override;
     void copy_in(const Tensor& src, Tensor& dst) override;
     void copy_out(const Tensor& src, Tensor& dst) override;
+    Buffer register_host_memory(const void* p, uint64_t bytes) override;
     // A contiguous device tensor in the arena (contents undefined).
     DeviceTensor allocate(GgmlType type, std::initializer_list<int64_t> ne,
                           std::string_view what = "tensor");

@@ -124,6 +124,14 @@ public:
     // Copies src in this backend's memory into the contiguous host tensor dst (same type and
     // shape) once the ops queued before it have run; returns when dst holds the bytes.
     virtual void copy_out(const Tensor& src, Tensor& dst) = 0;
+    // Lets this backend's copies read host memory [p, p + bytes) directly (CUDA: a read-only
+    // registration, which pins the pages), so copy_in from it skips the staging chunks. The
+    // memory must stay mapped and unchanged while the handle lives; dropping it undoes this. An
+    // empty handle where the backend has no such thing or the registration was refused.
+    virtual Buffer register_host_memory(const void* p, uint64_t bytes) {
+        (void)p, (void)bytes;
+        return {};
+    }
 
     // ---- ops
     // y [n, m] = W [k, n] · x [k, m]: each row of W dotted with each row of x. y is f32.

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
@@ -89,6 +91,9 @@ PlacedWeight PlacedModel::place(const Tensor& view, const std::string& name, Tie
                 stats_.locked_bytes += w.tensor.n_bytes();
             }
             stats_.ram_weight_bytes += view.n_bytes();
+            if (w.tensor.is_contiguous()) {
+                ram_ranges_.emplace_back(static_cast<const uint8_t*>(w.tensor.data), w.tensor.n_bytes());
+            }
             break;
         case Tier::Disk: {
             w.backend = tiers.cpu;
@@ -282,6 +287,35 @@ std::vector<Backend*> PlacedModel::kv_backends() const {
     std::vector<Backend*> out;
     for (const PlacedLayer& l : layers_) out.push_back(l.attn_home);
     return out;
+}
+
+uint64_t PlacedModel::register_ram_weights(Backend& gpu) {
+    if (!registrations_.empty() || ram_ranges_.empty()) return stats_.registered_bytes;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    std::vector<std::pair<uintptr_t, uintptr_t>> runs;  // page-aligned [begin, end)
+    for (const auto& [p, n] : ram_ranges_) {
+        const auto b = reinterpret_cast<uintptr_t>(p) / page * page;
+        const auto e = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+        runs.emplace_back(b, e);
+    }
+    std::sort(runs.begin(), runs.end());
+    std::vector<std::pair<uintptr_t, uintptr_t>> merged;
+    for (const auto& r : runs) {
+        if (!merged.empty() && r.first <= merged.back().second) {
+            merged.back().second = std::max(merged.back().second, r.second);
+        } else {
+            merged.push_back(r);
+        }
+    }
+    for (const auto& [b, e] : merged) {
+        Buffer handle = gpu.register_host_memory(reinterpret_cast<const void*>(b), e - b);
+        if (!handle) continue;
+        stats_.registered_bytes += handle.size();
+        registrations_.push_back(std::move(handle));
+    }
+    stats_.register_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return stats_.registered_bytes;
 }
 
 }  // namespace strata

@@ -84,6 +84,8 @@ struct ResidencyStats {
     uint64_t disk_weight_bytes = 0;  // streamed per token
     uint64_t small_copy_bytes = 0;   // norms/biases copied to each backend
     uint64_t locked_bytes = 0;       // RAM weights mlock()ed (ram_lock)
+    uint64_t registered_bytes = 0;   // RAM weights the GPU copies from directly (register_ram_weights)
+    double register_seconds = 0;
 };
 
 class PlacedModel {
@@ -117,6 +119,11 @@ class PlacedModel {
     // Null when no weight is on DISK. Mutable: reading advances it.
     DiskStream* disk_stream() const { return stream_.get(); }
     const ResidencyStats& stats() const { return stats_; }
+    // Registers the RAM weights with `gpu` for direct copies (prefill ships them to it: at 70B
+    // on an H100, 54 GB/s from registered pages against 28 GB/s through the staging memcpy).
+    // Neighbouring weights are merged into page-aligned runs; a refused run stays staged.
+    // Returns the bytes registered (also in stats()).
+    uint64_t register_ram_weights(Backend& gpu);
 
   private:
     int use_backend(Backend* b);  // index, adding it if new
@@ -137,6 +144,8 @@ class PlacedModel {
     const float* rope_freqs_ = nullptr;
     std::vector<PlacedLayer> layers_;
     ResidencyStats stats_;
+    std::vector<std::pair<const uint8_t*, uint64_t>> ram_ranges_;  // contiguous RAM weights
+    std::vector<Buffer> registrations_;  // after owned_: dropped before the copies they cover
 };
 
 }  // namespace strata

@@ -399,6 +399,8 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         const uint64_t still = activation_reserve > held ? activation_reserve - held : 0;
         options_.session.gpu_staging_limit =
             (left > kv_gpu + still ? left - kv_gpu - still : 0) / static_cast<uint64_t>(options.session.n_sequences);
+        // Prompt batches copy RAM weights to the GPU: let it read them in place.
+        if (ships && options_.session.gpu_staging_limit > 0) placed_->register_ram_weights(*gpu_);
     }
     sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
     options_.session.sparse = sparse_.get();
@@ -436,6 +438,10 @@ std::string Runtime::accounting(const Session* session) const {
             << " | cpu " << format_bytes(session->program().activation_bytes(cpu_.get())) << "\n";
     }
     out << "norm copies: " << format_bytes(r.small_copy_bytes) << "\n";
+    if (r.registered_bytes > 0) {
+        out << "ram weights: " << format_bytes(r.registered_bytes) << " registered for direct GPU copies in "
+            << r.register_seconds << " s\n";
+    }
     if (gpu_) {
         out << "prefill staging: up to " << format_bytes(options_.session.gpu_staging_limit)
             << " per session for a shipped weight (largest " << format_bytes(largest_streamed_bytes(tensor_table(*model_)))
@@ -444,7 +450,7 @@ std::string Runtime::accounting(const Session* session) const {
             const LayerProgram::ShipStats& s = session->program().ship_stats();
             out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU, host copies "
                 << s.seconds << " s (" << (s.seconds > 0 ? static_cast<double>(s.bytes) / s.seconds / 1e9 : 0.0)
-                << " GB/s)\n";
+                << " GB/s" << (r.registered_bytes > 0 ? "; registered weights are only queued" : "") << ")\n";
         }
     }
     if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
