@@ -251,13 +251,12 @@ BenchRow spec_row(const BenchArgs& args, const std::vector<TokenId>& prompt, int
     const Stat st = stats(row.samples);
     row.mean = st.mean;
     row.stdev = st.stdev;
-    row.n_prompt = static_cast<int64_t>(prompt.size());
-    row.n_gen = n;
+    row.n_gen = n;  // tokens/s of the decode, as tg (the prompt's prefill is not timed)
     row.test = spec.mode == SpecMode::Off
                    ? cat("gen", n)
                    : cat("gen", n, " spec ", spec_mode_name(spec.mode), " k", spec.auto_length ? "auto" : cat(spec.draft_max), " (",
                          fixed(last.spec.mean_accepted(), 2), " acc/pass, ", last.spec.accepted, "/", last.spec.proposed, ")");
-    row.accepted_per_pass = last.spec.mean_accepted();
+    if (spec.mode != SpecMode::Off) row.accepted_per_pass = last.spec.mean_accepted();
     return row;
 }
 
@@ -297,6 +296,20 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     const TensorTable table = tensor_table(runtime.model());
     std::vector<TgRun> tg_runs;
     ConfigResult out;
+    // The configuration's columns, then the row is printed and kept.
+    const auto emit = [&](BenchRow row) {
+        row.model = engine.model;
+        row.arch = runtime.model().config().architecture;
+        row.type_k = engine.kv_type;
+        row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
+        row.threads = runtime.cpu().capabilities().host_threads;
+        row.n_batch = ro.session.n_batch;
+        row.gpu_bytes = rs.gpu_weight_bytes;
+        row.ram_bytes = rs.ram_weight_bytes;
+        row.disk_bytes = rs.disk_weight_bytes;
+        if (!args.json) print_row(args, row);
+        out.rows.push_back(std::move(row));
+    };
     auto one = [&](bool prompt, int64_t n) {
         if (n <= 0) return;
         run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
@@ -322,38 +335,15 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
             if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
             tg_runs.push_back(std::move(run));
         }
-        row.model = engine.model;
-        row.arch = runtime.model().config().architecture;
-        row.type_k = engine.kv_type;
-        row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
-        row.threads = runtime.cpu().capabilities().host_threads;
-        row.n_batch = ro.session.n_batch;
-        row.gpu_bytes = rs.gpu_weight_bytes;
-        row.ram_bytes = rs.ram_weight_bytes;
-        row.disk_bytes = rs.disk_weight_bytes;
-        if (!args.json) print_row(args, row);
-        out.rows.push_back(std::move(row));
+        emit(std::move(row));
     };
     for (int64_t n : args.n_prompt) one(true, n);
     for (int64_t n : args.n_gen) one(false, n);
-    if (spec.mode != SpecMode::Off) {
+    if (spec.mode != SpecMode::Off) {  // gen N without and with speculation, on one prompt
         const std::vector<TokenId> prompt = bench_prompt(args, runtime.model());
         for (int64_t n : args.n_gen) {
-            for (const bool with_spec : {false, true}) {
-                BenchRow row = spec_row(args, prompt, n, with_spec ? spec : SpecParams{}, *session,
-                                        engines.draft_session.get());
-                row.model = engine.model;
-                row.arch = runtime.model().config().architecture;
-                row.type_k = engine.kv_type;
-                row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
-                row.threads = runtime.cpu().capabilities().host_threads;
-                row.n_batch = ro.session.n_batch;
-                row.gpu_bytes = rs.gpu_weight_bytes;
-                row.ram_bytes = rs.ram_weight_bytes;
-                row.disk_bytes = rs.disk_weight_bytes;
-                if (!args.json) print_row(args, row);
-                out.rows.push_back(std::move(row));
-            }
+            emit(spec_row(args, prompt, n, SpecParams{}, *session, nullptr));
+            emit(spec_row(args, prompt, n, spec, *session, engines.draft_session.get()));
         }
     }
     for (const TgRun& r : tg_runs) {
