@@ -41,7 +41,11 @@ SpecParams resolve_spec(const SpecFlags& f, const EngineOptions& engine, std::st
         p.auto_length = true;
         p.draft_max = std::min<int64_t>(kAutoMax, engine.n_batch - 1);
     } else {
-        p.draft_max = parse_int(f.draft_max, "--draft-max", 1, SpecParams::kMaxDraft);
+        try {
+            p.draft_max = parse_int(f.draft_max, "--draft-max", 1, SpecParams::kMaxDraft);
+        } catch (const ArgumentError& e) {
+            throw ArgumentError(cat(e.what(), ", or auto"));
+        }
     }
     p.mode = f.mode.empty() ? (f.draft_model.empty() ? SpecMode::Off : SpecMode::Draft) : parse_spec_mode(f.mode);
     if (p.mode == SpecMode::Draft && f.draft_model.empty()) {
