@@ -8,6 +8,7 @@
 
 #include "engine/chat/chat_renderer.h"
 #include "tools/sampling_options.h"
+#include "tools/spec_options.h"
 
 namespace strata::cli {
 
@@ -19,6 +20,7 @@ struct ChatArgs {
     std::string first_prompt;        // -p: the first user message, answered before any input
     bool single_turn = false;        // -st: answer the first message and leave
     std::vector<std::string> stops;  // -r / --stop: the answer ends before any of these
+    SpecFlags spec;                  // --spec, --draft-max, --draft-min, -md, -ngld
 };
 
 void run_chat(const ChatArgs& args);

@@ -25,6 +25,9 @@
 #include "tools/progress_bar.h"
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
+#include "tools/bench_spec.h"
+#include "tools/spec_options.h"
+#include "engine/core/bounded_read.h"
 
 namespace strata::cli {
 namespace {
@@ -43,6 +46,8 @@ struct BenchArgs {
     bool fit = false;
     bool batch_given = false;  // -b: prompts in batches of that size, not one pass each
     std::string mmap = "1";    // -mmp 0: the RAM weights copied out of the file mapping
+    SpecFlags spec;            // --spec ...: generation rows with and without speculation
+    std::string spec_file;     // --spec-file: their prompt (default: a synthetic repeated one)
 };
 
 // One measured test, in llama-bench's terms.
@@ -54,6 +59,7 @@ struct BenchRow {
     std::vector<double> samples;
     uint64_t gpu_bytes = 0, ram_bytes = 0, disk_bytes = 0;
     nlohmann::json sparsity;
+    double accepted_per_pass = -1;  // speculation rows only
 };
 
 nlohmann::json row_json(const BenchRow& r) {
@@ -68,6 +74,7 @@ nlohmann::json row_json(const BenchRow& r) {
                         {"samples_ts", r.samples}, {"predicted_ts", r.predicted},
                         {"gpu_bytes", r.gpu_bytes}, {"ram_bytes", r.ram_bytes}, {"disk_bytes", r.disk_bytes}};
     if (!r.sparsity.is_null()) j["sparsity"] = r.sparsity;
+    if (r.accepted_per_pass >= 0) j["accepted_per_pass"] = r.accepted_per_pass;
     return j;
 }
 
@@ -221,6 +228,38 @@ void record_fit(const Runtime& runtime, const TensorTable& table, const std::str
     }
 }
 
+// The prompt of the speculation rows: --spec-file's text, or a synthetic repeated one.
+std::vector<TokenId> bench_prompt(const BenchArgs& args, const Model& model) {
+    if (args.spec_file.empty()) return repeated_prompt(model.config().n_vocab, 4321);
+    const std::string text = read_bounded_file(args.spec_file, "--spec-file", ReadOptions{kMaxTextFileBytes});
+    std::vector<TokenId> ids = model.tokenizer().encode(text, /*add_special=*/true, /*parse_special=*/true);
+    if (ids.empty()) throw ArgumentError(cat("--spec-file '", args.spec_file, "' holds no tokens"));
+    return ids;
+}
+
+// "gen N" (greedy generation from the prompt) or "gen N spec MODE": the decode's tokens/s over
+// the repetitions and, with speculation, the accepted tokens per pass (the same in every run).
+BenchRow spec_row(const BenchArgs& args, const std::vector<TokenId>& prompt, int64_t n, const SpecParams& spec,
+                  Session& session, Session* draft) {
+    BenchRow row;
+    generate_once(session, prompt, std::min<int64_t>(n, 16), spec, draft);  // warm-up
+    GenRun last;
+    for (int r = 0; r < args.repetitions; ++r) {
+        last = generate_once(session, prompt, n, spec, draft);
+        row.samples.push_back(last.tokens_per_second);
+    }
+    const Stat st = stats(row.samples);
+    row.mean = st.mean;
+    row.stdev = st.stdev;
+    row.n_gen = n;  // tokens/s of the decode, as tg (the prompt's prefill is not timed)
+    row.test = spec.mode == SpecMode::Off
+                   ? cat("gen", n)
+                   : cat("gen", n, " spec ", spec_mode_name(spec.mode), " k", spec.auto_length ? "auto" : cat(spec.draft_max), " (",
+                         fixed(last.spec.mean_accepted(), 2), " acc/pass, ", last.spec.accepted, "/", last.spec.proposed, ")");
+    if (spec.mode != SpecMode::Off) row.accepted_per_pass = last.spec.mean_accepted();
+    return row;
+}
+
 // What one engine configuration (-t, -ngl, -ctk of the lists) measures.
 struct ConfigResult {
     std::vector<BenchRow> rows;
@@ -242,7 +281,10 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     if (!args.batch_given && engine.llama.n_ubatch == 0) {
         for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
     }
-    const Runtime runtime(engine.model, ro);
+    SpecParams spec = resolve_spec(args.spec, engine, "bench");
+    const Engines engines = load_engines(engine.model, ro, args.spec, spec);
+    const Runtime& runtime = *engines.target;
+    apply_cost_prior(spec, runtime);
     std::unique_ptr<Session> session = runtime.new_session();
     if (longest > session->n_ctx()) {
         throw ArgumentError(cat("bench: a test of ", longest, " tokens does not fit the context of ", session->n_ctx(),
@@ -257,6 +299,20 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     const TensorTable table = tensor_table(runtime.model());
     std::vector<TgRun> tg_runs;
     ConfigResult out;
+    // The configuration's columns, then the row is printed and kept.
+    const auto emit = [&](BenchRow row) {
+        row.model = engine.model;
+        row.arch = runtime.model().config().architecture;
+        row.type_k = engine.kv_type;
+        row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
+        row.threads = runtime.cpu().capabilities().host_threads;
+        row.n_batch = ro.session.n_batch;
+        row.gpu_bytes = rs.gpu_weight_bytes;
+        row.ram_bytes = rs.ram_weight_bytes;
+        row.disk_bytes = rs.disk_weight_bytes;
+        if (!args.json) print_row(args, row);
+        out.rows.push_back(std::move(row));
+    };
     auto one = [&](bool prompt, int64_t n) {
         if (n <= 0) return;
         run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
@@ -282,20 +338,17 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
             if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
             tg_runs.push_back(std::move(run));
         }
-        row.model = engine.model;
-        row.arch = runtime.model().config().architecture;
-        row.type_k = engine.kv_type;
-        row.gpu_layers = engine.llama.gpu_layers.empty() ? "auto" : engine.llama.gpu_layers;
-        row.threads = runtime.cpu().capabilities().host_threads;
-        row.n_batch = ro.session.n_batch;
-        row.gpu_bytes = rs.gpu_weight_bytes;
-        row.ram_bytes = rs.ram_weight_bytes;
-        row.disk_bytes = rs.disk_weight_bytes;
-        if (!args.json) print_row(args, row);
-        out.rows.push_back(std::move(row));
+        emit(std::move(row));
     };
     for (int64_t n : args.n_prompt) one(true, n);
     for (int64_t n : args.n_gen) one(false, n);
+    if (spec.mode != SpecMode::Off) {  // gen N without and with speculation, on one prompt
+        const std::vector<TokenId> prompt = bench_prompt(args, runtime.model());
+        for (int64_t n : args.n_gen) {
+            emit(spec_row(args, prompt, n, SpecParams{}, *session, nullptr));
+            emit(spec_row(args, prompt, n, spec, *session, engines.draft_session.get()));
+        }
+    }
     for (const TgRun& r : tg_runs) {
         if (args.fit && args.format == "md" && !args.json) print_fit(runtime, r);
         if (!r.estimate) continue;
@@ -360,6 +413,7 @@ void bench(const BenchArgs& args) {
                            {"predicted", r.predicted}, {"threads", r.threads}, {"n_gpu_layers", r.gpu_layers},
                            {"type_k", r.type_k}});
         if (!r.sparsity.is_null()) results.back()["sparsity"] = r.sparsity;
+        if (r.accepted_per_pass >= 0) results.back()["accepted_per_pass"] = r.accepted_per_pass;
     }
     const BenchRow first = rows.empty() ? BenchRow{} : rows.front();
     nlohmann::json out = {{"model", args.engine.model},
@@ -397,6 +451,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_flag("--fit", args->fit,
                   "print the cost model's decode terms beside the measured tg time per token, and record the run"
                   " in the calibration file the cost model is fitted to");
+    add_spec_options(*cmd, args->spec);
+    cmd->add_option("--spec-file", args->spec_file,
+                    "prompt of the --spec rows (gen N with and without speculation); default: 64 random tokens said twice");
     CLI::Option* batch = cmd->get_option("--batch-size");
     cmd->callback([args, batch] {
         args->batch_given = batch->count() > 0;

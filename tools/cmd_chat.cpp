@@ -68,7 +68,7 @@ constexpr const char* kHelp =
     "  /help              this text\n"
     "  /clear             forget the conversation (the system text stays)\n"
     "  /system TEXT       set the system text (empty: none)\n"
-    "  /stats             context use, the speed of the last answer (and the sparsity achieved)\n"
+    "  /stats             context use, the speed of the last answer (sparsity, speculation)\n"
     "  /save FILE         write the conversation as JSON\n"
     "  /load FILE         read a conversation written by /save\n"
     "  /set [NAME VALUE]  show the settings, or set one: temp, top-k, top-p, min-p, repeat-penalty,\n"
@@ -104,11 +104,14 @@ std::string sampler_values(const SamplerParams& s) {
 
 class ChatRepl {
 public:
-    ChatRepl(const ChatArgs& args, Session& session, ChatRenderer renderer, bool interactive)
+    ChatRepl(const ChatArgs& args, Session& session, ChatRenderer renderer, bool interactive, const SpecParams& spec,
+             Session* draft)
         : conv_(session, std::move(renderer)), interactive_(interactive) {
         conv_.set_system(args.system);
         params_.n_predict = args.n_predict;
         params_.sampler = args.engine.sampler;
+        params_.spec = spec;
+        params_.draft = draft;
         stops_ = args.stops;
     }
 
@@ -231,6 +234,7 @@ private:
                     static_cast<long long>(t.n_prompt), static_cast<long long>(t.n_reused),
                     t.prompt_tokens_per_second(), static_cast<long long>(t.n_generated),
                     t.decode_tokens_per_second(), std::string(stop_reason_name(t.stop)).c_str());
+        if (params_.spec.mode != SpecMode::Off) std::printf("%s\n", spec_summary(params_.spec.mode, t.spec).c_str());
         if (const SparseFfn* sparse = s.program().sparse()) std::printf("%s", sparsity_report(*sparse, &s.program()).c_str());
     }
 
@@ -253,7 +257,10 @@ void add_stop_options(CLI::App& cmd, std::vector<std::string>& stops) {
 void run_chat(const ChatArgs& args) {
     args.engine.sampler.validate();
     if (args.n_predict < -1) throw ArgumentError(cat("-n must be -1 or >= 0, got ", args.n_predict));
-    const Runtime runtime(args.engine.model, args.engine.runtime_options());
+    SpecParams spec = resolve_spec(args.spec, args.engine, "chat");
+    const Engines engines = load_engines(args.engine.model, args.engine.runtime_options(), args.spec, spec);
+    const Runtime& runtime = *engines.target;
+    apply_cost_prior(spec, runtime);
     const Model& model = runtime.model();
     ChatRendererChoice chosen = choose_chat_renderer(model, args.chat_template);
     for (const std::string& w : chosen.warnings) std::fprintf(stderr, "strata chat: warning: %s\n", w.c_str());
@@ -275,10 +282,14 @@ void run_chat(const ChatArgs& args) {
                  format_bytes(rs.ram_weight_bytes).c_str(), format_bytes(rs.disk_weight_bytes).c_str(),
                  static_cast<long long>(session.n_ctx()));
     if (args.engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(&session).c_str());
+    if (args.engine.verbose && engines.draft) {
+        std::fprintf(stderr, "draft model %s:\n%s", args.spec.draft_model.c_str(),
+                     engines.draft->accounting(engines.draft_session.get()).c_str());
+    }
     if (interactive) std::fprintf(stderr, "/help for commands, Ctrl-C stops an answer, Ctrl-D quits\n");
 
     install_sigint_handler();
-    ChatRepl repl(args, session, chosen.renderer, interactive);
+    ChatRepl repl(args, session, chosen.renderer, interactive, spec, engines.draft_session.get());
     repl.run(args.first_prompt, args.single_turn);
     // Piped input is a script: a turn that could not be answered makes the chat fail.
     if (!interactive && repl.failed_turns() > 0) {
@@ -297,6 +308,7 @@ void add_chat_command(CLI::App& app) {
     cmd->add_flag("--color")->description("accepted (llama-cli's colours; answers are plain text here)");
     add_stop_options(*cmd, args->stops);
     add_chat_template_options(*cmd, args->chat_template);
+    add_spec_options(*cmd, args->spec);
     cmd->add_option("-n,--n-predict", args->n_predict,
                     "most tokens per answer (-1 = until the end of the turn)")
         ->capture_default_str()->check(int_in(-1, kMaxContext));

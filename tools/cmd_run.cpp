@@ -23,6 +23,7 @@
 #include "tools/prompt_text.h"
 #include "tools/progress_bar.h"
 #include "tools/sampling_options.h"
+#include "tools/spec_options.h"
 
 namespace strata::cli {
 namespace {
@@ -46,9 +47,7 @@ struct RunArgs {
     bool interactive = false;
     std::string system;
     ChatTemplateOverride chat_template;
-    // Speculative decoding: --spec, --draft-max, --draft-min.
-    std::string spec = "off";
-    SpecParams spec_params;
+    SpecFlags spec;  // --spec, --draft-max, --draft-min, -md, -ngld
 };
 
 bool conversation_mode(const RunArgs& a) {
@@ -64,6 +63,7 @@ void as_chat(const RunArgs& a, const std::string& text) {
     c.first_prompt = text;
     c.single_turn = a.single_turn;
     c.stops = a.stops;
+    c.spec = a.spec;
     run_chat(c);
 }
 
@@ -76,23 +76,6 @@ nlohmann::json stats_json(const GenerateStats& s, const std::string& text) {
             {"seed", s.seed}};
 }
 
-// --spec and its limits, checked against the batch (-b); a sampler speculation cannot keep
-// exact turns it off, said on stderr.
-SpecParams speculation(const RunArgs& args) {
-    SpecParams p = args.spec_params;
-    p.mode = parse_spec_mode(args.spec);
-    if (p.mode == SpecMode::Off) return p;
-    p.validate(args.engine.n_batch);
-    if (args.engine.sampler.temperature > 0.0f) {
-        std::fprintf(stderr,
-                     "strata run: --spec %s needs greedy sampling (--temp 0) for now; temperature %g: "
-                     "decoding without speculation\n",
-                     args.spec.c_str(), static_cast<double>(args.engine.sampler.temperature));
-        p.mode = SpecMode::Off;
-    }
-    return p;
-}
-
 void run(const RunArgs& args) {
     args.engine.sampler.validate();  // bad flags fail before the model loads
     if (args.n_predict < -1) throw ArgumentError(cat("-n must be -1 or >= 0, got ", args.n_predict));
@@ -101,9 +84,10 @@ void run(const RunArgs& args) {
                            : read_bounded_file(args.prompt_file, "prompt file", ReadOptions{kMaxTextFileBytes});
     if (args.prompt_file.empty() && !args.no_escape) text = process_escapes(text);
     if (conversation_mode(args)) return as_chat(args, text);
-    const SpecParams spec = speculation(args);  // bad flags fail before the model loads
+    const SpecParams spec = resolve_spec(args.spec, args.engine, "run");  // bad flags fail before the model loads
 
-    const Runtime runtime(args.engine.model, args.engine.runtime_options());
+    const Engines engines = load_engines(args.engine.model, args.engine.runtime_options(), args.spec, spec);
+    const Runtime& runtime = *engines.target;
     const Model& model = runtime.model();
     const std::unique_ptr<Session> owned = runtime.new_session();
     Session& session = *owned;
@@ -121,6 +105,8 @@ void run(const RunArgs& args) {
     gp.sampler = args.engine.sampler;
     gp.stop_at_eog = !args.ignore_eos;
     gp.spec = spec;
+    apply_cost_prior(gp.spec, runtime);
+    gp.draft = engines.draft_session.get();
     ProgressBar prompt_bar("prompt", ProgressStyle{"tokens", 1.0});  // a long prompt's prefill
     gp.on_prompt_progress = [&](int64_t done, int64_t total) {
         prompt_bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "");
@@ -155,12 +141,13 @@ void run(const RunArgs& args) {
                  stats.prompt_tokens_per_second(), static_cast<long long>(stats.n_generated),
                  stats.decode_seconds, stats.decode_tokens_per_second(), reason.c_str(), stats.seed);
     if (args.engine.verbose && gp.spec.mode != SpecMode::Off) {
-        const SpecStats& sp = stats.spec;
-        std::fprintf(stderr, "speculation (%s): %lld passes, %lld proposed, %lld accepted | %.2f accepted tokens per pass\n",
-                     std::string(spec_mode_name(gp.spec.mode)).c_str(), static_cast<long long>(sp.passes),
-                     static_cast<long long>(sp.proposed), static_cast<long long>(sp.accepted), sp.mean_accepted());
+        std::fprintf(stderr, "%s\n", spec_summary(gp.spec.mode, stats.spec).c_str());
     }
     if (args.engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(&session).c_str());
+    if (args.engine.verbose && engines.draft) {
+        std::fprintf(stderr, "draft model %s:\n%s", args.spec.draft_model.c_str(),
+                     engines.draft->accounting(engines.draft_session.get()).c_str());
+    }
 }
 
 void add_conversation_options(CLI::App& cmd, RunArgs& a) {
@@ -170,15 +157,6 @@ void add_conversation_options(CLI::App& cmd, RunArgs& a) {
     cmd.add_flag("-i,--interactive", a.interactive, "chat after the first answer (as -cnv)");
     cmd.add_option("--system-prompt", a.system, "-sys: system message (a conversation)");
     add_chat_template_options(cmd, a.chat_template);  // used in conversation mode
-}
-
-void add_spec_options(CLI::App& cmd, RunArgs& a) {
-    cmd.add_option("--spec", a.spec, "speculative decoding: lookup (prompt n-grams; greedy only) or off")
-        ->capture_default_str()->check(CLI::IsMember({"lookup", "off"}));
-    cmd.add_option("--draft-max", a.spec_params.draft_max, "most draft tokens verified per pass (--spec)")
-        ->capture_default_str()->check(int_in(1, SpecParams::kMaxDraft));
-    cmd.add_option("--draft-min", a.spec_params.draft_min, "shorter drafts are not verified (--spec)")
-        ->capture_default_str()->check(int_in(0, SpecParams::kMaxDraft));
 }
 
 }  // namespace
@@ -203,7 +181,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("--color")->description("accepted (llama-cli's colours; the output here is plain text)");
     add_stop_options(*cmd, args->stops);
     add_conversation_options(*cmd, *args);
-    add_spec_options(*cmd, *args);
+    add_spec_options(*cmd, args->spec);
     cmd->callback([args, p, f] {
         check_model_source(args->engine.llama, args->engine.model);
         const bool chat = conversation_mode(*args);

@@ -21,7 +21,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& short_flags() 
         {"-no-cnv", "--no-conversation"}, {"-st", "--single-turn"}, {"-sys", "--system-prompt"},
         {"-hf", "--hf-repo"},       {"-hfr", "--hf-repo"},       {"-ot", "--override-tensor"},
         {"-co", "--color"},         {"-np", "--parallel"},       {"-cb", "--cont-batching"},
-        {"-mmp", "--mmap"},
+        {"-mmp", "--mmap"},         {"-md", "--model-draft"},    {"-ngld", "--gpu-layers-draft"},
     };
     return table;
 }

@@ -86,7 +86,7 @@ std::string Conversation::reply(std::string_view user_text, const GenerateParams
                      return on_text(piece);
                  });
     last_ = TurnStats{n_keep,           stats.n_prompt,       stats.n_generated,
-                      stats.prompt_seconds, stats.decode_seconds, stats.stop, n_dropped};
+                      stats.prompt_seconds, stats.decode_seconds, stats.stop, n_dropped, stats.spec};
     messages_.push_back({"assistant", answer});
     return answer;
 }

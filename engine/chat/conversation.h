@@ -34,6 +34,7 @@ struct TurnStats {
     double decode_seconds = 0;
     StopReason stop = StopReason::Length;
     int64_t n_dropped = 0;    // oldest messages dropped so that the conversation fits the context
+    SpecStats spec;           // speculative decoding's passes (zero without it)
 
     double prompt_tokens_per_second() const;
     double decode_tokens_per_second() const;

@@ -22,8 +22,11 @@ struct GenerateParams {
     int64_t n_predict = -1;  // tokens to generate; -1 = until end of generation or context end
     SamplerParams sampler;
     bool stop_at_eog = true;
-    // Speculative decoding (speculate.h): needs a greedy sampler (ArgumentError otherwise).
+    // Speculative decoding (speculate.h); a sampled run with a grammar is refused (ArgumentError).
     SpecParams spec;
+    // SpecMode::Draft: the draft model's session (draft_model.h), with the target's vocabulary.
+    // Must outlive the call; it is left holding the text so far (a chat's next turn reuses it).
+    Session* draft = nullptr;
     // Called after each forward pass of a prompt longer than one batch: (prompt tokens done,
     // prompt tokens). The passes are the ones Session::prefill makes, so results do not change.
     std::function<void(int64_t done, int64_t total)> on_prompt_progress;

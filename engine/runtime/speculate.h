@@ -1,12 +1,12 @@
-// Speculative decoding, greedy only (issue 25, first slice): a proposer guesses the next few
-// tokens, the target checks them all in one forward pass (Session::feed_all), the longest
-// prefix the target itself would have chosen is kept, and the KV cache is rolled back past the
-// first rejection (Session::truncate). Every kept token is the sampler's own choice on the
-// target's logits, so the output equals decoding without speculation whenever the sampler is
-// deterministic (temperature <= 0: greedy, with bias and penalties applied as usual).
-// Proposer: prompt lookup — the longest n-gram (n = 3 down to 1) ending the text so far that
+// Speculative decoding (issue 25): a proposer guesses the next few tokens, the target checks
+// them all in one forward pass (Session::feed_all), a prefix is kept, and the KV cache is rolled
+// back past the first rejection (Session::truncate). Greedy (temperature <= 0): the longest
+// prefix the target itself would have chosen is kept, so the output equals decoding without
+// speculation. Sampled: rejection sampling (spec_sampling.h) keeps the target's distribution.
+// Proposers: prompt lookup — the longest n-gram (n = 3 down to 1) ending the text so far that
 // occurred before in the prompt or output; the tokens that followed its most recent earlier
-// occurrence are the draft. No second model: strong where the output repeats its input.
+// occurrence are the draft (no second model: strong where the output repeats its input) — and
+// a draft model (draft_model.h).
 #pragma once
 
 #include <cstdint>
@@ -16,15 +16,19 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/runtime/draft_length.h"
+#include "engine/runtime/draft_model.h"
+#include "engine/sampler/sampler.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace strata {
 
+class DraftProposer;
 class Sampler;
 class Session;
 
-enum class SpecMode { Off, Lookup };
-// "off" or "lookup"; throws ArgumentError naming --spec and the choices otherwise.
+enum class SpecMode { Off, Lookup, Draft };
+// "off", "lookup" or "draft"; throws ArgumentError naming --spec and the choices otherwise.
 SpecMode parse_spec_mode(std::string_view text);
 std::string_view spec_mode_name(SpecMode mode);
 
@@ -34,6 +38,10 @@ struct SpecParams {
     int64_t draft_max = 8;  // tokens proposed per pass, 1..kMaxDraft and < the batch size
     int64_t draft_min = 0;  // shorter proposals are not verified (a plain step instead)
     int max_ngram = 3;      // lookup: longest n-gram matched
+    // --draft-max auto: each pass drafts the k in 1..draft_max that DraftLength (draft_length.h)
+    // expects to be fastest, from the acceptance and pass times measured so far.
+    bool auto_length = false;
+    DraftLengthPrior prior;  // its starting point (the cost model's pass costs, when known)
 
     // Throws ArgumentError naming --draft-max / --draft-min and their ranges; the verifying
     // pass of 1 + draft_max tokens must fit a batch of n_batch.
@@ -51,16 +59,17 @@ struct SpecStats {
 // the longest n-gram (n = max_ngram .. 1) that ends `history`; empty when none occurred.
 std::vector<TokenId> propose_lookup(std::span<const TokenId> history, int64_t max_tokens, int max_ngram = 3);
 
-// The token source of a greedy generation loop with speculation. next() gives the next output
+// The token source of a generation loop with speculation. next() gives the next output
 // token (already passed to sampler.accept); advance(t) makes t, the token next() just gave,
 // part of the context, verifying a draft after it when the proposer has one. Tokens a pass
 // accepted are in the session before next() hands them out (fed_ahead() counts them).
 class SpeculativeDecoder {
 public:
-    // `logits`: the target's prediction after the session's last token. Throws ArgumentError
-    // when the sampler is not greedy (speculation would change the output distribution).
+    // `logits`: the target's prediction after the session's last token. `draft`: the proposer
+    // of SpecMode::Draft (null otherwise). Throws ArgumentError for a sampled run with a grammar
+    // (the grammar cannot follow rejected drafts) and for Draft without a proposer.
     SpeculativeDecoder(Session& session, Sampler& sampler, const SpecParams& params,
-                       std::span<const float> logits);
+                       std::span<const float> logits, DraftProposer* draft = nullptr);
 
     TokenId next();
     // budget: output tokens still wanted after t (drafts beyond it are not proposed).
@@ -72,7 +81,11 @@ public:
     const SpecStats& stats() const { return stats_; }
 
 private:
-    void verify(TokenId t, std::span<const TokenId> draft);
+    void verify(TokenId t, const DraftChain& draft);
+    // Row i of the pass: kept tokens before it were accepted by the sampler already.
+    int64_t judge_greedy(std::span<const float> rows, const DraftChain& draft);
+    int64_t judge_sampled(std::span<const float> rows, const DraftChain& draft);
+    void propose(TokenId t, int64_t k, DraftChain& out);
 
     Session& session_;
     Sampler& sampler_;
@@ -83,6 +96,11 @@ private:
     std::optional<TokenId> bonus_;  // the target's choice after a pass: not yet in the session
     bool last_fed_ = false;         // the token next() gave last is already in the session
     std::vector<TokenId> scratch_;
+    DraftProposer* draft_;
+    DraftChain chain_;
+    SamplerRng rng_;          // acceptance draws and resamples (sampled runs)
+    DraftLength length_;      // the chooser of k (auto_length)
+    std::vector<float> p_;    // the target's dense distribution of one row
 };
 
 }  // namespace strata

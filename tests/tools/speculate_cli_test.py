@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""`strata run --spec lookup` end to end on the default model: on a code-edit prompt that repeats
-its input, greedy text with prompt-lookup speculation equals the text without it, and -v reports
-accepted draft tokens; bad --spec / --draft-max / --draft-min values give one clear error line;
-a sampling temperature turns speculation off, said on stderr.
+"""`strata run --spec lookup|draft` end to end on the default model: on a code-edit prompt that
+repeats its input, greedy text with prompt-lookup speculation (and with the model itself as its
+draft, -md) equals the text without it, and -v reports accepted draft tokens; --draft-max auto
+runs; sampling runs speculation (rejection sampling), a grammar with sampling turns it off, said
+on stderr; bad --spec / --draft-max / --draft-min / -md values give one clear error line (a
+draft of another vocabulary names both files); chat and bench take the same flags.
 
 usage: speculate_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset)."""
@@ -74,14 +76,39 @@ def main():
                    f"--draft-max {draft_max}: {passes} passes, {proposed} proposed, {accepted} accepted")
             print(f"draft-max {draft_max}: {passes} passes, {proposed} proposed, {accepted} accepted")
 
-    # A sampler speculation cannot keep exact: said on stderr, then plain decoding.
-    rc, _, err = run(strata, "run", *m, "-p", PROMPT, "-n", "4", "--temp", "0.8", "--spec", "lookup", "-v")
-    expect(rc == 0, f"--temp 0.8 --spec lookup failed: {err}")
+    # The model as its own draft: the same greedy text, every draft kept (same logits on the CPU).
+    rc, spec, err = run(strata, *gen, "-md", model, "--draft-max", "4", "-v")
+    expect(rc == 0 and spec == plain, f"-md itself: rc {rc}, text differs:\n{plain!r}\nvs\n{spec!r}\n{err}")
+    stats = re.search(r"speculation \(draft\): (\d+) passes, (\d+) proposed, (\d+) accepted", err)
+    expect(stats is not None and int(stats.group(3)) > 0, f"-md: no accepted drafts: {err!r}")
+    rc, spec, err = run(strata, *gen, "--spec", "lookup", "--draft-max", "auto", "-v")
+    expect(rc == 0 and spec == plain, f"--draft-max auto: rc {rc}, text differs: {spec!r} {err}")
+
+    # Sampling: rejection sampling keeps the target's distribution, so speculation runs.
+    rc, _, err = run(strata, "run", *m, "-p", PROMPT, "-n", "8", "--temp", "0.8", "--spec", "lookup", "-v")
+    expect(rc == 0 and "speculation (lookup)" in err, f"--temp 0.8 --spec lookup: rc {rc}: {err!r}")
+    # A grammar cannot follow rejected drafts when sampling: said on stderr, then plain decoding.
+    rc, _, err = run(strata, "run", *m, "-p", PROMPT, "-n", "4", "--temp", "0.8", "--spec", "lookup",
+                     "--grammar", "root ::= [a-z ]+", "-v")
+    expect(rc == 0, f"--grammar --spec lookup failed: {err}")
     expect("needs greedy sampling" in err and "without speculation" in err, f"no fallback note: {err!r}")
-    expect("speculation (lookup)" not in err, f"speculation ran with --temp 0.8: {err!r}")
+    expect("speculation (lookup)" not in err, f"speculation ran with a sampled grammar: {err!r}")
+
+    rc, out, err = run(strata, "chat", *m, "-st", "-p", "Say hi", "-n", "8", "--temp", "0", "--spec", "lookup")
+    expect(rc == 0, f"chat --spec lookup: rc {rc}: {err!r}")
+    rc, out, err = run(strata, "bench", "-m", model, "-t", "2", "-p", "0", "-n", "8", "-r", "1", "--spec", "lookup")
+    expect(rc == 0 and "gen8 spec lookup" in out and "| gen8 |" in out, f"bench --spec: rc {rc}: {out!r} {err!r}")
+
+    second = os.environ.get("STRATA_SECOND_MODEL")
+    if second and os.path.exists(second):
+        rc, _, err = run(strata, *gen, "-md", second)
+        vocab = "cannot draft for" in err and second in err and model in err
+        expect(rc != 0 and vocab, f"-md of another vocabulary: rc {rc}: {err!r}")
 
     base = ["run", *m, "-p", "hi", "-n", "2"]
-    expect_error(strata, [*base, "--spec", "draft"], "--spec")
+    expect_error(strata, [*base, "--spec", "draft"], "--spec draft needs a draft model")
+    expect_error(strata, [*base, "--spec", "lookup", "-md", model], "drafts for --spec draft")
+    expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "many"], "--draft-max")
     expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "0"], "--draft-max")
     expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "65"], "--draft-max")
     expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "40", "-b", "32"], "--draft-max must be in 1..31")

@@ -2,7 +2,7 @@
 // histories, Session::feed_all and its rollback against token-by-token feeding, and greedy
 // generation with lookup speculation against generation without it on a synthetic model —
 // token for token, over prompts that repeat (drafts get accepted) and prompts that do not,
-// for several --draft-max values and batch sizes.
+// for several --draft-max values and batch sizes; sampled generation with lookup drafts.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -15,6 +15,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/speculate.h"
+#include "engine/sampler/grammar.h"
 #include "engine/sampler/sampler.h"
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
@@ -73,7 +74,8 @@ TEST(SpecParams, RefusesDraftSizesOutsideTheirRangesNamingTheFlag) {
     EXPECT_THROW(p.validate(8), ArgumentError);  // 1 + 8 tokens do not fit a batch of 8
     p.draft_min = 9;
     EXPECT_THROW(p.validate(256), ArgumentError);
-    EXPECT_THROW(parse_spec_mode("draft"), ArgumentError);
+    EXPECT_THROW(parse_spec_mode("self"), ArgumentError);
+    EXPECT_EQ(parse_spec_mode("draft"), SpecMode::Draft);
     EXPECT_EQ(parse_spec_mode("lookup"), SpecMode::Lookup);
 }
 
@@ -204,17 +206,41 @@ TEST_F(SpeculateTest, StopsAtTheContextEndLikePlainDecoding) {
     EXPECT_EQ(run(SpecMode::Lookup), run(SpecMode::Off));
 }
 
-TEST_F(SpeculateTest, RefusesANonGreedySampler) {
+TEST_F(SpeculateTest, RefusesAGrammarWhenSamplingAndADraftModeWithoutADraft) {
     SessionParams sp;
     sp.n_ctx = 32;
     Session s(*model_, cpu_, sp);
     SamplerParams p;
     p.temperature = 0.7f;
+    p.grammar = std::make_shared<const Grammar>(parse_gbnf("root ::= [a-z]+"));
     Sampler sampler(p, n_vocab());
     const std::vector<float> logits(static_cast<size_t>(n_vocab()), 0.0f);
     SpecParams spec;
     spec.mode = SpecMode::Lookup;
     EXPECT_THROW(SpeculativeDecoder(s, sampler, spec, logits), ArgumentError);
+    p.grammar.reset();
+    Sampler plain(p, n_vocab());
+    EXPECT_NO_THROW(SpeculativeDecoder(s, plain, spec, logits));  // rejection sampling keeps it exact
+    spec.mode = SpecMode::Draft;
+    EXPECT_THROW(SpeculativeDecoder(s, plain, spec, logits), ArgumentError);
+}
+
+TEST_F(SpeculateTest, SampledOutputWithLookupIsAValidSampleAndUsesDrafts) {
+    // A prompt that repeats: lookup drafts, the rejection test keeps some and resamples others.
+    // (The distribution itself is tested in spec_sampling_test.cpp and draft_model_test.cpp.)
+    const std::vector<int32_t> phrase = random_tokens(8, n_vocab(), 17);
+    std::vector<int32_t> prompt;
+    for (int r = 0; r < 4; ++r) prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+    GenerateParams gp;
+    gp.n_predict = 32;
+    gp.stop_at_eog = false;
+    gp.sampler.temperature = 0.3f;
+    gp.sampler.seed = 5;
+    gp.spec.mode = SpecMode::Lookup;
+    const Output out = generate_with(prompt, gp, 16);
+    EXPECT_EQ(out.stats.n_generated, 32);
+    EXPECT_EQ(out.tokens.size(), prompt.size() + 31);  // the last token is never fed
+    EXPECT_GT(out.stats.spec.proposed, 0);
 }
 
 }  // namespace
