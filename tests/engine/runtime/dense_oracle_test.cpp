@@ -35,15 +35,16 @@ TEST_P(DenseOracle, LogitsAgreeWithTransformers) {
     EXPECT_GE(static_cast<double>(r.agree), 0.9 * static_cast<double>(r.positions));
 }
 
-// Bounds as the other oracle cases: the f32 path 1e-3 (reference precision), the fast path's
-// 8-bit activations the real models' 5.0 bound (logits_oracle_test).
+// Bounds: the f32 path 1e-3 as the other oracle cases (measured 1e-5 to 3e-5 on logits of a few
+// units; gemma2's sit at its final cap of 3); the fast path's 8-bit activations 1.0 (measured 0.14
+// gemma2, 0.17 nemo; the real models' bound in logits_oracle_test is 5.0).
 INSTANTIATE_TEST_SUITE_P(
     TinyModels, DenseOracle,
     ::testing::Values(DenseCase{"nemo", "f32", false, 1e-3}, DenseCase{"llama32", "f32", false, 1e-3},
                       DenseCase{"qwen3", "f32", false, 1e-3}, DenseCase{"gemma2", "f32", false, 1e-3},
                       DenseCase{"nemo", "q8_0", false, 1e-3}, DenseCase{"llama32", "q8_0", false, 1e-3},
                       DenseCase{"qwen3", "q8_0", false, 1e-3}, DenseCase{"gemma2", "q8_0", false, 1e-3},
-                      DenseCase{"gemma2", "q8_0", true, 5.0}, DenseCase{"nemo", "q8_0", true, 5.0}),
+                      DenseCase{"gemma2", "q8_0", true, 1.0}, DenseCase{"nemo", "q8_0", true, 1.0}),
     [](const ::testing::TestParamInfo<DenseCase>& info) {
         return std::string(info.param.arch) + "_" + info.param.type + (info.param.quantized_activations ? "_q8act" : "");
     });
