@@ -47,13 +47,14 @@ struct ArchSpec {
 const ArchSpec* find_arch(std::string_view name);
 // Throws UnsupportedError naming the architecture and the supported ones.
 const ArchSpec& arch_spec(std::string_view name);
-// Sorted names: "gemma3", "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe".
+// Sorted names: "gemma2", "gemma3", "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe".
 std::vector<std::string_view> supported_architectures();
 
 // Defined in arch_<name>.cpp.
 const ArchSpec& llama_arch();
 const ArchSpec& qwen2_arch();
 const ArchSpec& qwen3_arch();
+const ArchSpec& gemma2_arch();
 const ArchSpec& gemma3_arch();
 const ArchSpec& qwen2moe_arch();
 const ArchSpec& qwen3moe_arch();

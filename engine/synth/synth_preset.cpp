@@ -24,7 +24,7 @@ struct Shape {
     double rms_eps;
     double rope_base;
     bool tied = false;
-    int64_t sliding_window = 0;  // gemma3: every 6th layer global, the rest local
+    int64_t sliding_window = 0;  // gemma3: every 6th layer global, the rest local; gemma2: every other
     int64_t n_expert = 0;        // MoE: experts per layer, used per token, width of one
     int64_t n_expert_used = 0;
     int64_t n_ff_exp = 0;
@@ -56,10 +56,14 @@ ModelConfig from_shape(const Shape& s) {
     c.moe.n_expert = s.n_expert;
     c.moe.n_expert_used = s.n_expert_used;
     c.moe.n_ff_exp = s.n_ff_exp;
-    if (s.arch == "gemma3") {
+    if (s.arch == "gemma3" || s.arch == "gemma2") {
         c.has_post_norms = true;
         c.activation = Activation::GeluTanh;
         c.embd_scale = std::sqrt(static_cast<double>(s.n_embd));
+    }
+    if (s.arch == "gemma2") {  // the published configs' caps
+        c.attn_logit_softcap = 50.0;
+        c.final_logit_softcap = 30.0;
     }
     return c;
 }
@@ -83,6 +87,12 @@ const std::vector<SynthPreset> kPresets = {
      [] { return from_shape({"gemma3", "Gemma 3 270m", 32768, 640, 18, 4, 1, 256, 2048, 262144, 1e-6, 1e6, true, 512}); }},
     {"gemma3-1b", "Gemma-3-1B: 26 layers, n_embd 1152, 4/1 heads of 256, vocab 262144", VocabStyle::Gemma3Spm,
      [] { return from_shape({"gemma3", "Gemma 3 1b", 32768, 1152, 26, 4, 1, 256, 6912, 262144, 1e-6, 1e6, true, 512}); }},
+    {"gemma2-2b", "Gemma-2-2B: 26 layers, n_embd 2304, GQA 8/4 heads of 256, window 4096, soft-capping, vocab 256000",
+     VocabStyle::Gemma3Spm,
+     [] { return from_shape({"gemma2", "Gemma 2 2b", 8192, 2304, 26, 8, 4, 256, 9216, 256000, 1e-6, 10000.0, true, 4096}); }},
+    {"mistral-nemo-12b", "Mistral-Nemo-12B: 40 layers, n_embd 5120, GQA 32/8 heads of 128, n_ff 14336, vocab 131072",
+     VocabStyle::Llama3Bpe,
+     [] { return from_shape({"llama", "Mistral Nemo 12B", 131072, 5120, 40, 32, 8, 128, 14336, 131072, 1e-5, 1e6}); }},
     {"llama2-7b", "Llama-2-7B: 32 layers, n_embd 4096, 32 heads, n_ff 11008, vocab 32000", VocabStyle::Llama2Spm,
      [] { return from_shape({"llama", "Llama 2 7B", 4096, 4096, 32, 32, 32, 128, 11008, 32000, 1e-5, 10000.0}); }},
     {"llama2-13b", "Llama-2-13B: 40 layers, n_embd 5120, 40 heads, n_ff 13824, vocab 32000", VocabStyle::Llama2Spm,
@@ -106,7 +116,7 @@ const std::vector<SynthPreset> kPresets = {
 };
 // clang-format on
 
-constexpr int64_t kGemmaSwaPeriod = 6;
+constexpr int64_t kGemma3SwaPeriod = 6;  // gemma2: 2 (every other layer, from layer 0)
 
 }  // namespace
 
@@ -145,8 +155,9 @@ ModelConfig synth_config(const SynthPreset& preset, int64_t n_layer, int64_t n_v
     }
     c.is_swa.assign(c.n_layer, false);
     if (c.sliding_window > 0) {
+        const int64_t period = c.architecture == "gemma2" ? 2 : kGemma3SwaPeriod;
         for (int64_t il = 0; il < c.n_layer; ++il) {
-            c.is_swa[il] = (il % kGemmaSwaPeriod) < kGemmaSwaPeriod - 1;
+            c.is_swa[il] = (il % period) < period - 1;
         }
     }
     return c;

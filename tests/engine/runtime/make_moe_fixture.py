@@ -77,12 +77,18 @@ def main():
     else:
         model = transformers.MixtralForCausalLM(transformers.MixtralConfig(**tiny.hf_config(arch)))
     model.load_state_dict(hf_state_dict(arch, read_gguf(path)), strict=True)
+    write_fixture(model, path, out_path)
+
+
+def write_fixture(model, path, out_path, seed=4321, n_tokens=N_TOKENS):
+    """Stores the model's logits at every position of N_PROMPTS pseudo-random prompts, with the
+    sha256 of the GGUF the weights came from (make_dense_fixture.py uses it too)."""
     model.eval().float()
-    gen = torch.Generator().manual_seed(4321)
+    gen = torch.Generator().manual_seed(seed)
     prompts = []
     with torch.no_grad():
         for _ in range(N_PROMPTS):
-            ids = torch.randint(3, tiny.N_VOCAB, (N_TOKENS,), generator=gen)
+            ids = torch.randint(3, tiny.N_VOCAB, (n_tokens,), generator=gen)
             logits = model(ids[None, :]).logits[0]
             prompts.append({"ids": ids.tolist(), "logits": [[round(float(v), 5) for v in row] for row in logits]})
     with open(path, "rb") as f:
@@ -93,7 +99,6 @@ def main():
     with open(out_path, "w") as f:
         json.dump(fixture, f, separators=(",", ":"))
         f.write("\n")
-
 
 if __name__ == "__main__":
     main()

@@ -183,7 +183,13 @@ def write_gguf(arch, ftype, path):
     else:
         wr.add_feed_forward_length(FF_EXPERT)
     add_vocab(wr)
-    for name, data in gguf_tensors(arch, hf_weights(arch)).items():
+    return write_tensors(wr, gguf_tensors(arch, hf_weights(arch)), ftype, path)
+
+
+def write_tensors(wr, tensors, ftype, path):
+    """Adds the tensors in the types tensor_type picks, writes and closes the file; returns its
+    sha256 (make_tiny_dense.py uses it too)."""
+    for name, data in tensors.items():
         qtype = tensor_type(name, data, ftype)
         if qtype == gguf.GGMLQuantizationType.F32:
             wr.add_tensor(name, data.astype(np.float32))
@@ -197,7 +203,6 @@ def write_gguf(arch, ftype, path):
     wr.close()
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
 
 def main():
     if len(sys.argv) != 4 or sys.argv[1] not in ARCHS or sys.argv[2] not in ("f32", "f16", "q8_0"):

@@ -76,6 +76,8 @@ TEST_P(PresetFile, ValidatesWithThePlannedShapesAndTypes) {
     EXPECT_EQ(c.rope.style, want.rope.style);
     EXPECT_EQ(c.sliding_window, want.sliding_window);
     EXPECT_EQ(c.is_swa, want.is_swa);
+    EXPECT_FLOAT_EQ(c.attn_logit_softcap, want.attn_logit_softcap);
+    EXPECT_FLOAT_EQ(c.final_logit_softcap, want.final_logit_softcap);
     EXPECT_EQ(c.tied_output, want.tied_output);
     EXPECT_EQ(c.has_qkv_bias, want.has_qkv_bias);
     EXPECT_EQ(c.has_qk_norm, want.has_qk_norm);
