@@ -33,6 +33,7 @@ struct ServeArgs {
     ChatTemplateOverride chat_template;
     std::string alias;
     std::string max_body = "4M";
+    bool no_batch_decode = false;
 };
 
 // SIGINT and SIGTERM are blocked in every thread and taken by one waiting thread, so no
@@ -148,9 +149,16 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--max-queue", so.max_queue, "requests waiting for a slot before 429")
         ->capture_default_str()->check(int_in(0, 4096));
     cmd->add_option("--max-body", args->max_body, "largest request body, e.g. 4M (larger: 413)")->capture_default_str();
+    cmd->add_option("--request-timeout", so.request_timeout_s,
+                    "seconds a request may take from arrival to its last token, queue included; past it the "
+                    "request ends with 504 (0 = no limit)")
+        ->capture_default_str()->check(real_in(0.0, 1e6));
+    cmd->add_flag("--no-batch-decode", args->no_batch_decode,
+                  "decode each request in its own forward pass instead of one pass for all (for comparisons)");
     add_chat_template_options(*cmd, args->chat_template);
     cmd->callback([args] {
         args->server.chunk_tokens = args->engine.n_batch;
+        args->server.batch_decode = !args->no_batch_decode;
         serve(*args);
     });
 }

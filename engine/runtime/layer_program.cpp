@@ -192,16 +192,10 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
                                 kv.n_ctx(), " cells (raise -c)"));
     }
     const PlacedWeight& embd = model_.token_embd();
-    for (int32_t t : tokens) {
-        if (t < 0 || t >= embd.tensor.ne[1]) {
-            throw ArgumentError(cat("token id ", t, " is outside the vocabulary of ", embd.tensor.ne[1]));
-        }
-    }
-    for (int32_t r : output_rows) {
-        if (r < 0 || r >= n) throw ArgumentError(cat("output row ", r, " outside a batch of ", n));
-    }
+    check_batch(tokens, output_rows);
     positions_.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) positions_[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i);
+    seqs_.assign(1, SeqSpan{&kv, 0, n, pos0});
 
     // The GPU staging buffer for shipped prefill weights: sized once for the largest host
     // weight; without room for it, prefill stays on the host backends.
@@ -255,26 +249,7 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     }
     Tensor out;
     try {
-        Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
-        backend(x_home_).get_rows(embd.tensor, tokens.data(), n, x);
-        if (config_.embd_scale != 1.0) backend(x_home_).scale(x, static_cast<float>(config_.embd_scale));
-
-        for (int il = 0; il < config_.n_layer; ++il) {
-            attention_block(il, n, kv, pos0);
-            ffn_block(il, n);
-        }
-
-        // Final norm of the requested rows, where the residual stream ends.
-        if (m > 0) {
-            Backend& h = backend(x_home_);
-            x = act(x_home_, kX, config_.n_embd, n);
-            out = act(x_home_, kHidden, config_.n_embd, m);
-            const float eps = static_cast<float>(config_.rms_eps);
-            for (int64_t j = 0; j < m; ++j) {
-                Tensor dst = out.row(j);
-                h.rms_norm(x.row(output_rows[static_cast<size_t>(j)]), &model_.output_norm().on(x_home_), eps, dst);
-            }
-        }
+        out = run_layers(tokens, output_rows);
         if (graph != nullptr) {
             graph->end_graph();
             step_key_ = StepKey{kv.k(0).data, kv.n_ctx(), act_epoch_};
@@ -284,13 +259,59 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
         throw;
     }
     kv.set_used(pos0 + n);
+    copy_hidden_out(out, m, hidden);
+}
+
+void LayerProgram::check_batch(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) const {
+    const int64_t n_vocab_in = model_.token_embd().tensor.ne[1];
+    for (int32_t t : tokens) {
+        if (t < 0 || t >= n_vocab_in) {
+            throw ArgumentError(cat("token id ", t, " is outside the vocabulary of ", n_vocab_in));
+        }
+    }
+    for (int32_t r : output_rows) {
+        if (r < 0 || r >= static_cast<int64_t>(tokens.size())) {
+            throw ArgumentError(cat("output row ", r, " outside a batch of ", tokens.size()));
+        }
+    }
+}
+
+Tensor LayerProgram::run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t m = static_cast<int64_t>(output_rows.size());
+    const PlacedWeight& embd = model_.token_embd();
+    Tensor x = act(x_home_, kX, config_.n_embd, n);  // [n_embd, n]
+    backend(x_home_).get_rows(embd.tensor, tokens.data(), n, x);
+    if (config_.embd_scale != 1.0) backend(x_home_).scale(x, static_cast<float>(config_.embd_scale));
+
+    for (int il = 0; il < config_.n_layer; ++il) {
+        attention_block(il, n);
+        ffn_block(il, n);
+    }
+
+    // Final norm of the requested rows, where the residual stream ends.
+    Tensor out;
+    if (m > 0) {
+        Backend& h = backend(x_home_);
+        x = act(x_home_, kX, config_.n_embd, n);
+        out = act(x_home_, kHidden, config_.n_embd, m);
+        const float eps = static_cast<float>(config_.rms_eps);
+        for (int64_t j = 0; j < m; ++j) {
+            Tensor dst = out.row(j);
+            h.rms_norm(x.row(output_rows[static_cast<size_t>(j)]), &model_.output_norm().on(x_home_), eps, dst);
+        }
+    }
+    return out;
+}
+
+void LayerProgram::copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden) {
     hidden.resize(static_cast<size_t>(config_.n_embd * m));
     if (m == 0) return;
     Tensor host = Tensor::contiguous(GgmlType::F32, hidden.data(), {config_.n_embd, m});
     backend(x_home_).copy_out(out, host);
 }
 
-void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0) {
+void LayerProgram::attention_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const int hb = index_of(w.attn_home);
     Backend& b = *w.attn_home;
@@ -337,8 +358,10 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
     b.rope(q_heads, positions_.data(), rope);
     b.rope(k_heads, positions_.data(), rope);
 
-    b.kv_store(k, kv.k(il), pos0);
-    b.kv_store(v, kv.v(il), pos0);
+    for (const SeqSpan& s : seqs_) {
+        b.kv_store(k.rows(s.row0, s.n), s.kv->k(il), s.pos0);
+        b.kv_store(v.rows(s.row0, s.n), s.kv->v(il), s.pos0);
+    }
 
     AttentionParams ap;
     ap.n_head = static_cast<int>(n_head);
@@ -350,8 +373,13 @@ void LayerProgram::attention_block(int il, int64_t n, KvCache& kv, int64_t pos0)
     ap.window = swa ? static_cast<int32_t>(config_.sliding_window) : 0;
     ap.softcap = static_cast<float>(config_.attn_logit_softcap);
     Tensor attn = act(hb, kAttn, n_head * hd_v, n);  // [n_head*hd_v, n]
-    Tensor attn_heads = Tensor::contiguous(GgmlType::F32, attn.data, {hd_v, n_head, n}, attn.memory);
-    b.attention(q_heads, kv.k(il), kv.v(il), pos0 + n, positions_.data(), ap, attn_heads);
+    for (const SeqSpan& s : seqs_) {  // each sequence attends to its own cache
+        const Tensor qs = q.rows(s.row0, s.n);
+        const Tensor as = attn.rows(s.row0, s.n);
+        Tensor q_s = Tensor::contiguous(GgmlType::F32, qs.data, {hd_k, n_head, s.n}, q.memory);
+        Tensor attn_s = Tensor::contiguous(GgmlType::F32, as.data, {hd_v, n_head, s.n}, attn.memory);
+        b.attention(q_s, s.kv->k(il), s.kv->v(il), s.pos0 + s.n, positions_.data() + s.row0, ap, attn_s);
+    }
 
     Tensor proj = act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     observe(il, ActivationSite::AttnOutputInput, attn);

@@ -60,6 +60,18 @@ class LayerProgram {
     void forward(std::span<const int32_t> tokens, KvCache& kv,
                  std::span<const int32_t> output_rows, std::vector<float>& hidden);
 
+    // One sequence of a multi-sequence batch (batch_step.h): its next `n` rows of the batch,
+    // evaluated after the kv->n_used() cells of its own cache (sequences take consecutive rows).
+    struct SequenceRows {
+        KvCache* kv = nullptr;
+        int64_t n = 0;
+    };
+    // As forward(), for rows of several sequences in one pass (layer_program_batch.cpp): every
+    // matmul runs over all rows at once, RoPE, KV stores and attention per sequence. Row i of
+    // the result is the same as forward() gives that row's sequence alone on host backends.
+    void forward_batch(std::span<const int32_t> tokens, std::span<const SequenceRows> seqs,
+                       std::span<const int32_t> output_rows, std::vector<float>& hidden);
+
     // logits [n_vocab, n] = output · hidden [n_embd, n] (host memory), soft-capped when the
     // model says so.
     void logits(const float* hidden, int64_t n, float* logits);
@@ -98,7 +110,17 @@ class LayerProgram {
                 kHidden, kLogits, kRouter, kMoeIn, kMoeOut, kSlotCount };
     static constexpr int kMaxBackends = 4;
 
-    void attention_block(int il, int64_t n, KvCache& kv, int64_t pos0);
+    // A sequence's rows [row0, row0+n) of the batch, at positions pos0.. of its cache.
+    struct SeqSpan {
+        KvCache* kv = nullptr;
+        int64_t row0 = 0, n = 0, pos0 = 0;
+    };
+    // Token ids checked, embedding, every layer, the final norm of output_rows: the pass shared
+    // by forward() and forward_batch() (seqs_ and positions_ set). Returns the hidden rows.
+    void check_batch(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) const;
+    Tensor run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows);
+    void copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden);
+    void attention_block(int il, int64_t n);
     void ffn_block(int il, int64_t n);
     // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
     void sparse_ffn_block(int il, int64_t n);
@@ -131,6 +153,7 @@ class LayerProgram {
     const PlacedModel& model_;
     const ModelConfig& config_;
     std::vector<int32_t> positions_;
+    std::vector<SeqSpan> seqs_;  // the sequences of the pass being run (one for forward())
     int x_home_ = 0;  // backend index holding the residual stream
     int gpu_ = -1;    // index of the device backend, if any
     bool all_on_gpu_ = false;   // every weight and KV on the device backend: decode as a graph

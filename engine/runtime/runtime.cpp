@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "engine/core/host_info.h"
 #include "engine/runtime/hardware.h"
+#include "engine/runtime/batch_step.h"
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/weight_warmup.h"
@@ -61,7 +62,13 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
                                static_cast<uint64_t>(std::max(width, n_ff)) * 4;  // q8 + f16 inputs
     const uint64_t activations = static_cast<uint64_t>(n_sequences) *
         (static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float));
-    return activations + op_scratch_bytes;
+    // Several sequences: the serve scheduler's batch step (batch_step.h) holds one decode row
+    // per sequence (in groups of at most BatchStep::kMaxRows) and its logits rows.
+    const uint64_t batch_rows = static_cast<uint64_t>(std::min(n_sequences, BatchStep::kMaxRows));
+    const uint64_t batch = n_sequences > 1
+        ? batch_rows * per_token + static_cast<uint64_t>(n_vocab) * std::min<uint64_t>(batch_rows, 32) * sizeof(float)
+        : 0;
+    return activations + batch + op_scratch_bytes;
 }
 
 // Bytes the GPU backend can still allocate (0 without one).

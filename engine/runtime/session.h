@@ -70,6 +70,7 @@ public:
     const LayerProgram& program() const { return program_; }
 
 private:
+    friend class BatchStep;  // decodes several sessions in one pass (batch_step.h)
     // Throws ArgumentError when n more tokens overflow the context.
     void check_room(int64_t n) const;
 

@@ -2,7 +2,9 @@
 #include "engine/server/completion_endpoint.h"
 
 #include <chrono>
+#include <iterator>
 #include <memory>
+#include <vector>
 
 #include "engine/server/api_error.h"
 #include "engine/server/connection_probe.h"
@@ -34,6 +36,13 @@ void abandon(const EndpointContext& c, Job& job) {
     c.metrics->count_cancelled();
 }
 
+// The logprobs object of `tokens` in the endpoint's shape; null when none were asked.
+nlohmann::json logprobs_of(const ResponseInfo& info, const Job& job, const std::vector<TokenLogprob>& tokens,
+                           int64_t text_offset) {
+    if (job.spec().logprobs < 0) return nullptr;
+    return info.endpoint == Endpoint::Chat ? chat_logprobs_json(tokens) : completion_logprobs_json(tokens, text_offset);
+}
+
 // Streams one job as server-sent events; returns false when the client is gone.
 bool stream_job(const EndpointContext& c, const std::shared_ptr<Job>& job, const ResponseInfo& info,
                 bool include_usage, httplib::DataSink& sink) {
@@ -44,9 +53,14 @@ bool stream_job(const EndpointContext& c, const std::shared_ptr<Job>& job, const
     };
     // The chat stream opens with the assistant role, as OpenAI's does.
     if (info.endpoint == Endpoint::Chat && !send(sse_event(stream_chunk(info, "", true, nullptr)))) return false;
+    int64_t offset = 0;  // generated text bytes so far (completion logprobs' text_offset)
     while (true) {
         Job::Update u = job->take(kPoll);
-        if (!u.text.empty() && !send(sse_event(stream_chunk(info, u.text, false, nullptr)))) return false;
+        if (!u.text.empty() || !u.logprobs.empty()) {
+            const nlohmann::json lp = u.logprobs.empty() ? nlohmann::json(nullptr) : logprobs_of(info, *job, u.logprobs, offset);
+            for (const TokenLogprob& t : u.logprobs) offset += static_cast<int64_t>(t.piece.size());
+            if (!send(sse_event(stream_chunk(info, u.text, false, nullptr, lp)))) return false;
+        }
         if (u.finished) {
             count_finished(c, u.result);
             const JobResult& r = u.result;
@@ -61,7 +75,7 @@ bool stream_job(const EndpointContext& c, const std::shared_ptr<Job>& job, const
             sink.done();
             return true;
         }
-        if (u.text.empty() && !sink.is_writable()) {
+        if (u.text.empty() && u.logprobs.empty() && !sink.is_writable()) {
             abandon(c, *job);
             return false;
         }
@@ -73,13 +87,17 @@ void answer_whole(const EndpointContext& c, const std::shared_ptr<Job>& job, con
                   const httplib::Request& req, httplib::Response& res) {
     const ConnectionProbe probe(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     std::string text;
+    std::vector<TokenLogprob> logprobs;
     while (true) {
         Job::Update u = job->take(kPoll);
         text += u.text;
+        logprobs.insert(logprobs.end(), std::make_move_iterator(u.logprobs.begin()),
+                        std::make_move_iterator(u.logprobs.end()));
         if (u.finished) {
             count_finished(c, u.result);
             if (u.result.status != 200) return send_error(res, job_error(u.result));
-            res.set_content(dump_json(full_response(info, text, u.result)), "application/json");
+            res.set_content(dump_json(full_response(info, text, u.result, logprobs_of(info, *job, logprobs, 0))),
+                            "application/json");
             return;
         }
         if (probe.peer_closed()) {

@@ -11,9 +11,10 @@ Job::Job(JobSpec spec) : spec_(std::move(spec)), queued_at_(std::chrono::steady_
 
 Job::Update Job::take(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return finished_ || !pending_.empty(); });
+    changed_.wait_for(lock, timeout, [&] { return finished_ || !pending_.empty() || !pending_logprobs_.empty(); });
     Update u;
     u.text.swap(pending_);
+    u.logprobs.swap(pending_logprobs_);
     u.finished = finished_;
     if (finished_) u.result = result_;
     return u;
@@ -24,6 +25,15 @@ void Job::append(std::string_view text) {
         std::lock_guard lock(mutex_);
         if (finished_) return;
         pending_ += text;
+    }
+    changed_.notify_all();
+}
+
+void Job::add_logprob(TokenLogprob logprob) {
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_) return;
+        pending_logprobs_.push_back(std::move(logprob));
     }
     changed_.notify_all();
 }

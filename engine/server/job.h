@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/sampler/sampler_params.h"
+#include "engine/server/logprobs.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace strata::server {
@@ -23,6 +24,8 @@ struct JobSpec {
     int64_t max_tokens = 1;          // >= 1
     SamplerParams sampler;           // validated, logit_bias ids inside the vocabulary
     std::vector<std::string> stop;   // non-empty strings
+    bool ignore_eos = false;         // generate past end-of-generation tokens (benchmarks)
+    int logprobs = -1;               // -1: none; else the chosen token's and this many alternatives
 };
 
 enum class FinishReason { Stop, Length };
@@ -46,6 +49,7 @@ public:
     // --- the handler's side
     struct Update {
         std::string text;      // made since the previous take()
+        std::vector<TokenLogprob> logprobs;  // of the tokens sampled since (spec.logprobs >= 0)
         bool finished = false;
         JobResult result;      // valid when finished
     };
@@ -57,12 +61,18 @@ public:
     // --- the engine's side
     bool cancelled() const { return cancelled_.load(); }
     void append(std::string_view text);
+    void add_logprob(TokenLogprob logprob);
     // The first call wins; later ones are ignored.
     void finish(JobResult result);
     bool finished() const;
 
     // When it was queued, for the queue-wait metric.
     std::chrono::steady_clock::time_point queued_at() const { return queued_at_; }
+    // Whether more than timeout_s seconds passed since it was queued (never when timeout_s <= 0).
+    bool past_deadline(double timeout_s) const {
+        return timeout_s > 0 &&
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - queued_at_).count() > timeout_s;
+    }
 
 private:
     const JobSpec spec_;
@@ -71,6 +81,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable changed_;
     std::string pending_;
+    std::vector<TokenLogprob> pending_logprobs_;
     bool finished_ = false;
     JobResult result_;
 };

@@ -60,6 +60,8 @@ JobSpec make_job_spec(const CompletionRequest& r, const PromptContext& c) {
     }
     spec.sampler = r.sampler;
     spec.stop = r.stop;
+    spec.ignore_eos = r.ignore_eos;
+    spec.logprobs = r.logprobs;
     return spec;
 }
 

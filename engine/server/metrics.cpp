@@ -93,6 +93,9 @@ std::string Metrics::prometheus(const SchedulerGauges& g, Clock::time_point now)
     metric(out, "strata_requests_queued", "gauge", "Requests waiting for a slot.", g.n_queued);
     metric(out, "strata_kv_cells_used", "gauge", "KV cache cells in use, all slots.", g.kv_cells_used);
     metric(out, "strata_kv_cells_total", "gauge", "KV cache cells, all slots.", g.kv_cells_total);
+    metric(out, "strata_batched_decode_passes_total", "counter", "Decode passes over several slots at once.",
+           g.batched_passes);
+    metric(out, "strata_batched_decode_tokens_total", "counter", "Tokens decoded by those passes.", g.batched_rows);
     return out.str();
 }
 

@@ -20,6 +20,8 @@ struct SchedulerGauges {
     int64_t n_queued = 0;
     int64_t kv_cells_used = 0;
     int64_t kv_cells_total = 0;
+    int64_t batched_passes = 0;  // decode passes over several slots' tokens, since the start
+    int64_t batched_rows = 0;    // tokens those passes decoded
 };
 
 class Metrics {

@@ -6,6 +6,7 @@
 
 #include "engine/server/api_error.h"
 #include "engine/server/json_fields.h"
+#include "engine/server/logprobs.h"
 #include "engine/sampler/json_schema_grammar.h"
 
 namespace strata::server {
@@ -156,10 +157,6 @@ void refuse_unsupported(const FieldReader& r, Endpoint endpoint) {
     if (const json* n = r.find("n"); n && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
         throw ApiError(400, cat("'n' must be 1: this server returns one choice per request, got ", n->dump()), "n");
     }
-    if (const json* lp = r.find("logprobs")) {
-        const bool on = lp->is_boolean() ? lp->get<bool>() : !(lp->is_number_integer() && lp->get<int64_t>() == 0);
-        if (on) throw ApiError(400, "'logprobs' is not supported by this server", "logprobs");
-    }
     if (const json* tools = r.find("tools"); tools && !(tools->is_array() && tools->empty())) {
         throw ApiError(400, "'tools' is not supported by this server (no constrained sampling yet)", "tools");
     }
@@ -172,6 +169,19 @@ void refuse_unsupported(const FieldReader& r, Endpoint endpoint) {
             throw ApiError(400, "'suffix' is not supported by this server", "suffix");
         }
     }
+}
+
+// Chat: "logprobs": true|false and "top_logprobs": 0..20 (only with logprobs true); completions:
+// "logprobs": 0..5 alternatives per token (null: none).
+int parse_logprobs(const FieldReader& r, Endpoint endpoint) {
+    if (endpoint == Endpoint::Completion) {
+        const auto n = r.integer("logprobs", 0, 5);
+        return n ? static_cast<int>(*n) : -1;
+    }
+    const bool on = r.boolean("logprobs").value_or(false);
+    const auto top = r.integer("top_logprobs", 0, kMaxTopLogprobs);
+    if (top && !on) throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    return on ? static_cast<int>(top.value_or(0)) : -1;
 }
 
 SamplerParams parse_sampler(const FieldReader& r, const SamplerParams& defaults) {
@@ -244,6 +254,8 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const 
     req.sampler.logit_bias = parse_logit_bias(j, limits);
     if (const auto grammar = parse_response_format(r)) req.sampler.grammar = grammar;
     req.stop = parse_stop(j, limits);
+    req.ignore_eos = r.boolean("ignore_eos").value_or(false);
+    req.logprobs = parse_logprobs(r, endpoint);
     try {
         req.sampler.validate();
     } catch (const ArgumentError& e) {  // a server default the ranges above let through

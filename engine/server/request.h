@@ -1,8 +1,8 @@
 // The body of POST /v1/chat/completions and /v1/completions, parsed and checked field by field
 // (OpenAI's names, types and ranges). Everything here is plain data; nothing reaches the
 // engine until the whole request has passed. Fields the server does not know are ignored, as
-// OpenAI-compatible servers do; features it does not have (n > 1, logprobs, tools, JSON
-// response formats, echo) are refused with 400 naming the field.
+// OpenAI-compatible servers do; features it does not have (n > 1, tools, echo) are refused with
+// 400 naming the field.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,10 @@ struct CompletionRequest {
     std::optional<int64_t> max_tokens;  // max_tokens (or chat's max_completion_tokens)
     SamplerParams sampler;              // the server's defaults overridden by the request
     std::vector<std::string> stop;
+    bool ignore_eos = false;            // llama-server's extension: keep generating past EOS
+    // -1: no logprobs; else the alternatives per token (chat: logprobs true + top_logprobs
+    // 0..20; completions: logprobs 0..5).
+    int logprobs = -1;
 };
 
 // Throws ApiError 400 naming the first bad field. `defaults` are the sampler settings the

@@ -43,8 +43,8 @@ json usage_json(const JobResult& r) {
                 {"prompt_tokens_details", {{"cached_tokens", r.n_reused}}}};
 }
 
-json full_response(const ResponseInfo& info, std::string_view text, const JobResult& result) {
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_name(result.finish)}};
+json full_response(const ResponseInfo& info, std::string_view text, const JobResult& result, const json& logprobs) {
+    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(result.finish)}};
     json out;
     if (is_chat(info)) {
         out = envelope(info, "chat.completion");
@@ -58,8 +58,9 @@ json full_response(const ResponseInfo& info, std::string_view text, const JobRes
     return out;
 }
 
-json stream_chunk(const ResponseInfo& info, std::string_view text, bool first, const FinishReason* finish) {
-    json choice = {{"index", 0}, {"logprobs", nullptr},
+json stream_chunk(const ResponseInfo& info, std::string_view text, bool first, const FinishReason* finish,
+                  const json& logprobs) {
+    json choice = {{"index", 0}, {"logprobs", logprobs},
                    {"finish_reason", finish ? json(finish_reason_name(*finish)) : json(nullptr)}};
     json out;
     if (is_chat(info)) {

@@ -26,13 +26,15 @@ ResponseInfo new_response_info(Endpoint endpoint, std::string model);
 // {"prompt_tokens", "completion_tokens", "total_tokens"}.
 nlohmann::json usage_json(const JobResult& result);
 
-// The whole answer of a non-streamed request.
-nlohmann::json full_response(const ResponseInfo& info, std::string_view text, const JobResult& result);
+// The whole answer of a non-streamed request; `logprobs` goes into the choice as it is (null:
+// none asked; logprobs.h makes the object).
+nlohmann::json full_response(const ResponseInfo& info, std::string_view text, const JobResult& result,
+                             const nlohmann::json& logprobs = nullptr);
 
 // One streamed event: `text` as the delta; with `first` (chat) the delta also carries the
 // assistant role; with `finish` the choice's finish_reason (else null).
 nlohmann::json stream_chunk(const ResponseInfo& info, std::string_view text, bool first,
-                            const FinishReason* finish);
+                            const FinishReason* finish, const nlohmann::json& logprobs = nullptr);
 
 // The last streamed event when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseInfo& info, const JobResult& result);

@@ -1,4 +1,5 @@
-// The engine thread: admission, prefix-aware slot choice, one step per busy slot (scheduler.h).
+// The engine thread: admission, prefix-aware slot choice, prompt chunks per slot and one batched
+// decode pass per iteration (scheduler.h).
 #include "engine/server/scheduler.h"
 
 #include <chrono>
@@ -20,6 +21,10 @@ Scheduler::Scheduler(std::vector<std::unique_ptr<Session>> sessions, const Sched
         }
         slots_.emplace_back(std::move(s), options.chunk_tokens);
     }
+    Session& first = slots_.front().session();
+    bool shared = slots_.size() > 1 && options.batch_decode;
+    for (Slot& s : slots_) shared = shared && &s.session().placed() == &first.placed();
+    if (shared) batch_ = std::make_unique<BatchStep>(first.placed(), first.program().sparse());
     engine_ = std::thread([this] { run(); });
 }
 
@@ -58,6 +63,8 @@ SchedulerGauges Scheduler::gauges() const {
     g.n_queued = static_cast<int64_t>(queue_.size());
     g.kv_cells_used = kv_cells_used_;
     g.kv_cells_total = n_ctx_ * g.n_slots;
+    g.batched_passes = batched_passes_;
+    g.batched_rows = batched_rows_;
     return g;
 }
 
@@ -86,6 +93,11 @@ void Scheduler::admit_locked() {
             job->finish(JobResult{.status = 499, .error = "the client closed the connection"});
             continue;
         }
+        if (job->past_deadline(options_.request_timeout_s)) {
+            job->finish(JobResult{.status = 504, .error = cat("the request waited in the queue past the server's "
+                                                              "--request-timeout of ", options_.request_timeout_s, " s")});
+            continue;
+        }
         Slot& slot = pick_slot(job->spec());
         slot.last_used = ++use_counter_;
         try {
@@ -95,6 +107,48 @@ void Scheduler::admit_locked() {
             job->finish(JobResult{.status = 500, .error = std::string("cannot start the request: ") + e.what()});
         }
     }
+}
+
+StepStats Scheduler::step_all() {
+    StepStats total;
+    std::vector<Slot*> decoding;
+    for (Slot& s : slots_) {
+        if (s.drop_if_gone(options_.request_timeout_s)) continue;
+        if (batch_ && s.decoding()) {
+            decoding.push_back(&s);
+            continue;
+        }
+        const StepStats st = s.step();
+        total.n_prefilled += st.n_prefilled;
+        total.n_decoded += st.n_decoded;
+    }
+    if (!decoding.empty()) total.n_decoded += decode_batch(decoding).n_decoded;
+    return total;
+}
+
+StepStats Scheduler::decode_batch(const std::vector<Slot*>& slots) {
+    if (slots.size() == 1) return slots.front()->step();  // keeps the session's own step graph
+    std::vector<Session*> sessions;
+    std::vector<TokenId> tokens;
+    for (Slot* s : slots) {
+        sessions.push_back(&s->session());
+        tokens.push_back(s->next_token());
+    }
+    std::span<const float> logits;
+    try {
+        logits = batch_->decode(sessions, tokens);
+    } catch (const std::exception& e) {
+        for (Slot* s : slots) s->fail(e.what());
+        return {};
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++batched_passes_;
+        batched_rows_ += static_cast<int64_t>(slots.size());
+    }
+    const size_t n_vocab = logits.size() / slots.size();
+    for (size_t i = 0; i < slots.size(); ++i) slots[i]->take_logits(logits.subspan(i * n_vocab, n_vocab));
+    return StepStats{.n_prefilled = 0, .n_decoded = static_cast<int64_t>(slots.size())};
 }
 
 void Scheduler::run() {
@@ -117,12 +171,7 @@ void Scheduler::run() {
             }
         }
         const Clock::time_point start = Clock::now();
-        StepStats total;
-        for (Slot& s : slots_) {
-            const StepStats st = s.step();
-            total.n_prefilled += st.n_prefilled;
-            total.n_decoded += st.n_decoded;
-        }
+        const StepStats total = step_all();
         if (metrics_) {
             metrics_->add_step(std::chrono::duration<double>(Clock::now() - start).count(), total.n_prefilled,
                                total.n_decoded);

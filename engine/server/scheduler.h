@@ -3,8 +3,10 @@
 // join and leave at every step and a long prompt, prefilled chunk by chunk, does not stall the
 // others' decoding. A queued job takes the free slot whose KV shares the longest prefix with
 // its prompt (the previous turn of its conversation), else the least recently used one.
-// Each step evaluates one sequence: the runtime has no multi-sequence batch yet, so N streams
-// cost N single-stream passes per iteration.
+// The decode tokens of all slots past their prompts run as one forward pass (BatchStep), so a
+// weight is read once per iteration for every stream; prompt chunks run per slot. Slots must
+// share one placement to batch (Runtime::new_session); otherwise, or with one decoding slot,
+// each slot runs its own pass.
 // Thread-safety: submit(), shutdown() and gauges() may be called from any thread.
 #pragma once
 
@@ -17,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/runtime/batch_step.h"
 #include "engine/runtime/session.h"
 #include "engine/server/job.h"
 #include "engine/server/metrics.h"
@@ -27,6 +30,8 @@ namespace strata::server {
 struct SchedulerOptions {
     int64_t max_queue = 16;      // jobs waiting for a slot; more are refused (429)
     int64_t chunk_tokens = 256;  // prompt tokens per step of one slot
+    bool batch_decode = true;    // false: every slot decodes in its own pass (for comparisons)
+    double request_timeout_s = 0;  // a job running longer since it was queued ends with 504; 0: none
 };
 
 class Scheduler {
@@ -54,10 +59,13 @@ private:
     void run();              // the engine thread
     void admit_locked();     // queued jobs into free slots (mutex_ held)
     Slot& pick_slot(const JobSpec& spec);
+    StepStats step_all();    // one iteration: prompt chunks per slot, decodes batched
+    StepStats decode_batch(const std::vector<Slot*>& slots);
 
     SchedulerOptions options_;
     Metrics* metrics_;
     std::vector<Slot> slots_;  // touched only by the engine thread (and the constructor)
+    std::unique_ptr<BatchStep> batch_;  // null when the sessions do not share a placement
     int64_t n_ctx_ = 0;
     uint64_t use_counter_ = 0;
 
@@ -68,6 +76,7 @@ private:
     std::string stop_reason_;
     int64_t n_active_ = 0;       // busy slots, as of the last iteration
     int64_t kv_cells_used_ = 0;  // as of the last iteration
+    int64_t batched_passes_ = 0, batched_rows_ = 0;  // SchedulerGauges
     std::thread engine_;
 };
 

@@ -168,6 +168,8 @@ Server::Server(const Runtime& runtime, const ServerOptions& options) : impl_(std
     SchedulerOptions so;
     so.max_queue = options.max_queue;
     so.chunk_tokens = options.chunk_tokens;
+    so.request_timeout_s = options.request_timeout_s;
+    so.batch_decode = options.batch_decode;
     s.scheduler = std::make_unique<Scheduler>(make_sessions(runtime, options.n_parallel), so, &s.metrics);
     const Model& model = runtime.model();
     s.endpoint_context.scheduler = s.scheduler.get();

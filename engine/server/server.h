@@ -31,6 +31,8 @@ struct ServerOptions {
     std::string model_id;               // the name /v1/models gives
     ChatRenderer chat_template = ChatFormat::ChatML;
     SamplerParams sampler;              // defaults of every request
+    double request_timeout_s = 0;       // a request running longer ends with 504; 0: no limit
+    bool batch_decode = true;           // false: each slot decodes in its own pass (comparisons)
 };
 
 class Server {

@@ -63,21 +63,49 @@ StepStats Slot::step() {
             emit(session_->feed({&next_token_, 1}));
         }
     } catch (const std::exception& e) {
-        // The session may hold part of a chunk's KV: forget it all.
-        session_->clear();
-        abort(500, std::string("generation failed: ") + e.what());
+        fail(e.what());  // the session may hold part of a chunk's KV: forget it all
     }
     return stats;
+}
+
+bool Slot::drop_if_gone(double timeout_s) {
+    if (!busy()) return false;
+    if (job_->cancelled()) {
+        abort(499, "the client closed the connection");
+        return true;
+    }
+    if (job_->past_deadline(timeout_s)) {
+        abort(504, cat("the request ran past the server's --request-timeout of ", timeout_s, " s (",
+                       result_.n_generated, " tokens generated)"));
+        return true;
+    }
+    return false;
+}
+
+void Slot::take_logits(std::span<const float> logits) {
+    try {
+        emit(logits);
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+}
+
+void Slot::fail(const std::string& message) {
+    session_->clear();
+    abort(500, "generation failed: " + message);
 }
 
 void Slot::emit(std::span<const float> logits) {
     const TokenId token = sampler_->sample(logits);
     sampler_->accept(token);
-    if (session_->model().tokenizer().is_eog(token)) {
+    if (session_->model().tokenizer().is_eog(token) && !job_->spec().ignore_eos) {
         end(FinishReason::Stop);
         return;
     }
     ++result_.n_generated;
+    if (job_->spec().logprobs >= 0) {
+        job_->add_logprob(token_logprob(logits, token, job_->spec().logprobs, session_->model().tokenizer()));
+    }
     const std::string text = stop_->push(detok_->push(token));
     if (!text.empty()) job_->append(text);
     if (stop_->stopped()) {

@@ -1,7 +1,7 @@
 // Slot: one Session of the scheduler and the job it serves. A job starts by keeping the part of
 // the session's KV cache that its prompt shares (prefix reuse across the turns of one
 // conversation), then each step runs one forward pass: the next chunk of the prompt, or the
-// last sampled token. Sampling, streaming detokenization and stop strings happen here, so the
+// last sampled token (alone, or with other slots' tokens in the scheduler's batch step). Sampling, streaming detokenization and stop strings happen here, so the
 // handler receives finished text. Used only by the scheduler's engine thread.
 #pragma once
 
@@ -39,6 +39,18 @@ public:
     StepStats step();
     // Ends the current job, if any, with a failure (503 at shutdown).
     void abort(int status, const std::string& message);
+
+    // Batched decoding (the scheduler's BatchStep evaluates next_token() of several slots in one
+    // pass): whether the slot's prompt is evaluated and a sampled token waits; the job's end when
+    // its client went away (499) or it ran past timeout_s seconds since it was queued (504;
+    // 0 = no limit) — true: the slot is free now; the logits of the pass for this slot;
+    // a failed pass (the session forgets its KV, the job ends with 500).
+    bool decoding() const { return busy() && next_prompt_ >= job_->spec().prompt.size(); }
+    bool drop_if_gone(double timeout_s);
+    Session& session() { return *session_; }
+    TokenId next_token() const { return next_token_; }
+    void take_logits(std::span<const float> logits);
+    void fail(const std::string& message);
 
     int64_t n_ctx() const { return session_->n_ctx(); }
     int64_t n_cells_used() const { return session_->kv_cache().n_used(); }

@@ -3,6 +3,7 @@
 
 --suite api: /health, /v1/models, the chat page, chat and text completions (whole and
 streamed) through the `openai` Python package and plain HTTP, stop strings, usage counts,
+logprobs in the chat and completion shapes,
 the same greedy text as `strata run` (an independent path), greedy output identical alone and
 among concurrent requests, OpenAI-shaped 4xx errors naming the field (bad JSON, wrong types,
 huge numbers, invalid UTF-8, oversized bodies, prompts beyond the context, a missing or wrong
@@ -285,6 +286,17 @@ def check_openai_client(srv):
     expect(t.choices[0].text and t.usage.completion_tokens <= 6, f"text completion {t}")
     ids = client.models.list()
     expect(len(ids.data) == 1, f"models {ids}")
+    # Log-probabilities in both shapes: one entry per generated token; greedy picks the likeliest.
+    lp = client.chat.completions.create(model="any", messages=msgs, max_tokens=5, temperature=0, logprobs=True,
+                                        top_logprobs=3)
+    content = lp.choices[0].logprobs.content if lp.choices[0].logprobs else []
+    expect(len(content) == lp.usage.completion_tokens and content and
+           all(len(t.top_logprobs) == 3 and t.logprob <= 0 and t.logprob == t.top_logprobs[0].logprob and
+               (bytes(t.bytes) == t.token.encode() or "\ufffd" in t.token) for t in content), f"chat logprobs {lp.choices[0].logprobs}")
+    tl = client.completions.create(model="any", prompt="One, two, three,", max_tokens=4, temperature=0, logprobs=2)
+    l = tl.choices[0].logprobs
+    expect(l is not None and len(l.tokens) == tl.usage.completion_tokens == len(l.token_logprobs) and
+           all(len(top) <= 2 for top in l.top_logprobs) and l.text_offset[0] == 0, f"completion logprobs {l}")
     for bad, param in [({"max_tokens": -3}, "max_tokens"), ({"temperature": 9}, "temperature"), ({"n": 2}, "n")]:
         try:
             client.chat.completions.create(model="any", messages=msgs, **bad)
@@ -390,6 +402,7 @@ def check_flags(strata, model, srv):
     """Bad flags and a port in use: one error line, a non-zero exit, no crash."""
     for args, fragment in [(["--parallel", "0"], "--parallel"), (["--port", "70000"], "--port"),
                            (["-n", "0"], "-n 0"), (["--max-body", "lots"], "lots"),
+                           (["--request-timeout", "-1"], "--request-timeout"),
                            # The budgets hold --parallel KV caches: 64 x 32768 cells do not fit 1 GiB.
                            (["--parallel", "64", "-c", "32768", "--ram-mem", "1G", "--gpu", "none"],
                             "KV cache of 2097152 cells"),

@@ -157,7 +157,6 @@ TEST(Request, ChatMessagesAreChecked) {
 TEST(Request, UnsupportedFeaturesAreRefused) {
     const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
     expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 2})", "n");
-    expect_refused(Endpoint::Chat, "{" + m + R"(, "logprobs": true})", "logprobs");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "tools": [{"type": "function"}]})", "tools");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "xml"}})", "response_format");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_schema", "json_schema": {}}})",
@@ -172,6 +171,24 @@ TEST(Request, UnsupportedFeaturesAreRefused) {
         "response_format": {"type": "text"}})", defaults()));
     EXPECT_NO_THROW(parse_request(Endpoint::Completion, R"({"prompt": "x", "logprobs": 0, "echo": false})",
                                   defaults()));
+}
+
+TEST(Request, LogprobsInBothShapes) {
+    const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
+    const SamplerParams d = defaults();
+    EXPECT_EQ(parse_request(Endpoint::Chat, "{" + m + "}", d).logprobs, -1);
+    EXPECT_EQ(parse_request(Endpoint::Chat, "{" + m + R"(, "logprobs": false})", d).logprobs, -1);
+    EXPECT_EQ(parse_request(Endpoint::Chat, "{" + m + R"(, "logprobs": true})", d).logprobs, 0);
+    EXPECT_EQ(parse_request(Endpoint::Chat, "{" + m + R"(, "logprobs": true, "top_logprobs": 20})", d).logprobs, 20);
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "top_logprobs": 3})", "top_logprobs");  // without logprobs
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "logprobs": true, "top_logprobs": 21})", "top_logprobs");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "logprobs": 2})", "logprobs");  // chat's is a boolean
+    EXPECT_EQ(parse_request(Endpoint::Completion, R"({"prompt": "x", "logprobs": 3})", d).logprobs, 3);
+    EXPECT_EQ(parse_request(Endpoint::Completion, R"({"prompt": "x", "logprobs": null})", d).logprobs, -1);
+    expect_refused(Endpoint::Completion, R"({"prompt": "x", "logprobs": 6})", "logprobs");
+    expect_refused(Endpoint::Completion, R"({"prompt": "x", "logprobs": true})", "logprobs");
+    EXPECT_TRUE(parse_request(Endpoint::Completion, R"({"prompt": "x", "ignore_eos": true})", d).ignore_eos);
+    expect_refused(Endpoint::Completion, R"({"prompt": "x", "ignore_eos": 1})", "ignore_eos");
 }
 
 TEST(Request, JsonResponseFormatsBecomeAGrammar) {

@@ -1,6 +1,6 @@
 // The scheduler on a tiny synthetic Gemma 3, against the single-sequence generate() path as the
 // oracle: greedy answers alone and concurrent (several slots, chunked prefill, more jobs than
-// slots) equal generate() on a fresh session; prefix reuse keeps the shared KV; stop strings,
+// slots, decode steps batched across slots or not) equal generate() on a fresh session; prefix reuse keeps the shared KV; stop strings,
 // max_tokens, cancellation, a full queue (429) and shutdown (503).
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include "engine/core/error.h"
 #include "engine/runtime/generate.h"
 #include "engine/runtime/model.h"
+#include "engine/runtime/placed_model.h"
 #include "engine/runtime/session.h"
 #include "engine/server/api_error.h"
 #include "engine/server/scheduler.h"
@@ -43,11 +44,14 @@ protected:
 
     static constexpr int64_t kCtx = 256;
 
+    // Sessions on one shared placement (as Runtime::new_session makes them), so the scheduler
+    // batches their decode steps.
     std::vector<std::unique_ptr<Session>> sessions(int n) {
+        if (!placed_) placed_ = std::make_unique<PlacedModel>(*model_, backend_);
         std::vector<std::unique_ptr<Session>> out;
         SessionParams p;
         p.n_ctx = kCtx;
-        for (int i = 0; i < n; ++i) out.push_back(std::make_unique<Session>(*model_, backend_, p));
+        for (int i = 0; i < n; ++i) out.push_back(std::make_unique<Session>(*placed_, p));
         return out;
     }
 
@@ -99,6 +103,7 @@ protected:
     static inline testing::ScratchFile* scratch_ = nullptr;
     static inline Model* model_ = nullptr;
     cpu::CpuBackend backend_{1};
+    std::unique_ptr<PlacedModel> placed_;
 };
 
 TEST_F(SchedulerTest, AloneEqualsGenerate) {
@@ -118,31 +123,43 @@ TEST_F(SchedulerTest, AloneEqualsGenerate) {
 }
 
 TEST_F(SchedulerTest, ConcurrentWithChunkedPrefillEqualsAlone) {
-    SchedulerOptions options;
-    options.chunk_tokens = 5;  // every prompt here takes several steps to prefill
-    Scheduler scheduler(sessions(3), options);
-    std::string long_text;
-    for (int i = 0; i < 12; ++i) long_text += "the quick brown fox jumps ";
-    const std::vector<std::string> texts = {"Hello there, how are you today", long_text, "One two three four five six",
-                                            "A rather different prompt with words", "Once upon a time in a land"};
-    std::vector<JobSpec> specs;
-    std::vector<std::shared_ptr<Job>> jobs;
-    for (size_t i = 0; i < texts.size(); ++i) {
-        specs.push_back(greedy(prompt(texts[i]), 8 + static_cast<int64_t>(i) * 3));
-        ASSERT_GT(specs.back().prompt.size(), 5u);
-        jobs.push_back(std::make_shared<Job>(specs.back()));
-        scheduler.submit(jobs.back());  // five jobs, three slots: two wait, then join mid-flight
+    for (const bool batch : {true, false}) {
+        SCOPED_TRACE(batch ? "decode steps batched" : "one pass per slot");
+        SchedulerOptions options;
+        options.chunk_tokens = 5;  // every prompt here takes several steps to prefill
+        options.batch_decode = batch;
+        Scheduler scheduler(sessions(3), options);
+        std::string long_text;
+        for (int i = 0; i < 12; ++i) long_text += "the quick brown fox jumps ";
+        const std::vector<std::string> texts = {"Hello there, how are you today", long_text, "One two three four five six",
+                                                "A rather different prompt with words", "Once upon a time in a land"};
+        std::vector<JobSpec> specs;
+        std::vector<std::shared_ptr<Job>> jobs;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            specs.push_back(greedy(prompt(texts[i]), 8 + static_cast<int64_t>(i) * 3));
+            ASSERT_GT(specs.back().prompt.size(), 5u);
+            jobs.push_back(std::make_shared<Job>(specs.back()));
+            scheduler.submit(jobs.back());  // five jobs, three slots: two wait, then join mid-flight
+        }
+        int64_t n_generated = 0;
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            const Answer got = collect(*jobs[i]);
+            const Answer want = oracle(specs[i]);
+            n_generated += want.result.n_generated;
+            EXPECT_EQ(got.result.status, 200) << got.result.error;
+            EXPECT_EQ(got.text, want.text) << "job " << i;
+            EXPECT_EQ(got.result.n_generated, want.result.n_generated) << "job " << i;
+        }
+        EXPECT_GT(n_generated, 30) << "the answers are too short to compare";
+        // Batched: slots decoded together (three slots, answers of 8 to 20 tokens).
+        const SchedulerGauges g = scheduler.gauges();
+        if (batch) {
+            EXPECT_GT(g.batched_passes, 3);
+            EXPECT_GE(g.batched_rows, 2 * g.batched_passes);
+        } else {
+            EXPECT_EQ(g.batched_passes, 0);
+        }
     }
-    int64_t n_generated = 0;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        const Answer got = collect(*jobs[i]);
-        const Answer want = oracle(specs[i]);
-        n_generated += want.result.n_generated;
-        EXPECT_EQ(got.result.status, 200) << got.result.error;
-        EXPECT_EQ(got.text, want.text) << "job " << i;
-        EXPECT_EQ(got.result.n_generated, want.result.n_generated) << "job " << i;
-    }
-    EXPECT_GT(n_generated, 30) << "the answers are too short to compare";
 }
 
 TEST_F(SchedulerTest, NextTurnReusesTheSlotsKv) {
@@ -213,6 +230,45 @@ TEST_F(SchedulerTest, CancelledJobFreesItsSlot) {
     auto next = std::make_shared<Job>(greedy(prompt("Next"), 4));
     scheduler.submit(next);
     EXPECT_EQ(collect(*next).result.status, 200);
+}
+
+TEST_F(SchedulerTest, RequestTimeoutEndsRunningAndQueuedJobsWith504) {
+    SchedulerOptions options;
+    options.request_timeout_s = 0.02;  // far less than 248 decode steps take
+    Scheduler scheduler(sessions(1), options);
+    JobSpec endless = greedy(prompt("Keep talking"), kCtx - 8);
+    endless.ignore_eos = true;  // only the timeout (or the context) can end it
+    auto running = std::make_shared<Job>(endless);
+    auto queued = std::make_shared<Job>(endless);
+    scheduler.submit(running);
+    scheduler.submit(queued);  // one slot: waits, then starts past its own deadline
+    const Answer a = collect(*running);
+    EXPECT_EQ(a.result.status, 504);
+    EXPECT_NE(a.result.error.find("--request-timeout"), std::string::npos) << a.result.error;
+    EXPECT_LT(a.result.n_generated, kCtx - 8);
+    EXPECT_EQ(collect(*queued).result.status, 504);
+}
+
+TEST_F(SchedulerTest, IgnoreEosRunsToMaxTokensAndCancelLeavesTheBatch) {
+    Scheduler scheduler(sessions(3), SchedulerOptions{});
+    JobSpec spec = greedy(prompt("Tell me a story"), 40);
+    spec.ignore_eos = true;
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (int i = 0; i < 3; ++i) {
+        jobs.push_back(std::make_shared<Job>(spec));
+        scheduler.submit(jobs.back());
+    }
+    while (jobs[1]->take(20ms).text.empty() && !jobs[1]->finished()) {
+    }
+    jobs[1]->cancel();  // leaves the running batch at the next step
+    const Answer first = collect(*jobs[0]);
+    EXPECT_EQ(first.result.status, 200);
+    EXPECT_EQ(first.result.n_generated, 40);
+    EXPECT_EQ(first.result.finish, FinishReason::Length);
+    EXPECT_EQ(collect(*jobs[1]).result.status, 499);
+    const Answer third = collect(*jobs[2]);
+    EXPECT_EQ(third.text, first.text);  // the same prompt, greedy, batched with different partners
+    EXPECT_GT(scheduler.gauges().batched_passes, 0);
 }
 
 TEST_F(SchedulerTest, FullQueueIs429AndShutdownIs503) {

@@ -1,0 +1,59 @@
+// BatchStep: one decode step for several sessions in one forward pass (continuous batching in
+// `strata serve`). Each session contributes its next token as one row; every matmul runs over
+// all rows, so a weight — streamed from RAM or disk, or read from VRAM — is read once per step
+// for all sequences, while RoPE, KV stores and attention use each session's own position and
+// KV cache (LayerProgram::forward_batch). Sessions join and leave at every call.
+// On host backends a session's logits are bit-identical to Session::feed() of the same token
+// (the CPU matmul's row results do not depend on the batch size below oneDNN's threshold, and
+// groups stay under kMaxRows). With a device backend in the placement, groups have at most
+// kMaxDeviceRows rows: the CUDA matmul's GEMV path (q8 activations, as for one token) serves up
+// to 8 tokens, a larger batch takes its f16 GEMM, whose rounding differs.
+// Its own LayerProgram holds the batch's activations (decode-sized: a few rows), allocated
+// through the backends, so a device budget counts them; it never ships weights to the GPU.
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/session.h"
+
+namespace strata {
+
+class BatchStep {
+public:
+    // Sessions that join must be built on `placed` (Runtime::new_session or
+    // Session(placed, params)); `placed` must outlive the step. sparse: as the sessions'.
+    explicit BatchStep(const PlacedModel& placed, const SparseFfn* sparse = nullptr);
+
+    // Rows per forward pass, at most (host-only placements, and with a device backend): a
+    // larger batch runs in groups of this many.
+    static constexpr int64_t kMaxRows = 64;
+    static constexpr int64_t kMaxDeviceRows = 8;
+    int64_t max_rows() const { return max_rows_; }
+
+    // Evaluates tokens[i] after the tokens of sessions[i] (distinct sessions, one token each)
+    // and returns the logits [n_vocab, n]: row i the prediction for sessions[i], valid until the
+    // next call. Throws ArgumentError, naming the session, for a session of another placement
+    // or a full context; on any error no session has taken its token.
+    std::span<const float> decode(std::span<Session* const> sessions, std::span<const TokenId> tokens);
+
+    // Whether `session` may join (it was built on this step's placement).
+    bool accepts(const Session& session) const { return &session.placed() == &placed_; }
+    // Bytes the step's activations hold on `backend`.
+    uint64_t activation_bytes(const Backend* backend) const { return program_.activation_bytes(backend); }
+
+private:
+    void run_group(std::span<Session* const> sessions, std::span<const TokenId> tokens, float* logits);
+
+    const PlacedModel& placed_;
+    int64_t max_rows_ = kMaxRows;
+    LayerProgram program_;
+    std::vector<LayerProgram::SequenceRows> rows_;
+    std::vector<int32_t> output_rows_;
+    std::vector<float> hidden_, logits_;
+};
+
+}  // namespace strata

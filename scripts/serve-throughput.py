@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Aggregate decode throughput of `strata serve` with 1, 4, 8... concurrent streams.
+
+Starts `strata serve -m MODEL --parallel P --port 0 [SERVE ARGS]`, then for each stream count N
+sends N streamed /v1/completions requests at once (different short prompts, greedy,
+ignore_eos, --tokens each) and measures:
+  aggregate tok/s = decoded tokens of all streams / (last token of any stream - first token of
+                    any stream); each stream's first token (the prefill's) is not counted;
+  per-stream tok/s (median) and the time to first token (max).
+Greedy outputs are checked: the stream with prompt 0 must give the same text in every run as it
+does alone (batched decoding must not change a request's answer). With --unbatched the same runs
+follow on a server started with --no-batch-decode (one forward pass per stream) for comparison.
+
+Examples (GPU machine; arguments after -- go to strata serve):
+  scripts/serve-throughput.py -m 7b-q4_k_m.gguf --streams 1,4,8 --tokens 128
+  scripts/serve-throughput.py -m 70b-q4_k_m.gguf --streams 1,8 --unbatched -- --gpu-mem 6G
+Prints one table row per run (markdown) and exits 1 when a greedy output differed."""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+PROMPTS = [
+    "The history of the printing press begins",
+    "A recipe for bread: first,",
+    "In the year 2150, the colony ships",
+    "def quicksort(items):",
+    "The three laws of thermodynamics state that",
+    "Dear diary, today I finally",
+    "Photosynthesis is the process by which",
+    "The old lighthouse keeper looked at the sea and",
+    "Rust and C++ differ in how they",
+    "Once upon a time, in a kingdom by the mountains,",
+    "The stock market closed higher on Tuesday as",
+    "To configure a Linux firewall, you",
+    "The main causes of the French Revolution were",
+    "Jazz music originated in",
+    "A good night's sleep helps the brain",
+    "Quantum entanglement means that",
+]
+
+
+class Server:
+    def __init__(self, strata, model, parallel, serve_args, unbatched):
+        cmd = [strata, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), *serve_args]
+        if unbatched:
+            cmd.append("--no-batch-decode")
+        self.err = tempfile.TemporaryFile()
+        print("$ " + " ".join(cmd), file=sys.stderr)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.err)
+        line = [None]
+        reader = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(1800)
+        text = (line[0] or b"").decode()
+        if "listening on http://" not in text:
+            self.proc.kill()
+            self.err.seek(0)
+            sys.exit(f"strata serve did not start: {text!r}\n{self.err.read().decode(errors='replace')[-3000:]}")
+        self.url = text.split("listening on ")[1].strip().rstrip("/")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def stream(url, prompt, tokens):
+    """(text, token arrival times, completion tokens) of one streamed greedy completion."""
+    body = {"prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True}}
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    text, times, n = "", [], 0
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        for raw in r:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            event = json.loads(line[6:])
+            if "error" in event:
+                raise RuntimeError(event["error"])
+            if event.get("usage"):
+                n = event["usage"]["completion_tokens"]
+            for choice in event.get("choices", []):
+                if choice.get("text"):
+                    text += choice["text"]
+                    times.append(time.monotonic())
+    return text, times, n
+
+
+def measure(url, n_streams, tokens):
+    start = time.monotonic()
+    with ThreadPoolExecutor(n_streams) as pool:
+        results = list(pool.map(lambda i: stream(url, PROMPTS[i % len(PROMPTS)], tokens), range(n_streams)))
+    firsts = [r[1][0] for r in results if r[1]]
+    lasts = [r[1][-1] for r in results if r[1]]
+    decoded = sum(max(0, r[2] - 1) for r in results)
+    span = max(lasts) - min(firsts) if firsts else 0
+    per_stream = [(r[2] - 1) / (r[1][-1] - r[1][0]) for r in results if len(r[1]) > 1 and r[1][-1] > r[1][0]]
+    return {
+        "streams": n_streams,
+        "aggregate": decoded / span if span > 0 else 0.0,
+        "per_stream": statistics.median(per_stream) if per_stream else 0.0,
+        "ttft_max": max(firsts) - start if firsts else 0.0,
+        "tokens": decoded,
+        "text0": results[0][0],
+    }
+
+
+def run_all(args, unbatched):
+    srv = Server(args.strata, args.model, args.parallel, args.serve_args, unbatched)
+    rows = []
+    try:
+        stream(srv.url, "Warm up", 4)
+        for n in args.streams:
+            rows.append(measure(srv.url, n, args.tokens))
+    finally:
+        srv.stop()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("--strata", default="build/bin/strata")
+    ap.add_argument("--streams", default="1,4,8", help="comma-separated stream counts")
+    ap.add_argument("--tokens", type=int, default=128, help="tokens each stream generates")
+    ap.add_argument("--parallel", type=int, default=0, help="server slots (default: the largest stream count)")
+    ap.add_argument("--unbatched", action="store_true", help="also run with --no-batch-decode for comparison")
+    ap.add_argument("serve_args", nargs="*", help="after --: arguments for strata serve (e.g. --gpu-mem 6G)")
+    args = ap.parse_args()
+    args.streams = [int(s) for s in args.streams.split(",")]
+    if args.parallel <= 0:
+        args.parallel = max(args.streams)
+    modes = [False, True] if args.unbatched else [False]
+    print("| decode | streams | aggregate tok/s | per-stream tok/s (median) | x single | max TTFT s | tokens |")
+    print("|---|---|---|---|---|---|---|")
+    reference, same = None, True
+    for unbatched in modes:
+        rows = run_all(args, unbatched)
+        single = next((r["aggregate"] for r in rows if r["streams"] == 1), None)
+        for r in rows:
+            if reference is None:
+                reference = r["text0"]
+            elif r["text0"] != reference:
+                same = False
+                print(f"greedy output of prompt 0 differs with {r['streams']} streams"
+                      f"{' (unbatched)' if unbatched else ''}", file=sys.stderr)
+            ratio = f"{r['aggregate'] / single:.2f}" if single else "-"
+            print(f"| {'one pass per stream' if unbatched else 'batched'} | {r['streams']} | {r['aggregate']:.1f} | "
+                  f"{r['per_stream']:.1f} | {ratio} | {r['ttft_max']:.2f} | {r['tokens']} |", flush=True)
+    print(f"greedy output of prompt 0 identical in every run: {'yes' if same else 'NO'}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

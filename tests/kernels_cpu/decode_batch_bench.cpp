@@ -1,0 +1,73 @@
+// Small-batch decode microbenchmark (continuous batching in `strata serve`): y [n, m] = W · x
+// through the CPU backend at m = 1, 2, 4, 8 rows, W [4096, 14336] (a 7B/8B FFN matrix, larger
+// than L3 so it streams from RAM as a RAM-resident weight does) in Q4_K and Q8_0 — against
+// m single-row calls (`one_at_a_time`), what decoding m streams one after another costs. The
+// kernels dot each weight row with up to 8 activation rows per call (qdot.h), so a batch of 8
+// reads W once where 8 single calls read it 8 times. Part of kernels_cpu_bench; not in ctest.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels_cpu/cpu_backend.h"
+#include "kernels_cpu/cpu_features.h"
+#include "tests/kernels_cpu/bench_util.h"
+
+namespace strata::cpu::bench {
+namespace {
+
+using test::HostTensor;
+
+constexpr int64_t kK = 4096, kN = 14336;
+
+const HostTensor& weights(GgmlType type) {
+    static const HostTensor q4k = random_block_weights(GgmlType::Q4_K, kK, kN);
+    static const HostTensor q80 = random_block_weights(GgmlType::Q8_0, kK, kN);
+    return type == GgmlType::Q4_K ? q4k : q80;
+}
+
+// Args: batch m, one_at_a_time (0: one call of m rows; 1: m calls of one row), n_threads
+// (0 = physical cores).
+void bm_decode_batch(benchmark::State& state, GgmlType type) {
+    const int64_t m = state.range(0);
+    const bool single = state.range(1) != 0;
+    const int threads = state.range(2) > 0 ? static_cast<int>(state.range(2)) : cpu_features().physical_cores;
+    CpuBackend backend(threads);
+    set_kernel_variant(KernelVariant::Auto);
+    state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())) + (single ? " one row per call" : " batched"));
+    const HostTensor& w = weights(type);
+    const HostTensor x = test::random_f32({kK, m});
+    HostTensor y(GgmlType::F32, {kN, m});
+    for (auto _ : state) {
+        if (single) {
+            for (int64_t r = 0; r < m; ++r) {
+                Tensor yr = y.t.rows(r, 1);
+                backend.matmul(w.t, x.t.rows(r, 1), yr);
+            }
+        } else {
+            backend.matmul(w.t, x.t, y.t);
+        }
+        benchmark::ClobberMemory();
+    }
+    const double iters = static_cast<double>(state.iterations());
+    state.counters["tokens"] = benchmark::Counter(static_cast<double>(m) * iters, benchmark::Counter::kIsRate);
+    state.counters["weight_GBps"] = benchmark::Counter(
+        static_cast<double>(w.t.n_bytes()) * (single ? static_cast<double>(m) : 1.0) * iters / 1e9,
+        benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+}  // namespace strata::cpu::bench
+
+using strata::GgmlType;
+using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
+
+#define STRATA_DECODE_BATCH(name, type)                                   \
+    BENCHMARK_CAPTURE(bm_decode_batch, name, type)                        \
+        ->ArgNames({"batch", "one_at_a_time", "threads"})                 \
+        ->ArgsProduct({{1, 2, 4, 8}, {0, 1}, {0}})                        \
+        ->UseRealTime()                                                   \
+        ->Unit(benchmark::kMillisecond)
+
+STRATA_DECODE_BATCH(q4_K, GgmlType::Q4_K);
+STRATA_DECODE_BATCH(q8_0, GgmlType::Q8_0);
