@@ -20,7 +20,8 @@ Session::Session(const PlacedModel& placed, const SessionParams& params)
     : placed_(&placed),
       model_(placed.model()),
       params_(params),
-      kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends()),
+      kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends(),
+          std::max<int64_t>(params.n_batch, 1)),
       program_(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
     program_.set_sparse(params.sparse);
@@ -31,7 +32,8 @@ Session::Session(const Model& model, Backend& backend, const SessionParams& para
       placed_(owned_.get()),
       model_(model),
       params_(params),
-      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends()),
+      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends(),
+          std::max<int64_t>(params.n_batch, 1)),
       program_(*owned_, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
 }
@@ -86,7 +88,16 @@ void Session::truncate(int64_t n) {
         throw ArgumentError(cat("cannot keep ", n, " of ", tokens_.size(), " tokens"));
     }
     tokens_.resize(static_cast<size_t>(n));
-    kv_.truncate(n);
+    if (kv_.keeps_prefix(n)) {
+        kv_.truncate(n);
+        return;
+    }
+    // A sliding-window ring has overwritten keys the next positions would see: evaluate the
+    // kept tokens again (their results are the same; only their KV is needed).
+    kv_.clear();
+    const std::vector<TokenId> kept = std::move(tokens_);
+    tokens_.clear();
+    prefill(kept);
 }
 
 }  // namespace strata
