@@ -118,7 +118,10 @@ Runtime::~Runtime() = default;
 std::string Runtime::machine_key() const { return machine_key_; }
 
 TensorTable Runtime::placement_table() const {
-    return tensor_table(*model_, options_.session.n_batch, options_.session.n_sequences);
+    const int64_t n_ctx = options_.session.n_ctx <= 0 ? model_->config().n_ctx_train
+                                                      : std::min(options_.session.n_ctx, model_->config().n_ctx_train);
+    const int64_t ring_slack = options_.session.swa_full ? n_ctx : options_.session.n_batch;
+    return tensor_table(*model_, ring_slack, options_.session.n_sequences);
 }
 
 void Runtime::find_profile(const std::string& model_path, std::ostream& log) {

@@ -14,6 +14,12 @@ int64_t context_size(const Model& model, int64_t requested) {
     return std::min(requested, model.config().n_ctx_train);
 }
 
+// The most tokens one forward pass stores: the room of the sliding-window rings (kv_cache.h);
+// the whole context with swa_full.
+int64_t kv_batch(const Model& model, const SessionParams& params) {
+    return params.swa_full ? context_size(model, params.n_ctx) : std::max<int64_t>(params.n_batch, 1);
+}
+
 }  // namespace
 
 Session::Session(const PlacedModel& placed, const SessionParams& params)
@@ -21,7 +27,7 @@ Session::Session(const PlacedModel& placed, const SessionParams& params)
       model_(placed.model()),
       params_(params),
       kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends(),
-          std::max<int64_t>(params.n_batch, 1)),
+          kv_batch(model_, params)),
       program_(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
     program_.set_sparse(params.sparse);
@@ -33,7 +39,7 @@ Session::Session(const Model& model, Backend& backend, const SessionParams& para
       model_(model),
       params_(params),
       kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends(),
-          std::max<int64_t>(params.n_batch, 1)),
+          kv_batch(model, params)),
       program_(*owned_, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
 }

@@ -26,6 +26,9 @@ struct SessionParams {
     // Prompt tokens per forward pass; also the room a sliding-window layer's KV ring keeps beyond
     // its window (kv_cache.h), so rewinding up to n_batch tokens keeps the cache.
     int64_t n_batch = 256;
+    // Keep every position in sliding-window layers too, as full caches (llama.cpp's --swa-full):
+    // more memory, rewinds never re-evaluate.
+    bool swa_full = false;
     GgmlType kv_type = GgmlType::F16;  // f16, f32, q8_0, q4_0
     // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
     // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
