@@ -1,6 +1,6 @@
 // Causal attention over a K/V cache of any dequantizable type (f32, f16, q8_0, q4_0 ...):
-// GQA head mapping, sliding window, logit softcap, softmax in f32. The work is split into
-// chunks of cells per (token, kv head) (attention_chunk.h), each reading its KV head once for
+// GQA head mapping, sliding window (over a ring cache: position p in cell p % cells), logit
+// softcap, softmax in f32. The work is split into chunks of positions per (token, kv head) (attention_chunk.h), each reading its KV head once for
 // all query heads of the group; chunks run in parallel for decode (flash-decoding) and are
 // folded in a fixed order, so results never depend on the thread count or the batch.
 #include <algorithm>

@@ -13,6 +13,14 @@ namespace strata::cpu {
 
 inline constexpr int64_t kAttentionChunkCells = 128;
 
+// The cell of `cache` [row, cells] that holds position pos: pos % cells (a sliding-window
+// layer's cache is a ring; a full one never wraps). Chunks count in positions, so a ring and a
+// full cache holding the same keys give bit-identical results.
+inline int64_t cache_cell(const Tensor& cache, int64_t pos) {
+    const int64_t cells = cache.ne[1];
+    return pos < cells ? pos : pos % cells;
+}
+
 struct AttentionChunk {
     const float* const* q;  // [n_q] query rows, each [dk] (all read the same KV head)
     int n_q;
@@ -20,7 +28,7 @@ struct AttentionChunk {
     const Tensor* v_cache;  // [dv · n_kv_heads, cells]
     int64_t kv_head;
     int64_t dk, dv;
-    int64_t c0, c1;  // cells [c0, c1), c0 < c1 <= c0 + kAttentionChunkCells
+    int64_t c0, c1;  // positions [c0, c1), c0 < c1 <= c0 + kAttentionChunkCells (cache_cell)
     float scale;     // on q·k, before the softcap
     float softcap;   // 0 = off
     // Outputs: per query head h, m[h] = max score, l[h] = Σ exp(s − m[h]),

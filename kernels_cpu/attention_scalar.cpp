@@ -23,9 +23,9 @@ class CacheReader {
           head_dim_(head_dim),
           aligned_(head_dim % traits_.block_size == 0) {}
 
-    // [head_dim] of kv head g in cell `cell`; scratch holds a whole row (ne[0] floats).
-    const float* head(int64_t cell, int64_t g, float* scratch) const {
-        const uint8_t* row = row_ptr(cache_, cell);
+    // [head_dim] of kv head g at position pos; scratch holds a whole row (ne[0] floats).
+    const float* head(int64_t pos, int64_t g, float* scratch) const {
+        const uint8_t* row = row_ptr(cache_, cache_cell(cache_, pos));
         if (cache_.type == GgmlType::F32) {
             return reinterpret_cast<const float*>(row) + g * head_dim_;
         }

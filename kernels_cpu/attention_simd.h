@@ -17,8 +17,9 @@ namespace {  // per-ISA instantiations must not merge (simd_f32_avx2.h)
 
 constexpr int kMaxHeads = 8;  // query heads per pass: their accumulators stay in registers
 
-inline const uint8_t* cache_row(const Tensor& t, int64_t cell) {
-    return static_cast<const uint8_t*>(t.data) + static_cast<uint64_t>(cell) * t.nb[1];
+// The row holding position pos (cache_cell: the cache may be a ring).
+inline const uint8_t* cache_row(const Tensor& t, int64_t pos) {
+    return static_cast<const uint8_t*>(t.data) + static_cast<uint64_t>(cache_cell(t, pos)) * t.nb[1];
 }
 
 // scores[h·stride + c] = (q_h · k_c)·scale for G heads and cells [c0, c1).

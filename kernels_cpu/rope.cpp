@@ -1,9 +1,11 @@
 // Rotary position embedding, in place, NORM (adjacent pairs) and NEOX (halves) styles, with
-// linear freq_scale and optional per-dim freq_factors (docs/FORMATS.md §3.1). No YaRN.
+// linear freq_scale, optional per-dim freq_factors (docs/FORMATS.md §3.1) and YaRN's ramp and
+// magnitude (engine/core/rope_yarn.h).
 #include <cmath>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/rope_yarn.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
 #include "kernels_cpu/row_ops.h"
@@ -26,6 +28,7 @@ void check_rope(const Tensor& x, const int32_t* positions, const RopeParams& p) 
                                 " and freq_scale = ", p.freq_scale, " must be > 0"));
     }
     if (x.ne[2] > 0 && positions == nullptr) throw ArgumentError("rope: positions is null");
+    check_rope_yarn(p);
 }
 
 }  // namespace
@@ -44,6 +47,8 @@ void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_t
         inv_freq[i] = std::pow(params.freq_base,
                                -2.0f * static_cast<float>(i) / static_cast<float>(params.n_rot));
     }
+    const std::vector<float> ramp = rope_yarn_ramp(params);  // weight of the unscaled angle
+    const float mscale = rope_magnitude(params);
     // cos/sin [half, n_tokens], shared by every head of a token.
     std::vector<float> cos_t(static_cast<size_t>(half * n_tokens));
     std::vector<float> sin_t(static_cast<size_t>(half * n_tokens));
@@ -51,11 +56,12 @@ void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_t
     for (int64_t t = 0; t < n_tokens; ++t) {
         const float pos = static_cast<float>(positions[t]);
         for (int64_t i = 0; i < half; ++i) {
-            float theta = pos * inv_freq[i];
-            if (params.freq_factors != nullptr) theta /= params.freq_factors[i];
-            theta *= params.freq_scale;
-            cos_t[t * half + i] = std::cos(theta);
-            sin_t[t * half + i] = std::sin(theta);
+            float theta_x = pos * inv_freq[i];  // unscaled (extrapolated)
+            if (params.freq_factors != nullptr) theta_x /= params.freq_factors[i];
+            float theta = theta_x * params.freq_scale;
+            if (ramp[i] != 0.0f) theta = theta * (1.0f - ramp[i]) + theta_x * ramp[i];
+            cos_t[t * half + i] = std::cos(theta) * mscale;
+            sin_t[t * half + i] = std::sin(theta) * mscale;
         }
     }
 

@@ -9,9 +9,15 @@
 
 namespace strata::cuda {
 
-// Element e of cache row `cell` (e counts over the whole row, all kv heads).
-__device__ __forceinline__ float cache_value(const CacheView& c, int64_t cell, int64_t e) {
-    const uint8_t* row = c.data + static_cast<uint64_t>(cell) * c.nb1;
+// The row holding position pos: cell pos % cells (a sliding-window layer's cache is a ring).
+__device__ __forceinline__ const uint8_t* cache_row(const CacheView& c, int64_t pos) {
+    const int64_t cell = pos < c.cells ? pos : pos % c.cells;
+    return c.data + static_cast<uint64_t>(cell) * c.nb1;
+}
+
+// Element e of the cache row holding position pos (e counts over the whole row, all kv heads).
+__device__ __forceinline__ float cache_value(const CacheView& c, int64_t pos, int64_t e) {
+    const uint8_t* row = cache_row(c, pos);
     const int j = static_cast<int>(e % 32);
     switch (c.type) {
         case GgmlType::F32: return reinterpret_cast<const float*>(row)[e];
@@ -53,7 +59,7 @@ __device__ __forceinline__ float cache_value(const CacheView& c, int64_t cell, i
     }
 }
 
-// Cells [first, last] that query position pos sees: causal, and inside the window if any.
+// Positions [first, last] that query position pos sees: causal, and inside the window if any.
 __device__ __forceinline__ int64_t visible_first(int64_t pos, int32_t window) {
     return window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
 }

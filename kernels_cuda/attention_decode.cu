@@ -27,11 +27,11 @@ size_t decode_smem_bytes(int dk) {
 
 // Element e of a cache row: f16 caches (the common case) read directly, others dequantized.
 template <bool kF16>
-__device__ __forceinline__ float kv_value(const CacheView& c, int64_t cell, int64_t e) {
+__device__ __forceinline__ float kv_value(const CacheView& c, int64_t pos, int64_t e) {
     if constexpr (kF16) {
-        return half_to_float(reinterpret_cast<const uint16_t*>(c.data + static_cast<uint64_t>(cell) * c.nb1)[e]);
+        return half_to_float(reinterpret_cast<const uint16_t*>(cache_row(c, pos))[e]);
     } else {
-        return cache_value(c, cell, e);
+        return cache_value(c, pos, e);
     }
 }
 

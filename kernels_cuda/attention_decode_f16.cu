@@ -26,8 +26,9 @@ __device__ __forceinline__ void unpack8(const uint4& u, float* f) {
     }
 }
 
-__device__ __forceinline__ uint4 load16(const uint8_t* base, uint64_t nb1, int64_t cell, int offset_bytes) {
-    return *reinterpret_cast<const uint4*>(base + static_cast<uint64_t>(cell) * nb1 + offset_bytes);
+// 16 bytes at offset_bytes of the row holding position pos.
+__device__ __forceinline__ uint4 load16(const CacheView& c, int64_t pos, int offset_bytes) {
+    return *reinterpret_cast<const uint4*>(cache_row(c, pos) + offset_bytes);
 }
 
 // Scores of the tile's n cells (from ct) into sc[cell][head].
@@ -46,7 +47,7 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int j = j0 + r * CK + sub;
-            kr[r] = j < n ? load16(a.k.data, a.k.nb1, ct + j, offset) : make_uint4(0, 0, 0, 0);
+            kr[r] = j < n ? load16(a.k, ct + j, offset) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -117,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_f16_kernel(Atten
 #pragma unroll
         for (int r = 0; r < RV; ++r) {
             const int j = vcg + r * CV;
-            vr[r] = j < n ? load16(a.v.data, a.v.nb1, ct + j, voffset) : make_uint4(0, 0, 0, 0);
+            vr[r] = j < n ? load16(a.v, ct + j, voffset) : make_uint4(0, 0, 0, 0);
         }
         score_tile<DK>(a, kvh, gb, qs, ct, n, inv_cap, sc);
         __syncthreads();

@@ -40,8 +40,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     AttentionLaunch a;
     a.q = f32_view(q);
     a.out = f32_view(out);
-    a.k = CacheView{static_cast<const uint8_t*>(k_cache.data), k_cache.nb[1], k_cache.type};
-    a.v = CacheView{static_cast<const uint8_t*>(v_cache.data), v_cache.nb[1], v_cache.type};
+    a.k = CacheView{static_cast<const uint8_t*>(k_cache.data), k_cache.nb[1], k_cache.type, k_cache.ne[1]};
+    a.v = CacheView{static_cast<const uint8_t*>(v_cache.data), v_cache.nb[1], v_cache.type, v_cache.ne[1]};
     a.n_tokens = static_cast<int>(n_tokens);
     a.n_head = p.n_head;
     a.n_head_kv = p.n_head_kv;

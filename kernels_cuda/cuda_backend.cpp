@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/rope_yarn.h"
 #include "kernels_cuda/backend_impl.h"
 #include "kernels_cuda/cuda_check.h"
 
@@ -440,6 +441,10 @@ void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p)
                                   : impl_->stage(p.freq_factors, half);
     }
     launch.freq_scale = p.freq_scale;
+    check_rope_yarn(p);
+    const std::vector<float> ramp = rope_yarn_ramp(p);
+    if (p.ext_factor != 0.0f) launch.yarn_ramp = impl_->stage(ramp.data(), half);
+    launch.mscale = rope_magnitude(p);
     launch.n_rot = p.n_rot;
     launch.neox = p.style == RopeStyle::Neox;
     cuda::rope(f32_view(x), x.ne[1], launch, impl_->stream);
@@ -455,17 +460,14 @@ void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell)
                                    " is not supported on the CUDA backend (f32, f16, bf16, q8_0, q4_0, "
                                    "q5_0 are)"));
     }
-    if (cache.ne[2] != 1 || cache.ne[3] != 1 || src.ne[0] != cache.ne[0]) {
-        throw ArgumentError(cat("kv_store: src ", src.shape_string(), " rows must match cache ",
-                                cache.shape_string(), " rows (cache is 2-D [row, n_cells])"));
-    }
+    check_kv_store_shapes(src, cache, first_cell);
     const int64_t n = src.n_rows();
-    if (first_cell < 0 || first_cell + n > cache.ne[1]) {
-        throw ArgumentError(cat("kv_store: cells [", first_cell, ", ", first_cell + n,
-                                ") are outside the cache's ", cache.ne[1], " cells"));
-    }
-    cuda::kv_store(f32_view(src), cache.type, static_cast<uint8_t*>(cache.data), cache.nb[1], first_cell,
-                   impl_->step_cell(first_cell, n), impl_->stream);
+    KvStoreLaunch c;
+    c.cache = static_cast<uint8_t*>(cache.data);
+    c.nb1 = cache.nb[1];
+    c.cells = cache.ne[1];
+    c.type = cache.type;
+    cuda::kv_store(f32_view(src), c, first_cell, impl_->step_cell(first_cell, n), impl_->stream);
 }
 
 }  // namespace strata::cuda

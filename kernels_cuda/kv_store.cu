@@ -1,5 +1,5 @@
-// kv_store on the device: f32 K/V rows of new tokens into cache cells as F32, F16, BF16, Q8_0,
-// Q4_0 or Q5_0, bit-identical to quant/'s reference quantizers (one warp per 32-element block).
+// kv_store on the device: f32 K/V rows of new tokens into cache cells (position p in cell
+// p % cells: a ring for sliding-window layers) as F32, F16, BF16, Q8_0, Q4_0 or Q5_0, bit-identical to quant/'s reference quantizers (one warp per 32-element block).
 #include <cuda_fp16.h>
 
 #include "kernels_cuda/device_common.cuh"
@@ -24,12 +24,17 @@ __device__ __forceinline__ float inverse_or_zero(float d) {
     return isfinite(id) ? id : 0.0f;
 }
 
+// The row of the cache that position `pos` goes to.
+__device__ __forceinline__ uint8_t* ring_row(const KvStoreLaunch& c, int64_t pos) {
+    return c.cache + static_cast<uint64_t>(pos % c.cells) * c.nb1;
+}
+
 __device__ __forceinline__ int clamp_to_int(float v, int lo, int hi) {
     return static_cast<int>(fminf(fmaxf(v, static_cast<float>(lo)), static_cast<float>(hi)));
 }
 
 template <GgmlType kType>
-__global__ void kv_store_plain_kernel(F32View src, uint8_t* cache, uint64_t nb1, int64_t first,
+__global__ void kv_store_plain_kernel(F32View src, KvStoreLaunch cache, int64_t first,
                                       const int32_t* first_dev) {
     if (first_dev != nullptr) first = *first_dev;
     const int64_t total = src.n_rows * src.ne0;
@@ -37,7 +42,7 @@ __global__ void kv_store_plain_kernel(F32View src, uint8_t* cache, uint64_t nb1,
          t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const int64_t r = t / src.ne0, e = t % src.ne0;
         const float v = src.row(r)[e];
-        uint8_t* row = cache + static_cast<uint64_t>(first + r) * nb1;
+        uint8_t* row = ring_row(cache, first + r);
         if constexpr (kType == GgmlType::F32) reinterpret_cast<float*>(row)[e] = v;
         if constexpr (kType == GgmlType::F16) reinterpret_cast<uint16_t*>(row)[e] = f16_bits(v);
         if constexpr (kType == GgmlType::BF16) reinterpret_cast<uint16_t*>(row)[e] = bf16_bits(v);
@@ -46,7 +51,7 @@ __global__ void kv_store_plain_kernel(F32View src, uint8_t* cache, uint64_t nb1,
 
 // One warp per 32-element block; lane j holds element j.
 template <GgmlType kType>
-__global__ void kv_store_block_kernel(F32View src, uint8_t* cache, uint64_t nb1, int64_t first,
+__global__ void kv_store_block_kernel(F32View src, KvStoreLaunch cache, int64_t first,
                                       const int32_t* first_dev) {
     if (first_dev != nullptr) first = *first_dev;
     constexpr int kBytes = kType == GgmlType::Q8_0 ? 34 : (kType == GgmlType::Q4_0 ? 18 : 22);
@@ -58,7 +63,7 @@ __global__ void kv_store_block_kernel(F32View src, uint8_t* cache, uint64_t nb1,
          w += warps) {
         const int64_t r = w / per_row, blk = w % per_row;
         const float x = src.row(r)[blk * 32 + lane];
-        uint8_t* b = cache + static_cast<uint64_t>(first + r) * nb1 + blk * kBytes;
+        uint8_t* b = ring_row(cache, first + r) + blk * kBytes;
         if constexpr (kType == GgmlType::Q8_0) {
             const float d = warp_max(fabsf(x)) / 127.0f;
             const float id = inverse_or_zero(d);
@@ -97,19 +102,19 @@ __global__ void kv_store_block_kernel(F32View src, uint8_t* cache, uint64_t nb1,
 }
 
 template <GgmlType kType>
-void launch_plain(F32View src, uint8_t* cache, uint64_t nb1, int64_t first, const int32_t* first_dev,
+void launch_plain(F32View src, const KvStoreLaunch& cache, int64_t first, const int32_t* first_dev,
                   cudaStream_t stream) {
     kv_store_plain_kernel<kType><<<capped_blocks(src.n_rows * src.ne0, kThreads), kThreads, 0, stream>>>(
-        src, cache, nb1, first, first_dev);
+        src, cache, first, first_dev);
     CUDA_CHECK_LAUNCH("kv_store_plain_kernel");
 }
 
 template <GgmlType kType>
-void launch_block(F32View src, uint8_t* cache, uint64_t nb1, int64_t first, const int32_t* first_dev,
+void launch_block(F32View src, const KvStoreLaunch& cache, int64_t first, const int32_t* first_dev,
                   cudaStream_t stream) {
     const int64_t warps = src.n_rows * (src.ne0 / 32);
     kv_store_block_kernel<kType><<<capped_blocks(warps * 32, kThreads), kThreads, 0, stream>>>(
-        src, cache, nb1, first, first_dev);
+        src, cache, first, first_dev);
     CUDA_CHECK_LAUNCH("kv_store_block_kernel");
 }
 
@@ -127,18 +132,18 @@ bool kv_store_supported(GgmlType type) {
     }
 }
 
-void kv_store(F32View src, GgmlType cache_type, uint8_t* cache, uint64_t cache_nb1,
-              int64_t first_cell, const int32_t* first_cell_dev, cudaStream_t stream) {
+void kv_store(F32View src, const KvStoreLaunch& c, int64_t first_cell, const int32_t* first_cell_dev,
+              cudaStream_t stream) {
     if (src.n_rows == 0 || src.ne0 == 0) return;
-    switch (cache_type) {
-        case GgmlType::F32: return launch_plain<GgmlType::F32>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
-        case GgmlType::F16: return launch_plain<GgmlType::F16>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
-        case GgmlType::BF16: return launch_plain<GgmlType::BF16>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
-        case GgmlType::Q8_0: return launch_block<GgmlType::Q8_0>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
-        case GgmlType::Q4_0: return launch_block<GgmlType::Q4_0>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
-        case GgmlType::Q5_0: return launch_block<GgmlType::Q5_0>(src, cache, cache_nb1, first_cell, first_cell_dev, stream);
+    switch (c.type) {
+        case GgmlType::F32: return launch_plain<GgmlType::F32>(src, c, first_cell, first_cell_dev, stream);
+        case GgmlType::F16: return launch_plain<GgmlType::F16>(src, c, first_cell, first_cell_dev, stream);
+        case GgmlType::BF16: return launch_plain<GgmlType::BF16>(src, c, first_cell, first_cell_dev, stream);
+        case GgmlType::Q8_0: return launch_block<GgmlType::Q8_0>(src, c, first_cell, first_cell_dev, stream);
+        case GgmlType::Q4_0: return launch_block<GgmlType::Q4_0>(src, c, first_cell, first_cell_dev, stream);
+        case GgmlType::Q5_0: return launch_block<GgmlType::Q5_0>(src, c, first_cell, first_cell_dev, stream);
         default:
-            throw UnsupportedError(cat("kv_store: cache type ", type_traits(cache_type).name,
+            throw UnsupportedError(cat("kv_store: cache type ", type_traits(c.type).name,
                                        " is not supported on the CUDA backend (f32, f16, bf16, q8_0, "
                                        "q4_0, q5_0 are)"));
     }

@@ -89,22 +89,32 @@ bool gated_activation(F32View gate, F32View up, Activation act, F32View y, int8_
 void set_step_slot(int32_t* slot, int32_t token, int32_t position, cudaStream_t stream);
 
 // x [head_dim, n_heads, n_tokens] in place; inv_freq [n_rot/2] = base^(-2i/n_rot) computed on
-// the host as the CPU does; freq_factors [n_rot/2] or null.
+// the host as the CPU does; freq_factors [n_rot/2] or null; yarn_ramp [n_rot/2] (the weight of
+// the unscaled angle, engine/core/rope_yarn.h) or null for none; mscale multiplies cos and sin.
 struct RopeLaunch {
     const int32_t* positions = nullptr;
     const float* inv_freq = nullptr;
     const float* freq_factors = nullptr;
+    const float* yarn_ramp = nullptr;
     float freq_scale = 1.0f;
+    float mscale = 1.0f;
     int n_rot = 0;
     bool neox = true;
 };
 void rope(F32View x, int64_t n_heads, const RopeLaunch& args, cudaStream_t stream);
 
-// ---- kv_store.cu: cache rows [first_cell, first_cell + n) = src rows converted; first_cell is
-// read on the device from first_cell_dev when that is not null (a replayed decode graph).
+// ---- kv_store.cu: cache cell (first_cell + i) % cells = src row i converted (a ring when cells
+// is less than the positions); first_cell is read on the device from first_cell_dev when that is
+// not null (a replayed decode graph).
 bool kv_store_supported(GgmlType type);
-void kv_store(F32View src, GgmlType cache_type, uint8_t* cache, uint64_t cache_nb1,
-              int64_t first_cell, const int32_t* first_cell_dev, cudaStream_t stream);
+struct KvStoreLaunch {
+    uint8_t* cache = nullptr;
+    uint64_t nb1 = 0;
+    int64_t cells = 0;
+    GgmlType type = GgmlType::F16;
+};
+void kv_store(F32View src, const KvStoreLaunch& cache, int64_t first_cell, const int32_t* first_cell_dev,
+              cudaStream_t stream);
 
 // ---- attention_*.cu
 bool attention_cache_supported(GgmlType type);
@@ -114,6 +124,7 @@ struct CacheView {
     const uint8_t* data = nullptr;
     uint64_t nb1 = 0;  // bytes per cell
     GgmlType type = GgmlType::F16;
+    int64_t cells = 0;  // position p is in cell p % cells (a ring; a full cache never wraps)
 };
 
 struct AttentionLaunch {

@@ -145,6 +145,7 @@ void CostModel::index_layers(GgmlType kv_type) {
         if (k != index.end() && v != index.end()) {
             L.kv_cell_bytes = static_cast<double>(kv_bytes_per_layer(table, l, 1, kv_type));
         }
+        if (static_cast<size_t>(l) < table.attn_window.size()) L.window = table.attn_window[static_cast<size_t>(l)];
         if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
         const auto has = [&](const char* name) { return index.count(cat("blk.", l, ".", name)) ? 1.0 : 0.0; };
         L.attn_ops = kAttnOps + has("attn_q.bias") + has("attn_k.bias") + has("attn_v.bias") +
@@ -363,7 +364,8 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     }
     const double n_embd = n_embd_ > 0 ? n_embd_ : 0;
     w.copy(4.0 * n_embd, home_out(layout, s - 1), ah);
-    const double cells = static_cast<double>(params_.n_ctx_used);
+    // A sliding-window layer reads only its window of keys.
+    const double cells = static_cast<double>(L.window > 0 ? std::min(L.window, params_.n_ctx_used) : params_.n_ctx_used);
     const std::optional<AttentionLine>& line = ah == kGpu ? gpu_attention_ : cpu_attention_;
     // Measured for this shape: the line at this context (the KV bytes included); otherwise a
     // small op plus the KV bytes at the read bandwidth.

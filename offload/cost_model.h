@@ -222,6 +222,7 @@ class CostModel {
         std::optional<FfnTensors> ffn;
         int ffn_index[3] = {-1, -1, -1};  // gate, up, down
         double kv_cell_bytes = 0;
+        int64_t window = 0;  // sliding-window attention: keys a query reads (0: the whole context)
         double q_width = 0;  // attn_q output width (prefill attention FLOP)
         double n_embd = 0;
         double attn_ops = 0, ffn_ops = 0;  // small ops per block, optional tensors included

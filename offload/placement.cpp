@@ -2,6 +2,7 @@
 // (placement.h).
 #include "offload/placement.h"
 
+#include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
@@ -81,6 +82,11 @@ uint64_t ffn_slice_bytes(const FfnTensors& ffn, int64_t begin, int64_t end) {
            row_bytes(ffn.down->type, end - begin) * static_cast<uint64_t>(ffn.down->ne[1]);
 }
 
+int64_t kv_layer_cells(int64_t window, int64_t n_ctx, int64_t ring_slack) {
+    if (window <= 0) return n_ctx;
+    return std::min(n_ctx, window + std::max<int64_t>(ring_slack, 1));
+}
+
 uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type) {
     const TensorEntry* k = find_tensor(table, layer_tensor_name(layer, "attn_k.weight"));
     const TensorEntry* v = find_tensor(table, layer_tensor_name(layer, "attn_v.weight"));
@@ -88,7 +94,15 @@ uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, 
         throw ArgumentError(cat("cannot size the KV cache of layer ", layer,
                                 ": the model has no blk.", layer, ".attn_k/attn_v weights"));
     }
-    const auto cells = static_cast<uint64_t>(n_ctx);
+    int64_t n_cells = n_ctx;
+    const auto il = static_cast<size_t>(layer);
+    if (il < table.attn_window.size() && table.attn_window[il] > 0) {
+        // n_ctx spans kv_sequences sequences; each keeps its own ring.
+        const int64_t seqs = std::max<int64_t>(1, table.kv_sequences);
+        n_cells = std::min(n_ctx, seqs * kv_layer_cells(table.attn_window[il], (n_ctx + seqs - 1) / seqs,
+                                                          table.kv_ring_slack));
+    }
+    const auto cells = static_cast<uint64_t>(n_cells);
     return (row_bytes(kv_type, k->ne[1]) + row_bytes(kv_type, v->ne[1])) * cells;
 }
 

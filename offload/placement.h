@@ -42,6 +42,13 @@ struct TensorTable {
     // Mixture of experts: experts a token uses of the ne[2] in each layer's 3-D expert tensors
     // (0: a dense model). A token reads n_expert_used / ne[2] of such a tensor on average.
     int n_expert_used = 0;
+    // Sliding-window attention: per layer, how many keys a query sees (0: the whole context);
+    // empty: no such layers. Such a layer's KV cache keeps kv_layer_cells() cells per sequence
+    // (a ring of its window plus kv_ring_slack), and kv_bytes_per_layer's n_ctx counts the cells
+    // of kv_sequences sequences.
+    std::vector<int64_t> attn_window;
+    int64_t kv_ring_slack = 0;
+    int64_t kv_sequences = 1;
 };
 
 // Identifies one model file: its total size and a hash of its header and tensor table (not of
@@ -124,9 +131,15 @@ std::optional<FfnTensors> find_ffn_tensors(const TensorTable& table, int layer);
 // Bytes of neurons [begin, end) of all three tensors. begin/end on granule boundaries or n_ff.
 uint64_t ffn_slice_bytes(const FfnTensors& ffn, int64_t begin, int64_t end);
 
-// K + V cache bytes of one layer for n_ctx cells of `kv_type`, from the widths of the layer's
-// attn_k and attn_v (ne[1]), as engine/runtime/kv_cache lays them out. ArgumentError when the
-// layer has no attn_k/attn_v.
+// KV cells one sequence's cache keeps for a layer: n_ctx for full attention (window 0); for a
+// sliding window, a ring of the window plus ring_slack cells (the most tokens one forward pass
+// stores, so a batch never overwrites a key its own queries see), at most n_ctx.
+int64_t kv_layer_cells(int64_t window, int64_t n_ctx, int64_t ring_slack);
+
+// K + V cache bytes of one layer for n_ctx cells of `kv_type` (n_ctx spanning table.kv_sequences
+// sequences; a sliding-window layer keeps only its ring: kv_layer_cells), from the widths of the
+// layer's attn_k and attn_v (ne[1]), as engine/runtime/kv_cache lays them out. ArgumentError when
+// the layer has no attn_k/attn_v.
 uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type);
 
 struct TierBytes {

@@ -296,7 +296,7 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     std::mt19937 rng(1234);
     const Placement& plan = runtime.placement();
     const ResidencyStats& rs = runtime.placed().stats();
-    const TensorTable table = tensor_table(runtime.model());
+    const TensorTable table = runtime.placement_table();
     std::vector<TgRun> tg_runs;
     ConfigResult out;
     // The configuration's columns, then the row is printed and kept.

@@ -198,7 +198,7 @@ void plan(const PlanArgs& args) {
     ro.want_estimate = args.explain;
     if (!args.output.empty()) check_write_target(args.output, "placement file");  // before measuring and planning
     const Runtime runtime(args.engine.model, ro);
-    const TensorTable table = tensor_table(runtime.model());
+    const TensorTable table = runtime.placement_table();
     Placement p = runtime.placement();
     if (runtime.gpu() && p.hardware.gpu_name.empty()) p.hardware.gpu_name = std::string(runtime.gpu()->name());
     if (!args.output.empty()) write_placement(p, args.output, &table);

@@ -40,6 +40,8 @@ void add_llama_options(CLI::App& cmd, LlamaFlags& f) {
     cmd.add_flag("--no-mmap", f.no_mmap, "copy the weights kept in RAM out of the file mapping");
     cmd.add_flag("--mlock", f.mlock, "lock the weights kept in RAM in memory (see `ulimit -l`)");
     cmd.add_flag("--jinja", f.jinja, "use the model's own chat template (accepted; chat and serve)");
+    cmd.add_flag("--swa-full", f.swa_full,
+                 "sliding-window layers keep every position (more KV memory) instead of a ring of window + batch");
 }
 
 void check_model_source(const LlamaFlags&, const std::string& model) {
@@ -59,6 +61,7 @@ void apply_llama_options(const LlamaFlags& f, const std::string& kv_type, Runtim
     if (f.n_ubatch > 0) r.session.n_batch = std::min(r.session.n_batch, f.n_ubatch);
     r.no_mmap = f.no_mmap;
     r.mlock = f.mlock;
+    r.session.swa_full = f.swa_full;
 }
 
 uint64_t parse_size_flag(const std::string& text, const std::string& flag) {

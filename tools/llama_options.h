@@ -22,6 +22,7 @@ struct LlamaFlags {
     bool no_mmap = false;
     bool mlock = false;
     bool jinja = false;                        // the GGUF's own chat template (chat, serve)
+    bool swa_full = false;                     // --swa-full: full KV for sliding-window layers
 };
 
 // -ngl "auto"/"all" -> -1, else an integer >= -1 (-1: no limit). ArgumentError otherwise.

@@ -31,6 +31,15 @@ struct RopeParams {
     float freq_scale = 1.0f;     // linear scaling: theta *= freq_scale (= 1/factor)
     RopeStyle style = RopeStyle::Neox;
     const float* freq_factors = nullptr;  // [n_rot/2] divisors of theta (rope_freqs), or null
+    // YaRN (rope_yarn.h): ext_factor > 0 keeps the unscaled angle in the fast-rotating dims, the
+    // scaled one in the slow dims and a linear ramp between them (the dims where n_ctx_orig
+    // holds beta_fast and beta_slow rotations); cos and sin are multiplied by attn_factor and,
+    // when ext_factor > 0, by 1 + 0.1·ln(1/freq_scale).
+    float ext_factor = 0.0f;
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    int n_ctx_orig = 0;
 };
 
 // The products of a sparse gated FFN for one batch (Backend::sparse_gated_ffn). Neuron i is
@@ -158,14 +167,17 @@ public:
     // In place on x [head_dim, n_heads, n_tokens]; positions[t] is token t's position.
     virtual void rope(Tensor& x, const int32_t* positions, const RopeParams& params) = 0;
 
-    // Writes src [row, n] (f32) into rows [first_cell, first_cell + n) of cache [row, n_cells],
-    // converting to the cache's type (f16, q8_0...).
+    // Writes src [row, n] (f32) rows at positions first_cell .. first_cell + n - 1 into cache
+    // [row, cells], converting to the cache's type (f16, q8_0...). Position p goes to cell
+    // p % cells: a cache with fewer cells than positions is a ring (a sliding-window layer's),
+    // one with as many never wraps. n <= cells.
     virtual void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) = 0;
 
-    // Causal attention of q [head_dim_k, n_head, n_tokens] over cache cells [0, n_cells), where
-    // cell c holds position c: k_cache [head_dim_k * n_head_kv, cells], v_cache
-    // [head_dim_v * n_head_kv, cells]. Query t at positions[t] sees keys at p <= positions[t]
-    // (and within the window). out [head_dim_v, n_head, n_tokens] f32.
+    // Causal attention of q [head_dim_k, n_head, n_tokens] over the n_cells positions written
+    // so far, position p held in cell p % cells (kv_store): k_cache [head_dim_k * n_head_kv,
+    // cells], v_cache [head_dim_v * n_head_kv, cells]. Query t at positions[t] sees keys at
+    // p <= positions[t] (and within the window), all of which must still be held: at or after
+    // position n_cells - cells. out [head_dim_v, n_head, n_tokens] f32.
     virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                            int64_t n_cells, const int32_t* positions, const AttentionParams& params,
                            Tensor& out) = 0;

@@ -1,6 +1,8 @@
 // Backend-independent op argument checks (op_checks.h).
 #include "engine/core/op_checks.h"
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 
 namespace strata {
@@ -37,20 +39,42 @@ void check_attention_shapes(const Tensor& q, const Tensor& k_cache, const Tensor
     }
     const int64_t k_row = int64_t{p.head_dim_k} * p.n_head_kv;
     const int64_t v_row = int64_t{p.head_dim_v} * p.n_head_kv;
+    const int64_t cells = k_cache.ne[1];
     if (k_cache.ne[0] != k_row || v_cache.ne[0] != v_row || k_cache.ne[2] != 1 ||
         v_cache.ne[2] != 1 || k_cache.ne[3] != 1 || v_cache.ne[3] != 1 || n_cells < 0 ||
-        n_cells > k_cache.ne[1] || n_cells > v_cache.ne[1]) {
+        cells <= 0 || v_cache.ne[1] != cells) {
         throw ArgumentError(cat("attention: k_cache ", k_cache.shape_string(), " and v_cache ",
                                 v_cache.shape_string(), " must be [", k_row, ", cells] and [",
-                                v_row, ", cells] with n_cells = ", n_cells, " <= cells"));
+                                v_row, ", cells] with the same cells"));
     }
     if (n_tokens > 0 && positions == nullptr) throw ArgumentError("attention: positions is null");
+    // The ring holds positions [n_cells - cells, n_cells): a full cache (cells >= n_cells) never wraps.
+    const int64_t oldest = n_cells - cells;
     for (int64_t t = 0; t < n_tokens; ++t) {
         if (positions[t] < 0 || positions[t] >= n_cells) {
             throw ArgumentError(cat("attention: token ", t, " is at position ", positions[t],
                                     ", outside the ", n_cells,
-                                    " cells written so far (kv_store it before attention)"));
+                                    " positions written so far (kv_store it before attention)"));
         }
+        const int64_t first = p.window > 0 ? std::max<int64_t>(0, positions[t] - p.window + 1) : 0;
+        if (first < oldest) {
+            throw ArgumentError(cat("attention: token ", t, " at position ", positions[t], " sees positions [",
+                                    first, ", ", positions[t], "], but the cache's ", cells,
+                                    " cells hold only [", oldest, ", ", n_cells, ") (a ring too small for the",
+                                    " window plus the batch)"));
+        }
+    }
+}
+
+void check_kv_store_shapes(const Tensor& src, const Tensor& cache, int64_t first_cell) {
+    if (cache.ne[2] != 1 || cache.ne[3] != 1 || src.ne[0] != cache.ne[0]) {
+        throw ArgumentError(cat("kv_store: src ", src.shape_string(), " rows must match cache ",
+                                cache.shape_string(), " rows (cache is 2-D [row, n_cells])"));
+    }
+    const int64_t n = src.n_rows();
+    if (first_cell < 0 || n > cache.ne[1]) {
+        throw ArgumentError(cat("kv_store: ", n, " rows from position ", first_cell, " do not fit the cache's ",
+                                cache.ne[1], " cells (first position >= 0, at most one row per cell)"));
     }
 }
 

@@ -17,9 +17,14 @@ void check_same_shape(std::string_view op, std::string_view what_a, const Tensor
 // n_head divisible by n_head_kv, positive head dims, window >= 0, softcap >= 0.
 void check_attention_params(const AttentionParams& p);
 
-// q [hd_k, n_head, n_tokens], out [hd_v, n_head, n_tokens], caches [hd·n_head_kv, cells] with
-// n_cells <= cells, and every token's position inside [0, n_cells).
+// q [hd_k, n_head, n_tokens], out [hd_v, n_head, n_tokens], caches [hd·n_head_kv, cells] of the
+// same cells, every token's position inside [0, n_cells), and every key a token sees (causal,
+// inside the window) still held: at or after position n_cells - cells (the cache is a ring).
 void check_attention_shapes(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                             const int32_t* positions, const AttentionParams& p, const Tensor& out);
+
+// kv_store's shapes: src [row, n] rows matching cache [row, cells] (2-D), first_cell >= 0 and
+// n <= cells (rows wrap around the ring: position p goes to cell p % cells).
+void check_kv_store_shapes(const Tensor& src, const Tensor& cache, int64_t first_cell);
 
 }  // namespace strata

@@ -58,6 +58,17 @@ void check_rope(const KeyReader& keys, const ArchSpec& spec, const ModelConfig& 
         check_positive_finite(keys, keys.key(keys::kRopeScalingFactor), r.scaling_factor);
     }
     check_range(keys, keys.key(keys::kRopeScalingOrigCtx), r.n_ctx_orig, 1, kMaxContext);
+    if (r.scaling == RopeScaling::Yarn) {
+        if (!(r.yarn_ext_factor >= 0.0 && r.yarn_ext_factor <= 1.0)) {
+            keys.fail(cat(keys.key(keys::kRopeYarnExtFactor), " is ", r.yarn_ext_factor, ", expected 0..1"));
+        }
+        check_positive_finite(keys, keys.key(keys::kRopeYarnAttnFactor), r.yarn_attn_factor);
+        check_positive_finite(keys, keys.key(keys::kRopeYarnBetaSlow), r.yarn_beta_slow);
+        if (!(r.yarn_beta_fast > r.yarn_beta_slow) || !std::isfinite(r.yarn_beta_fast)) {
+            keys.fail(cat(keys.key(keys::kRopeYarnBetaFast), " is ", r.yarn_beta_fast, ", expected more than ",
+                          keys.key(keys::kRopeYarnBetaSlow), " (", r.yarn_beta_slow, ")"));
+        }
+    }
 }
 
 }  // namespace

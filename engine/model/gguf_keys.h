@@ -40,6 +40,10 @@ inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";
 inline constexpr std::string_view kRopeScalingFactor = "rope.scaling.factor";
 inline constexpr std::string_view kRopeScaleLinear = "rope.scale_linear";  // older spelling
 inline constexpr std::string_view kRopeScalingOrigCtx = "rope.scaling.original_context_length";
+inline constexpr std::string_view kRopeYarnExtFactor = "rope.scaling.yarn_ext_factor";
+inline constexpr std::string_view kRopeYarnAttnFactor = "rope.scaling.yarn_attn_factor";
+inline constexpr std::string_view kRopeYarnBetaFast = "rope.scaling.yarn_beta_fast";
+inline constexpr std::string_view kRopeYarnBetaSlow = "rope.scaling.yarn_beta_slow";
 inline constexpr std::string_view kFinalLogitSoftcap = "final_logit_softcapping";
 inline constexpr std::string_view kAttnLogitSoftcap = "attn_logit_softcapping";
 

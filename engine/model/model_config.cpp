@@ -65,11 +65,19 @@ void read_rope(const KeyReader& keys, ModelConfig& c) {
         r.scaling = RopeScaling::None;
     } else if (*type == "yarn") {
         r.scaling = RopeScaling::Yarn;
-    } else if (*type == "longrope") {
-        r.scaling = RopeScaling::LongRope;
     } else {
+        // longrope (Phi-3 long context: per-dim factor tensors chosen by context length) and any
+        // other type would run as no scaling and produce wrong text past the original context.
         throw UnsupportedError(cat("key '", keys.key(keys::kRopeScalingType), "' is '", *type,
-                                   "'; supported: none, linear, yarn, longrope"));
+                                   "': this RoPE scaling type is not supported (supported: none, linear, yarn)"));
+    }
+    if (r.scaling == RopeScaling::Yarn) {
+        r.yarn_ext_factor = keys.find_float(keys.key(keys::kRopeYarnExtFactor)).value_or(1.0);
+        r.yarn_attn_factor = keys.find_float(keys.key(keys::kRopeYarnAttnFactor)).value_or(1.0);
+        r.yarn_beta_fast = keys.find_float(keys.key(keys::kRopeYarnBetaFast)).value_or(32.0);
+        r.yarn_beta_slow = keys.find_float(keys.key(keys::kRopeYarnBetaSlow)).value_or(1.0);
+        // llama.cpp: a negative ext_factor means "not set" (1 for YaRN).
+        if (r.yarn_ext_factor < 0.0) r.yarn_ext_factor = 1.0;
     }
     r.scaling_factor = (r.scaling != RopeScaling::None && factor && *factor != 0.0) ? *factor : 1.0;
 }

@@ -31,6 +31,11 @@ struct RopeConfig {
                                     // use scaling (gemma3: local layers run unscaled).
     int64_t n_ctx_orig = 0;         // YaRN original context (defaults to n_ctx_train)
     bool has_freq_factors = false;  // rope_freqs.weight present (Llama 3.1 style divisors)
+    // YaRN (scaling == Yarn): rope.scaling.yarn_* with llama.cpp's defaults (RopeParams).
+    double yarn_ext_factor = 1.0;
+    double yarn_attn_factor = 1.0;
+    double yarn_beta_fast = 32.0;
+    double yarn_beta_slow = 1.0;
 };
 
 // Special token ids; -1 when the file has none (after the SPM defaults bos 1, eos 2, unk 0).

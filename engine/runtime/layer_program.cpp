@@ -20,6 +20,26 @@ constexpr int64_t kLogitRows = 32;  // logits computed this many rows at a time 
 
 bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
+// RoPE of one layer as the file states it. Sliding-window layers run unscaled with their own
+// base (gemma3); the others scale linearly or by YaRN (freq_scale = 1/factor either way).
+RopeParams rope_params(const RopeConfig& r, bool swa, const float* freq_factors) {
+    RopeParams p;
+    p.n_rot = static_cast<int>(r.n_rot);
+    p.style = r.style;
+    p.freq_base = static_cast<float>(swa ? r.freq_base_swa : r.freq_base);
+    p.freq_factors = freq_factors;
+    if (swa || r.scaling == RopeScaling::None) return p;
+    p.freq_scale = static_cast<float>(1.0 / r.scaling_factor);
+    if (r.scaling == RopeScaling::Yarn) {
+        p.ext_factor = static_cast<float>(r.yarn_ext_factor);
+        p.attn_factor = static_cast<float>(r.yarn_attn_factor);
+        p.beta_fast = static_cast<float>(r.yarn_beta_fast);
+        p.beta_slow = static_cast<float>(r.yarn_beta_slow);
+        p.n_ctx_orig = static_cast<int>(r.n_ctx_orig);
+    }
+    return p;
+}
+
 }  // namespace
 
 LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tokens, uint64_t gpu_staging_limit)
@@ -193,6 +213,10 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     }
     const PlacedWeight& embd = model_.token_embd();
     check_batch(tokens, output_rows);
+    if (n > kv.max_batch()) {
+        forward_in_parts(tokens, kv, output_rows, hidden);
+        return;
+    }
     positions_.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) positions_[static_cast<size_t>(i)] = static_cast<int32_t>(pos0 + i);
     seqs_.assign(1, SeqSpan{&kv, 0, n, pos0});
@@ -311,6 +335,33 @@ void LayerProgram::copy_hidden_out(const Tensor& out, int64_t m, std::vector<flo
     backend(x_home_).copy_out(out, host);
 }
 
+void LayerProgram::forward_in_parts(std::span<const int32_t> tokens, KvCache& kv,
+                                    std::span<const int32_t> output_rows, std::vector<float>& hidden) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t part = kv.max_batch();
+    std::vector<float> all(static_cast<size_t>(config_.n_embd) * output_rows.size());
+    std::vector<int32_t> rows;
+    std::vector<size_t> columns;  // where each of rows' results goes in `all`
+    std::vector<float> part_hidden;
+    for (int64_t b = 0; b < n; b += part) {
+        const int64_t count = std::min(part, n - b);
+        rows.clear();
+        columns.clear();
+        for (size_t j = 0; j < output_rows.size(); ++j) {
+            if (output_rows[j] >= b && output_rows[j] < b + count) {
+                rows.push_back(static_cast<int32_t>(output_rows[j] - b));
+                columns.push_back(j);
+            }
+        }
+        forward(tokens.subspan(static_cast<size_t>(b), static_cast<size_t>(count)), kv, rows, part_hidden);
+        for (size_t r = 0; r < rows.size(); ++r) {
+            std::copy_n(part_hidden.data() + r * static_cast<size_t>(config_.n_embd), config_.n_embd,
+                        all.data() + columns[r] * static_cast<size_t>(config_.n_embd));
+        }
+    }
+    hidden = std::move(all);
+}
+
 void LayerProgram::attention_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const int hb = index_of(w.attn_home);
@@ -346,15 +397,7 @@ void LayerProgram::attention_block(int il, int64_t n) {
         b.rms_norm(kf, &w.attn_k_norm.on(hb), eps, kf);
     }
 
-    RopeParams rope;
-    rope.n_rot = static_cast<int>(config_.rope.n_rot);
-    rope.style = config_.rope.style;
-    // Sliding-window layers run unscaled with their own base (gemma3).
-    rope.freq_base = static_cast<float>(swa ? config_.rope.freq_base_swa : config_.rope.freq_base);
-    rope.freq_scale = (!swa && config_.rope.scaling == RopeScaling::Linear)
-                          ? static_cast<float>(1.0 / config_.rope.scaling_factor)
-                          : 1.0f;
-    rope.freq_factors = model_.rope_freqs();
+    const RopeParams rope = rope_params(config_.rope, swa, model_.rope_freqs());
     b.rope(q_heads, positions_.data(), rope);
     b.rope(k_heads, positions_.data(), rope);
 

@@ -56,7 +56,8 @@ class LayerProgram {
     // values to `kv` (which must live on the placed model's kv_backends()). For each index in
     // `output_rows` (positions within the batch), writes the final normalised hidden state to
     // `hidden` [n_embd, output_rows.size()] (host memory). Throws ArgumentError for token ids
-    // outside the vocabulary or a batch that overflows the cache.
+    // outside the vocabulary or a batch that overflows the cache. A batch longer than
+    // kv.max_batch() (a sliding-window ring's room) runs in parts of that size.
     void forward(std::span<const int32_t> tokens, KvCache& kv,
                  std::span<const int32_t> output_rows, std::vector<float>& hidden);
 
@@ -121,6 +122,9 @@ class LayerProgram {
     Tensor run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows);
     void copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden);
     void attention_block(int il, int64_t n);
+    // forward() in batches of kv.max_batch() tokens, the output rows gathered in order.
+    void forward_in_parts(std::span<const int32_t> tokens, KvCache& kv, std::span<const int32_t> output_rows,
+                          std::vector<float>& hidden);
     void ffn_block(int il, int64_t n);
     // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
     void sparse_ffn_block(int il, int64_t n);

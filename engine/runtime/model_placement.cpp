@@ -9,7 +9,7 @@
 
 namespace strata {
 
-TensorTable tensor_table(const Model& model) {
+TensorTable tensor_table(const Model& model, int64_t kv_ring_slack, int64_t kv_sequences) {
     TensorTable table;
     table.n_layer = static_cast<int>(model.config().n_layer);
     table.architecture = model.file().architecture();
@@ -20,6 +20,12 @@ TensorTable tensor_table(const Model& model) {
         table.head_dim = static_cast<int>(c.head_dim_k);
     }
     table.n_expert_used = static_cast<int>(c.moe.n_expert_used);
+    if (c.sliding_window > 0) {
+        for (int64_t il = 0; il < c.n_layer; ++il)
+            table.attn_window.push_back(c.is_swa.at(static_cast<size_t>(il)) ? c.sliding_window : 0);
+    }
+    table.kv_ring_slack = kv_ring_slack;
+    table.kv_sequences = kv_sequences;
     for (const TensorInfo& info : model.file().tensors()) {
         table.tensors.push_back({info.name, info.type, info.ne, info.n_bytes});
     }

@@ -88,7 +88,7 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     LayerProgram program(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit);
     program.set_sparse(params.sparse);
     const int64_t n_vocab = program.n_vocab();
-    KvCache kv(config, n_ctx, params.kv_type, placed.kv_backends());
+    KvCache kv(config, n_ctx, params.kv_type, placed.kv_backends(), std::max<int64_t>(1, params.n_batch));
     // The dense twin of compare_dense, and the positions where both pick the same token.
     std::unique_ptr<LayerProgram> dense;
     std::unique_ptr<KvCache> dense_kv;
@@ -96,7 +96,8 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     int64_t agree = 0;
     if (params.compare_dense) {
         dense = std::make_unique<LayerProgram>(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit);
-        dense_kv = std::make_unique<KvCache>(config, n_ctx, params.kv_type, placed.kv_backends());
+        dense_kv = std::make_unique<KvCache>(config, n_ctx, params.kv_type, placed.kv_backends(),
+                                             std::max<int64_t>(1, params.n_batch));
         dense_logits.resize(static_cast<size_t>(n_vocab * kLogitRows));
     }
 

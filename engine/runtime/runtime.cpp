@@ -124,6 +124,13 @@ Runtime::~Runtime() = default;
 
 std::string Runtime::machine_key() const { return machine_key_; }
 
+TensorTable Runtime::placement_table() const {
+    const int64_t n_ctx = options_.session.n_ctx <= 0 ? model_->config().n_ctx_train
+                                                      : std::min(options_.session.n_ctx, model_->config().n_ctx_train);
+    const int64_t ring_slack = options_.session.swa_full ? n_ctx : options_.session.n_batch;
+    return tensor_table(*model_, ring_slack, options_.session.n_sequences);
+}
+
 void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
     const bool planning = options_.plan_path.empty() && options_.placer == Placer::Plan;
     if (planning || options_.reprofile || options_.want_estimate) {
@@ -218,7 +225,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     // KV cells the budgets hold: n_sequences sessions of n_ctx cells each.
     const int64_t kv_cells = n_ctx * options.session.n_sequences;
-    const TensorTable table = tensor_table(*model_);
+    const TensorTable table = placement_table();
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
     const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
     const uint64_t activation_reserve =

@@ -83,6 +83,9 @@ class Runtime {
     Runtime& operator=(const Runtime&) = delete;
 
     const Model& model() const { return *model_; }
+    // The model as the planner sees it, with the KV rings of this run's sessions (batch size and
+    // sequences: sliding-window layers keep window + n_batch cells each).
+    TensorTable placement_table() const;
     // Only when the options said load_weights.
     const PlacedModel& placed() const { return *placed_; }
     // Its predicted speeds come from cost_estimate() when that is known.

@@ -14,13 +14,20 @@ int64_t context_size(const Model& model, int64_t requested) {
     return std::min(requested, model.config().n_ctx_train);
 }
 
+// The most tokens one forward pass stores: the room of the sliding-window rings (kv_cache.h);
+// the whole context with swa_full.
+int64_t kv_batch(const Model& model, const SessionParams& params) {
+    return params.swa_full ? context_size(model, params.n_ctx) : std::max<int64_t>(params.n_batch, 1);
+}
+
 }  // namespace
 
 Session::Session(const PlacedModel& placed, const SessionParams& params)
     : placed_(&placed),
       model_(placed.model()),
       params_(params),
-      kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends()),
+      kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends(),
+          kv_batch(model_, params)),
       program_(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
     program_.set_sparse(params.sparse);
@@ -31,7 +38,8 @@ Session::Session(const Model& model, Backend& backend, const SessionParams& para
       placed_(owned_.get()),
       model_(model),
       params_(params),
-      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends()),
+      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends(),
+          kv_batch(model, params)),
       program_(*owned_, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
 }
@@ -86,7 +94,16 @@ void Session::truncate(int64_t n) {
         throw ArgumentError(cat("cannot keep ", n, " of ", tokens_.size(), " tokens"));
     }
     tokens_.resize(static_cast<size_t>(n));
-    kv_.truncate(n);
+    if (kv_.keeps_prefix(n)) {
+        kv_.truncate(n);
+        return;
+    }
+    // A sliding-window ring has overwritten keys the next positions would see: evaluate the
+    // kept tokens again (their results are the same; only their KV is needed).
+    kv_.clear();
+    const std::vector<TokenId> kept = std::move(tokens_);
+    tokens_.clear();
+    prefill(kept);
 }
 
 }  // namespace strata

@@ -23,7 +23,12 @@ class SparseFfn;
 
 struct SessionParams {
     int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
-    int64_t n_batch = 256;             // prompt tokens per forward pass
+    // Prompt tokens per forward pass; also the room a sliding-window layer's KV ring keeps beyond
+    // its window (kv_cache.h), so rewinding up to n_batch tokens keeps the cache.
+    int64_t n_batch = 256;
+    // Keep every position in sliding-window layers too, as full caches (llama.cpp's --swa-full):
+    // more memory, rewinds never re-evaluate.
+    bool swa_full = false;
     GgmlType kv_type = GgmlType::F16;  // f16, f32, q8_0, q4_0
     // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
     // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
@@ -58,6 +63,8 @@ public:
     std::span<const float> feed_all(std::span<const TokenId> tokens);
 
     // Keeps the first n tokens (and their KV), forgetting the rest: reuse of a shared prefix.
+    // Where a sliding-window layer's ring has already overwritten keys the kept tokens' window
+    // needs (a rewind past its room, kv_cache.h), the kept tokens are evaluated again.
     void truncate(int64_t n);
     void clear() { truncate(0); }
 

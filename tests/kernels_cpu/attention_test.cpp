@@ -249,7 +249,11 @@ TEST(CpuKvStore, ConvertsWithTheReferenceQuantizer) {
         EXPECT_EQ(0, std::memcmp(before.data(), cache.bytes.data(), first * rb)) << traits.name;
         EXPECT_EQ(0, std::memcmp(before.data() + (first + n) * rb,
                                  cache.bytes.data() + (first + n) * rb, (11 - first - n) * rb));
-        EXPECT_THROW(backend.kv_store(src.t, cache.t, 7), ArgumentError) << traits.name;
+        // Rows past the last cell wrap (a ring: attention_ring_test.cpp); more rows than cells
+        // or a negative position are refused.
+        const HostTensor too_many = test::random_f32({row, 12});
+        EXPECT_THROW(backend.kv_store(too_many.t, cache.t, 0), ArgumentError) << traits.name;
+        EXPECT_THROW(backend.kv_store(src.t, cache.t, -1), ArgumentError) << traits.name;
     }
 }
 

@@ -105,12 +105,17 @@ TEST(CudaOps, RopeMatchesCpuBothStyles) {
         for (int n_rot : {128, 64}) {
             for (int64_t n_heads : {1, 7}) {
                 for (int64_t n_tokens : {1, 5, 17}) {
-                    for (int variant = 0; variant < 3; ++variant) {
+                    for (int variant = 0; variant < 4; ++variant) {
                         RopeParams p;
                         p.n_rot = n_rot;
                         p.style = style;
                         p.freq_base = variant == 1 ? 1e6f : 10000.0f;
-                        p.freq_scale = variant == 1 ? 0.125f : 1.0f;
+                        p.freq_scale = variant == 1 ? 0.125f : variant == 3 ? 0.25f : 1.0f;
+                        if (variant == 3) {  // YaRN (Qwen2.5 long context): ramp and magnitude
+                            p.ext_factor = 1.0f;
+                            p.attn_factor = 1.0f;
+                            p.n_ctx_orig = 2048;
+                        }
                         std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
                         for (auto& v : pos) v = static_cast<int32_t>(gen() % 8000);
                         HostTensor x = cpu::test::random_f32({hd, n_heads, n_tokens}, -2.0f, 2.0f);

@@ -2,8 +2,9 @@
 // position-dependent ops (get_rows of the token, RoPE, kv_store at the position, attention over
 // the cache) recorded once and replayed at later positions with other tokens must give what
 // the CPU computes eagerly at every step, for f16 and q8_0 caches and for two sequences taking
-// turns on one backend; and a replay is refused before any recording and after the backend's
-// scratch moved.
+// turns on one backend, and over a sliding-window ring cache (position p in cell p % cells) that
+// the replayed steps wrap around; and a replay is refused before any recording and after the
+// backend's scratch moved.
 #include <cmath>
 #include <random>
 #include <vector>
@@ -19,11 +20,13 @@ constexpr int kHead = 4, kHeadKv = 2, kDim = 64, kVocab = 37, kCtx = 300;
 constexpr int kEager = 20, kSteps = 40;  // positions [0, kEager) eager, then graph steps
 
 // The ops of one step on any backend: q, k, v rows of the token, RoPE at the position, K/V
-// stored at the position, attention over cells [0, position].
+// stored at the position, attention over positions [0, position] (the last `window` of them when
+// window > 0).
 struct Step {
     Backend& b;
     const Tensor &tq, &tk, &tv;  // embedding-like tables [row, kVocab]
     Tensor &q, &k, &v, &kc, &vc, &out;
+    int32_t window = 0;
     void run(const int32_t* token, const int32_t* position) {
         b.get_rows(tq, token, 1, q);
         b.get_rows(tk, token, 1, k);
@@ -41,6 +44,7 @@ struct Step {
         p.n_head_kv = kHeadKv;
         p.head_dim_k = p.head_dim_v = kDim;
         p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+        p.window = window;
         Tensor oh = Tensor::contiguous(GgmlType::F32, out.data, {kDim, kHead, 1}, out.memory);
         b.attention(qh, kc, vc, *position + 1, position, p, oh);
     }
@@ -55,17 +59,19 @@ struct Sequence {
     HostTensor v{GgmlType::F32, {kDim * kHeadKv, 1}}, out{GgmlType::F32, {kDim * kHead, 1}};
     HostTensor kc, vc;
     DeviceTensor tq_d, tk_d, tv_d, q_d, k_d, v_d, out_d, kc_d, vc_d;
-    Sequence(CudaBackend& gpu, GgmlType cache_type)
-        : kc(cache_type, {kDim * kHeadKv, kCtx}), vc(cache_type, {kDim * kHeadKv, kCtx}) {
+    int32_t window = 0;
+    // cells < kCtx with a window: a ring.
+    Sequence(CudaBackend& gpu, GgmlType cache_type, int64_t cells = kCtx, int32_t window_ = 0)
+        : kc(cache_type, {kDim * kHeadKv, cells}), vc(cache_type, {kDim * kHeadKv, cells}), window(window_) {
         tq_d = test::to_device(gpu, tq), tk_d = test::to_device(gpu, tk), tv_d = test::to_device(gpu, tv);
         q_d = test::nan_device(gpu, {kDim * kHead, 1}), k_d = test::nan_device(gpu, {kDim * kHeadKv, 1});
         v_d = test::nan_device(gpu, {kDim * kHeadKv, 1}), out_d = test::nan_device(gpu, {kDim * kHead, 1});
         kc_d = test::to_device(gpu, kc), vc_d = test::to_device(gpu, vc);
     }
-    Step on_cpu() { return Step{test::cpu_backend(), tq.t, tk.t, tv.t, q.t, k.t, v.t, kc.t, vc.t, out.t}; }
+    Step on_cpu() { return Step{test::cpu_backend(), tq.t, tk.t, tv.t, q.t, k.t, v.t, kc.t, vc.t, out.t, window}; }
     Step on_gpu(CudaBackend& gpu) {
         return Step{gpu, tq_d.tensor, tk_d.tensor, tv_d.tensor, q_d.tensor, k_d.tensor, v_d.tensor,
-                    kc_d.tensor, vc_d.tensor, out_d.tensor};
+                    kc_d.tensor, vc_d.tensor, out_d.tensor, window};
     }
 };
 
@@ -113,6 +119,37 @@ TEST(CudaStepGraph, ReplaysAtLaterPositionsLikeTheCpu) {
         gpu.synchronize();
         EXPECT_FALSE(gpu.replay_step(&seqs[0], token, position)) << "scratch moved since the recording";
         EXPECT_FALSE(gpu.replay_step(&seqs[1], token, position)) << "scratch moved since the recording";
+    }
+}
+
+// A sliding-window layer's ring: window 12 in 13 cells, recorded at position kEager (past the
+// ring already) and replayed while the positions wrap around it several times.
+TEST(CudaStepGraph, ReplaysOverASlidingWindowRing) {
+    STRATA_SKIP_WITHOUT_GPU();
+    constexpr int32_t kWindow = 12;
+    for (GgmlType cache_type : {GgmlType::F16, GgmlType::Q8_0}) {
+        CudaBackend gpu(test::test_options());
+        Sequence seq(gpu, cache_type, kWindow + 1, kWindow);
+        std::mt19937 rng(11);
+        for (int32_t position = 0; position < kEager + kSteps; ++position) {
+            const int32_t token = static_cast<int32_t>(rng() % kVocab);
+            seq.on_cpu().run(&token, &position);
+            Step gpu_step = seq.on_gpu(gpu);
+            if (position < kEager) {
+                gpu_step.run(&token, &position);
+            } else if (position == kEager || !gpu.replay_step(&seq, token, position)) {
+                EXPECT_EQ(position, kEager) << "a replay was refused with nothing changed";
+                gpu.begin_step_graph(&seq, &token, &position);
+                gpu_step.run(&token, &position);
+                gpu.end_graph();
+            }
+            EXPECT_LE(test::device_nmse(gpu, seq.out_d.tensor, seq.out), 1e-7)
+                << type_traits(cache_type).name << " position " << position;
+        }
+        EXPECT_EQ(gpu.graph_launches(), static_cast<uint64_t>(kSteps));
+        // The device ring holds the same bytes as the CPU's.
+        const HostTensor kc = test::to_host(gpu, seq.kc_d.tensor);
+        EXPECT_EQ(kc.bytes, seq.kc.bytes) << type_traits(cache_type).name;
     }
 }
 

@@ -196,6 +196,22 @@ TEST(CostModel, LongerContextReadsMoreKv) {
               estimate(p, t, laptop(), long_ctx).decode_s_per_token);
 }
 
+TEST(CostModel, SlidingWindowLayersReadOnlyTheirWindow) {
+    const TensorTable full = make_llama_table(mid_shape());
+    TensorTable swa = full;
+    swa.attn_window.assign(static_cast<size_t>(swa.n_layer), 256);
+    swa.attn_window.back() = 0;  // one full-attention layer
+    CostParams long_ctx, short_ctx;
+    long_ctx.n_ctx_used = 8192;
+    short_ctx.n_ctx_used = 200;
+    const Placement p = first_layers(full, 3, Tier::Ram);
+    // Past the window a sliding layer reads 256 keys, not 8192; inside it the models agree.
+    EXPECT_LT(estimate(p, swa, laptop(), long_ctx).decode_s_per_token,
+              estimate(p, full, laptop(), long_ctx).decode_s_per_token);
+    EXPECT_DOUBLE_EQ(estimate(p, swa, laptop(), short_ctx).decode_s_per_token,
+                     estimate(p, full, laptop(), short_ctx).decode_s_per_token);
+}
+
 TEST(CostModel, RefusesWhatItCannotRate) {
     const TensorTable t = make_llama_table(mid_shape());
     HardwareProfile cpu_only = laptop();

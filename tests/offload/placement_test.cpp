@@ -93,6 +93,25 @@ TEST(Placement, KvBytesFollowAttnWidths) {
     EXPECT_THROW(kv_bytes_per_layer(table, 80, 4096, GgmlType::F16), ArgumentError);
 }
 
+TEST(Placement, SlidingWindowLayersCountOnlyTheirRing) {
+    TensorTable table = make_llama_table(test::llama2_70b_shape());
+    const uint64_t cell = 2ull * 1024 * 2;  // K + V f16 bytes of one cell
+    table.attn_window.assign(static_cast<size_t>(table.n_layer), 0);
+    table.attn_window[5] = 512;
+    table.kv_ring_slack = 256;
+    EXPECT_EQ(kv_bytes_per_layer(table, 5, 32768, GgmlType::F16), (512 + 256) * cell);
+    EXPECT_EQ(kv_bytes_per_layer(table, 4, 32768, GgmlType::F16), 32768 * cell);  // a full layer
+    EXPECT_EQ(kv_bytes_per_layer(table, 5, 600, GgmlType::F16), 600 * cell);      // the ring capped by the context
+    EXPECT_EQ(kv_bytes_per_layer(table, 5, 1, GgmlType::F16), cell);              // the cost model's per-cell bytes
+    // Four sequences of 8192 each keep their own ring.
+    table.kv_sequences = 4;
+    EXPECT_EQ(kv_bytes_per_layer(table, 5, 4 * 8192, GgmlType::F16), 4 * (512 + 256) * cell);
+    EXPECT_EQ(kv_bytes_per_layer(table, 4, 4 * 8192, GgmlType::F16), 4 * 8192 * cell);
+    EXPECT_EQ(kv_layer_cells(0, 4096, 256), 4096);
+    EXPECT_EQ(kv_layer_cells(1024, 4096, 512), 1536);
+    EXPECT_EQ(kv_layer_cells(4096, 4096, 512), 4096);
+}
+
 TEST(CheckPlacement, AcceptsAValidPlan) {
     const TensorTable table = make_llama_table(LlamaShape{});
     EXPECT_NO_THROW(check_placement(whole_placement(table, Tier::Disk), table, {}));

@@ -1,5 +1,7 @@
 // Conversations on a tiny synthetic Gemma 3: one BOS, a second turn feeds only its new tokens
-// (KV prefix reuse), the context check, and the JSON save/load round trip.
+// (KV prefix reuse), the context check, the JSON save/load round trip, and a long chat over
+// sliding-window KV rings (prefix reuse and context shift across the window) that says what the
+// same chat over full caches says.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -148,6 +150,37 @@ TEST_F(ConversationTest, SaveLoadRoundTrip) {
     EXPECT_THROW(other.from_json(R"({"messages": [{"role": "user"}]})"), FormatError);
     EXPECT_THROW(other.from_json(R"({"messages": [], "format": "nope"})"), FormatError);
     EXPECT_EQ(other.messages().size(), 2u);  // a failed load changes nothing
+}
+
+// The tiny Gemma 3 slides over 64 positions; with -b 4 its rings hold 68 cells. A chat of many
+// turns in a 192-token context reuses the prompt prefix each turn and drops old turns when full
+// (the context shift), rewinding past what the rings still hold: the kept tokens are evaluated
+// again, and every answer is the one a session with full caches (--swa-full) gives.
+TEST_F(ConversationTest, SlidingWindowRingsGiveTheSameChat) {
+    SessionParams p;
+    p.n_ctx = 192;
+    p.n_batch = 4;
+    Session ring(*model_, backend_, p);
+    p.swa_full = true;
+    Session full(*model_, backend_, p);
+    ASSERT_LT(ring.kv_cache().bytes() * 2, full.kv_cache().bytes());
+    Conversation a(ring, ChatFormat::Gemma), b(full, ChatFormat::Gemma);
+    a.set_system("Be brief.");
+    b.set_system("Be brief.");
+    int64_t reused = 0;
+    size_t shifts = 0, messages = 0;
+    for (int turn = 0; turn < 10; ++turn) {
+        const std::string msg = "Turn " + std::to_string(turn) + ": and what about the weather tomorrow?";
+        const std::string ra = a.reply(msg, greedy(12), kIgnore);
+        const std::string rb = b.reply(msg, greedy(12), kIgnore);
+        ASSERT_EQ(ra, rb) << "turn " << turn;
+        ASSERT_EQ(ring.tokens(), full.tokens()) << "turn " << turn;
+        reused += a.last_turn().n_reused;
+        shifts += a.messages().size() < messages + 2;
+        messages = a.messages().size();
+    }
+    EXPECT_GT(reused, 0);
+    EXPECT_GT(shifts, 0u) << "the chat never filled the context";
 }
 
 TEST_F(ConversationTest, ClearKeepsSystem) {

@@ -152,6 +152,25 @@ TEST(HparamErrors, UnknownRopeScaling) {
     expect_load_error<UnsupportedError>(m, {"rope.scaling.type", "'wobble'"});
 }
 
+TEST(HparamErrors, LongRopeIsRefusedByName) {
+    // Phi-3's long-context scaling would otherwise run as no scaling and write wrong text.
+    TestModel m = TestModel::from_preset("tiny");
+    m.set_arch("rope.scaling.type", GgufValue::string("longrope"));
+    m.set_arch("rope.scaling.factor", GgufValue::f32(32.0f));
+    expect_load_error<UnsupportedError>(m, {"rope.scaling.type", "'longrope'", "not supported", "none, linear, yarn"});
+}
+
+TEST(HparamErrors, BadYarnParameters) {
+    TestModel m = TestModel::from_preset("tiny-qwen2");
+    m.set_arch("rope.scaling.type", GgufValue::string("yarn"));
+    m.set_arch("rope.scaling.factor", GgufValue::f32(4.0f));
+    m.set_arch("rope.scaling.yarn_beta_fast", GgufValue::f32(0.5f));
+    expect_load_error<FormatError>(m, {"rope.scaling.yarn_beta_fast", "0.5", "yarn_beta_slow"});
+    m.set_arch("rope.scaling.yarn_beta_fast", GgufValue::f32(32.0f));
+    m.set_arch("rope.scaling.yarn_ext_factor", GgufValue::f32(2.0f));
+    expect_load_error<FormatError>(m, {"rope.scaling.yarn_ext_factor", "2", "0..1"});
+}
+
 TEST(HparamErrors, NegativeSoftcap) {
     TestModel m = TestModel::from_preset("tiny-gemma3");
     m.set_arch("final_logit_softcapping", GgufValue::f32(-30.0f));

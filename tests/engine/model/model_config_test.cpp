@@ -151,6 +151,28 @@ TEST(ModelConfig, RopeScalingAndOverrides) {
     EXPECT_EQ(load_config(m).rope.scaling, RopeScaling::None);
 }
 
+TEST(ModelConfig, YarnKeysAndDefaults) {
+    TestModel m = TestModel::from_preset("tiny-qwen2");
+    m.set_arch("rope.scaling.type", GgufValue::string("yarn"));
+    m.set_arch("rope.scaling.factor", GgufValue::f32(4.0f));
+    m.set_arch("rope.scaling.original_context_length", GgufValue::u32(32768));
+    ModelConfig c = load_config(m);
+    EXPECT_EQ(c.rope.scaling, RopeScaling::Yarn);
+    EXPECT_DOUBLE_EQ(c.rope.scaling_factor, 4.0);
+    EXPECT_EQ(c.rope.n_ctx_orig, 32768);
+    EXPECT_DOUBLE_EQ(c.rope.yarn_ext_factor, 1.0);  // llama.cpp's defaults
+    EXPECT_DOUBLE_EQ(c.rope.yarn_attn_factor, 1.0);
+    EXPECT_DOUBLE_EQ(c.rope.yarn_beta_fast, 32.0);
+    EXPECT_DOUBLE_EQ(c.rope.yarn_beta_slow, 1.0);
+    m.set_arch("rope.scaling.yarn_beta_fast", GgufValue::f32(16.0f));
+    m.set_arch("rope.scaling.yarn_beta_slow", GgufValue::f32(2.0f));
+    m.set_arch("rope.scaling.yarn_attn_factor", GgufValue::f32(0.5f));
+    c = load_config(m);
+    EXPECT_DOUBLE_EQ(c.rope.yarn_beta_fast, 16.0);
+    EXPECT_DOUBLE_EQ(c.rope.yarn_beta_slow, 2.0);
+    EXPECT_DOUBLE_EQ(c.rope.yarn_attn_factor, 0.5);
+}
+
 TEST(ModelConfig, ExpectedTensorsFollowTheArchitecture) {
     ModelConfig c = load_config(TestModel::from_preset("tiny-gemma3"));
     std::vector<TensorSpec> specs = expected_tensors(c);

@@ -197,6 +197,11 @@ def write_tensors(wr, tensors, ftype, path):
             wr.add_tensor(name, data.astype(np.float16))
         else:
             wr.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+    return finish(wr, path)
+
+
+def finish(wr, path):
+    """Writes the file and returns its sha256 (hex)."""
     wr.write_header_to_file()
     wr.write_kv_data_to_file()
     wr.write_tensors_to_file()
