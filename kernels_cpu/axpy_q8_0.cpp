@@ -68,7 +68,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) void axpy_q8_0_avx512(
 
 }  // namespace
 
-AxpyQ8Fn find_axpy_q8_0(KernelVariant v) {
+AxpyFn find_axpy_q8_0(KernelVariant v) {
     if (!kernel_variant_supported(v)) return nullptr;
     switch (v) {
         case KernelVariant::Dequant:

@@ -211,7 +211,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     // KV cells the budgets hold: n_sequences sessions of n_ctx cells each.
     const int64_t kv_cells = n_ctx * options.session.n_sequences;
-    const TensorTable table = tensor_table(*model_);
+    TensorTable table = tensor_table(*model_);
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
     const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
     const uint64_t activation_reserve =
@@ -262,6 +262,10 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         cost_params_.ffn_active_fraction = 1.0 - options.sparsity.sparsity;
         cost_params_.ffn_down_bytes_per_weight = static_cast<double>(down.type_size) / static_cast<double>(down.block_size);
     }
+
+    // --sparsity keeps a neuron-major copy of each ffn_down beside it (sparse_ffn.h): placements
+    // leave room for it (the staging and disk sizes above count the matrices alone).
+    if (options.sparsity.enabled()) add_neuron_major_bytes(table, options.sparsity.down_type);
 
     if (!options.plan_path.empty()) {
         if (!options.rules.empty()) {
