@@ -62,6 +62,7 @@ int64_t CudaBackend::thresholded_gated_activation(const Tensor& gate, const Tens
     check_same_shape(op, "gate", gate, "y", y);
     check_activation(op, act);
     Impl& s = *impl_;
+    if (s.capturing) throw UnsupportedError(cat(op, " waits for its count: not inside a graph"));
     const SparseScratchLayout layout = sparse_scratch_layout(0, 0);
     auto* buf = static_cast<uint8_t*>(s.scratch(s.sparse, layout.total, "sparse FFN scratch"));
     auto* counts = reinterpret_cast<uint64_t*>(buf + layout.counts);
@@ -77,6 +78,9 @@ int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
     Impl& s = *impl_;
     if (args.counts != nullptr && !s.arena->owns(args.counts, 2 * sizeof(uint64_t))) {
         throw ArgumentError(cat(op, ": counts must be two u64 in this backend's memory"));
+    }
+    if (args.counts == nullptr && s.capturing) {
+        throw UnsupportedError(cat(op, " without device counts waits for its count: not inside a graph"));
     }
     const OpScope timed = s.time_op(op);
     const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
