@@ -47,12 +47,6 @@ uint8_t* scratch(size_t n) {
 
 }  // namespace
 
-AxpyFn find_axpy(GgmlType type, KernelVariant v) {
-    if (type == GgmlType::Q8_0) return find_axpy_q8_0(v);
-    if (type == GgmlType::Q4_0) return find_axpy_q4_0(v);
-    return nullptr;
-}
-
 void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t n_rows, float* y,
                    int n_threads, bool quantize_activations, int rows_ahead) {
     const int64_t k = w.ne[0];

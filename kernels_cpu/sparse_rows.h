@@ -34,9 +34,8 @@ void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, in
 // stored once per group of rows, not once per row (y is f32: four times the bytes of a Q8_0 row).
 inline constexpr int kAxpyRows = 4;
 using AxpyFn = void (*)(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y);
-AxpyFn find_axpy_q8_0(KernelVariant v);  // null where the CPU or build lacks it
-AxpyFn find_axpy_q4_0(KernelVariant v);  // axpy_q4_0.cpp
-// The kernel for rows of `type` (Q8_0, Q4_0), or null.
+// The kernel for rows of `type` (Q8_0, Q4_0: axpy_rows.cpp), or null (also where the CPU or
+// build lacks the variant).
 AxpyFn find_axpy(GgmlType type, KernelVariant v);
 
 }  // namespace strata::cpu
