@@ -383,8 +383,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         log << "warning: --mlock locked " << format_bytes(placed_stats.locked_bytes) << " of the "
             << format_bytes(placed_stats.ram_weight_bytes) << " of RAM weights (the limit is `ulimit -l`)\n";
     }
-    // What the placement left on the GPU beyond its weights, the KV caches and the activation
-    // reserve: the most that prefill may take to stage shipped weights, shared by the
+    // The neuron-major copies go where their FFNs are (the placement left room for them).
+    sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
+    options_.session.sparse = sparse_.get();
+    // What the placement left on the GPU beyond its weights (and copies), the KV caches and the
+    // activation reserve: the most that prefill may take to stage shipped weights, shared by the
     // n_sequences sessions (each stages on its own).
     if (gpu_) {
         uint64_t kv_gpu = 0;
@@ -398,14 +401,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         // lost beyond the weights counts as held (at 70B and 6 GiB: 73 MiB, which made the room
         // for a 183.75 MiB matrix 174.8 MiB).
         const uint64_t left = gpu_free_bytes(gpu_.get());
-        const uint64_t weights = placed_->stats().gpu_weight_bytes;
+        const uint64_t weights = placed_->stats().gpu_weight_bytes + (sparse_ ? sparse_->device_bytes() : 0);
         const uint64_t held = gpu_free > left + weights ? gpu_free - left - weights : 0;
         const uint64_t still = activation_reserve > held ? activation_reserve - held : 0;
         options_.session.gpu_staging_limit =
             (left > kv_gpu + still ? left - kv_gpu - still : 0) / static_cast<uint64_t>(options.session.n_sequences);
     }
-    sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
-    options_.session.sparse = sparse_.get();
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {

@@ -184,6 +184,7 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
         s.threshold = sparsity == 0.0 ? -1.0f : static_cast<float>(profile.ffn_threshold(il, sparsity));
         make_layer_copy(*l.ffn.front().gate.backend, lw.ffn_down, il, s);
         down_t_bytes_ += s.down_t.n_bytes();
+        if (s.down_t.memory == MemoryKind::Device) device_bytes_ += s.down_t.n_bytes();
     }
 }
 

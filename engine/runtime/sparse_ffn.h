@@ -62,6 +62,7 @@ class SparseFfn {
     // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in the FFN's memory.
     const Tensor& down_t(int il) const { return layers_.at(static_cast<size_t>(il)).down_t; }
     uint64_t down_t_bytes() const { return down_t_bytes_; }
+    uint64_t device_bytes() const { return device_bytes_; }  // of the copies on a GPU
 
   private:
     struct Layer {
@@ -74,6 +75,7 @@ class SparseFfn {
     GgmlType down_type_;
     std::vector<Layer> layers_;
     uint64_t down_t_bytes_ = 0;
+    uint64_t device_bytes_ = 0;
 };
 
 // The whole load: stats from options.stats_path (or the default), checked against the model,
