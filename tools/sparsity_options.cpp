@@ -35,7 +35,7 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
                    "activation stats from `strata profile` (default: MODEL.stats beside the model, else"
                    " ~/.cache/strata/MODEL.stats)");
     cmd.add_option("--sparse-down", flags.down_type,
-                   "type of the neuron-major ffn_down copy sparse decode reads (q8_0, or q4_0 at about half the bytes: both have fast kernels)")
+                   "type of the neuron-major ffn_down copy sparse decode reads (q8_0; q4_0 halves its bytes but cost Gemma 3 270M +9% perplexity: docs/SPARSITY.md)")
         ->capture_default_str();
 }
 
