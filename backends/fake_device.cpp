@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "engine/core/error.h"
+#include "engine/core/sparse_scratch.h"
 
 namespace strata {
 
@@ -13,6 +14,7 @@ FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
       cpu_(cpu::CpuBackendOptions{options.n_threads, options.quantize_activations}) {
     capabilities_.device_name = "fake-gpu";
     capabilities_.weight_types = cpu_.capabilities().weight_types;
+    capabilities_.sparse_ffn = true;
 }
 
 BackendMemory FakeDeviceBackend::memory() const {
@@ -176,6 +178,35 @@ void FakeDeviceBackend::attention(const Tensor& q, const Tensor& k_cache, const 
 void FakeDeviceBackend::softcap(Tensor& x, float cap) {
     Tensor xi = inner(x, "softcap");
     cpu_.softcap(xi, cap);
+}
+
+// The CUDA ops' scratch (kernels_cuda/backend_sparse.cpp): the sparse block for both ops, and
+// for the sparse FFN the q8 activations of one row of x (its up rows' GEMV).
+int64_t FakeDeviceBackend::thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
+                                                        float threshold, Tensor& y) {
+    const char* op = "thresholded_gated_activation";
+    Tensor yi = inner(y, op);
+    scratch(sparse_, sparse_scratch_layout(0, 0).total, "sparse FFN scratch");
+    return cpu_.thresholded_gated_activation(inner(gate, op), inner(up, op), act, threshold, yi);
+}
+
+int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
+    const char* op = "sparse_gated_ffn";
+    if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
+    if (args.counts != nullptr && !owns(args.counts, 2 * sizeof(uint64_t))) {
+        throw ArgumentError(cat(op, ": counts must be two u64 in the fake device's memory"));
+    }
+    const Tensor gate = inner(*args.gate, op), x = inner(*args.x, op), up = inner(*args.up, op),
+                 down_t = inner(*args.down_t, op);
+    Tensor yi = inner(y, op);
+    scratch(sparse_, sparse_scratch_layout(gate.ne[0], x.ne[0]).total, "sparse FFN scratch");
+    if (cpu_.quantize_activations()) matmul_scratch(up, 1);  // as its matmul: the q8 x of decode
+    SparseFfnArgs host = args;
+    host.gate = &gate;
+    host.x = &x;
+    host.up = &up;
+    host.down_t = &down_t;
+    return cpu_.sparse_gated_ffn(host, yi);
 }
 
 }  // namespace strata

@@ -3,7 +3,8 @@
 // that reaches the wrong backend fails as it would on a real GPU. Ops check that every tensor
 // lies in the pool, then run on an inner CpuBackend. Transfers in and out are counted.
 // Its matmul holds the scratch the CUDA backend's matmul holds (q8 activations for decode, f16
-// activations and a weight tile for batches), so a budget without room for it fails here too.
+// activations and a weight tile for batches), and its sparse FFN ops the CUDA ops' scratch
+// (engine/core/sparse_scratch.h), so a budget without room for it fails here too.
 // Its memory() reads as the CUDA backend's does (budget, arena limit, used, peak); it has no
 // context or library state to count. Registered as "fake" (builtin_backends.h).
 // Used to test placement, the executor and streaming; never chosen for speed.
@@ -42,7 +43,7 @@ class FakeDeviceBackend : public Backend {
     MemoryKind memory_kind() const override { return MemoryKind::Device; }
     // total = budget = limit: the pool; used and peak its blocks.
     BackendMemory memory() const override;
-    // Device name "fake-gpu", the CPU's weight types, no sparse ops, no graphs. Its op scratch
+    // Device name "fake-gpu", the CPU's weight types, the sparse FFN ops, no graphs. Its op scratch
     // is what matmul_scratch() holds (allocated from the pool, sized by the model): nothing to
     // reserve beyond it, so budgets of a few MiB work for tiny test models.
     const BackendCapabilities& capabilities() const override { return capabilities_; }
@@ -63,6 +64,10 @@ class FakeDeviceBackend : public Backend {
     void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                    const int32_t* positions, const AttentionParams& params, Tensor& out) override;
     void softcap(Tensor& x, float cap) override;
+    // The CPU's ops on pool tensors; args.counts, when given, must lie in the pool (as on CUDA).
+    int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
+                                         Tensor& y) override;
+    int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
 
     FakeDeviceStats stats() const;
     uint64_t budget_bytes() const { return budget_; }
@@ -86,6 +91,7 @@ class FakeDeviceBackend : public Backend {
     std::map<uintptr_t, uint64_t> blocks_;  // start -> bytes
     FakeDeviceStats stats_;
     Buffer x_q8_, x_f16_, w_tile_;  // matmul scratch, as the CUDA backend holds it
+    Buffer sparse_;                 // the sparse FFN ops' scratch, likewise
     BackendCapabilities capabilities_;
 };
 

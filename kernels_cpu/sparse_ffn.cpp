@@ -108,6 +108,10 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
         accumulate_rows(down_t, h, rows.data(), m, f32_row(y, t), n_threads);
         total += m;
     }
+    if (args.counts != nullptr) {
+        args.counts[0] += static_cast<uint64_t>(n_ff * n);
+        args.counts[1] += static_cast<uint64_t>(total);
+    }
     return total;
 }
 

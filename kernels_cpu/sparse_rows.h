@@ -4,8 +4,8 @@
 //    each y[j] is bit-identical to row rows[j] of the dense matmul (types without an integer
 //    kernel take matmul's f32 path: the row dequantized and dotted in f32).
 //  - accumulate_rows: y = Σ_j coef[j] · W[rows[j]], W neuron-major (row i = neuron i's column
-//    of ffn_down): a scaled sum of dequantized rows. Q8_0 rows have scalar, AVX2 and AVX-512
-//    kernels (the active kernel variant's); other types dequantize a row segment and add it.
+//    of ffn_down): a scaled sum of dequantized rows. Q8_0 and Q4_0 rows have scalar, AVX2 and
+//    AVX-512 kernels (the active kernel variant's); other types dequantize a row segment and add it.
 // Both run on n_threads OpenMP threads; results do not depend on n_threads.
 #pragma once
 
@@ -18,19 +18,24 @@
 namespace strata::cpu {
 
 // w [k, n] (any dequantizable type, rows contiguous), x [k] f32, rows[0..n_rows) in [0, n).
-// quantize_activations: as matmul's (false: the f32 path for every type).
+// quantize_activations: as matmul's (false: the f32 path for every type). rows_ahead: how far
+// ahead in the list each thread prefetches whole rows into L2 (1: only the next row's head into
+// L1, as before; sparse_rows_bench.cpp compares them).
+inline constexpr int kGatherRowsAhead = 4;
 void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t n_rows, float* y,
-                   int n_threads, bool quantize_activations = true);
+                   int n_threads, bool quantize_activations = true, int rows_ahead = kGatherRowsAhead);
 
 // w [k, n], coef[n_rows], y [k] (overwritten).
 void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, int64_t n_rows, float* y,
                      int n_threads);
 
-// y[0 .. n_blocks·32) += Σ_j c[j] · dequantize(rows[j]) for j < n_rows (1..kAxpyRows): Q8_0
-// row segments, per kernel variant. Several rows per call so y is loaded and stored once per
-// group of rows, not once per row (y is f32: four times the bytes of a Q8_0 row).
+// y[0 .. n_blocks·32) += Σ_j c[j] · dequantize(rows[j]) for j < n_rows (1..kAxpyRows): row
+// segments of 32-element blocks, per kernel variant. Several rows per call so y is loaded and
+// stored once per group of rows, not once per row (y is f32: four times the bytes of a Q8_0 row).
 inline constexpr int kAxpyRows = 4;
-using AxpyQ8Fn = void (*)(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y);
-AxpyQ8Fn find_axpy_q8_0(KernelVariant v);  // null where the CPU or build lacks it
+using AxpyFn = void (*)(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y);
+// The kernel for rows of `type` (Q8_0, Q4_0: axpy_rows.cpp), or null (also where the CPU or
+// build lacks the variant).
+AxpyFn find_axpy(GgmlType type, KernelVariant v);
 
 }  // namespace strata::cpu

@@ -81,6 +81,7 @@ struct CudaBackend::Impl {
     ArenaBuffer x_f16;      // f16 activations of the cuBLAS path
     ArenaBuffer w_tile;     // f16 weight tile of the cuBLAS path
     ArenaBuffer attn_part;  // attention partials of split keys
+    ArenaBuffer sparse;     // the sparse FFN ops' scratch (engine/core/sparse_scratch.h)
     // Brackets an op for the op timer (a no-op unless STRATA_CUDA_OP_TIMES is set).
     OpScope time_op(const char* label) { return OpScope(timer.get(), stream, capturing, timer ? label : ""); }
     // Per-op GPU times (STRATA_CUDA_OP_TIMES=1), else null.

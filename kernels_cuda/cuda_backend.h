@@ -69,7 +69,7 @@ class CudaBackend : public Backend {
     MemoryKind memory_kind() const override { return MemoryKind::Device; }
     // The device's memory now; limit, used and peak are the arena's, state_bytes cuBLAS's.
     BackendMemory memory() const override;
-    // The codec's weight types, graphs and step graphs; no sparse FFN ops.
+    // The codec's weight types, graphs, step graphs and the sparse FFN ops (backend_sparse.cpp).
     const BackendCapabilities& capabilities() const override { return capabilities_; }
 
     // ---- memory (Backend's interface: arena blocks; strided host sources are gathered)
@@ -106,6 +106,12 @@ class CudaBackend : public Backend {
     void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                    const int32_t* positions, const AttentionParams& params, Tensor& out) override;
     void softcap(Tensor& x, float cap) override;
+    // Activation sparsity: mask-based kernels with no host wait when args.counts is given (then
+    // the count stays on the device and -1 is returned), so a decode graph records the op;
+    // without counts, and for the thresholded activation of batches, the op waits to count.
+    int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
+                                         Tensor& y) override;
+    int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
     void synchronize() override;
     // Stream capture into a CUDA graph; end_graph() updates the previous executable graph (of
     // its kind: plain or step) in place when only parameters changed, else instantiates anew,

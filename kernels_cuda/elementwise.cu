@@ -1,5 +1,6 @@
 // Element-wise f32 ops on device views: add (same shape or one broadcast row), scale, softcap and
 // the gated activations of the FFN. Grid: x over a row's elements, y over rows (grid-stride).
+#include "kernels_cuda/activation.cuh"
 #include "kernels_cuda/device_common.cuh"
 
 namespace strata::cuda {
@@ -7,14 +8,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxGridY = 65535;
-
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
-
-__device__ __forceinline__ float gelu_tanh(float x) {
-    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-    constexpr float kCoef = 0.044715f;
-    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
-}
 
 enum class Op : int { Add, AddBroadcast, Scale, Softcap, Silu, GeluTanh };
 

@@ -1,12 +1,28 @@
 // Decode matmul (few tokens): y [n, m] = W [k, n] · x [k, m] with W dequantized in registers.
 // gemv_q8: one warp per 1, 2 or 4 weight rows; coalesced 16-byte loads stage the rows in shared
 // memory, each lane decodes its 32-element items and dots them with q8 activations via dp4a.
+#include <type_traits>
+
 #include "kernels_cuda/device_common.cuh"
 
 namespace strata::cuda {
 namespace {
 
 constexpr int kGemvWarps = 4;  // rows per block
+
+// Where a product's row sums go. Dense: y [n, m]. Masked (the sparse FFN's up rows, one row per
+// warp): a row whose mask bit is clear is skipped unread, an active one scales h[row].
+struct DenseOut {
+    F32View y;
+    __device__ bool skip(int64_t) const { return false; }
+    __device__ void store(int64_t row, int col, float s) const { y.row(col)[row] = s; }
+};
+struct MaskedOut {
+    const uint32_t* mask;
+    float* h;
+    __device__ bool skip(int64_t row) const { return ((__ldg(mask + row / 32) >> (row % 32)) & 1u) == 0; }
+    __device__ void store(int64_t row, int, float s) const { h[row] *= s; }
+};
 
 // A warp stages 2-3.5 KiB per step: 128 items (64 for the 34-byte Q8_0 / 36-byte Q8_1 items),
 // split over its R rows. On an H200 doubling the staged bytes of Q4_K/Q6_K from 64 items took
@@ -28,16 +44,17 @@ struct Stage {
 
 // R consecutive rows per warp, NC (>= m) columns. At most 128 registers, so at least 4 blocks
 // (16 warps) share a multiprocessor and keep enough loads in flight.
-template <class C, int NC, int R>
+template <class C, int NC, int R, class Out>
 __global__ void __launch_bounds__(kGemvWarps * 32, 4)
     gemv_q8_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t n_items, int64_t n,
-                   const int8_t* __restrict__ xq, const float2* __restrict__ xds, F32View y) {
+                   const int8_t* __restrict__ xq, const float2* __restrict__ xds, int64_t m, Out out) {
     using S = Stage<C, R>;
     // + 1 vector of slack: load_words may read the word after a block's last byte.
     __shared__ uint4 stage[kGemvWarps][R][S::kVecs + 1];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp) * R;
     if (row0 >= n) return;  // the whole warp leaves; nothing below syncs the block
+    if (R == 1 && out.skip(row0)) return;
     const int rows = n - row0 < R ? static_cast<int>(n - row0) : R;  // warp-uniform
 
     const uint64_t row_bytes = static_cast<uint64_t>(n_items / S::kItemsPerBlock) * C::kBlockBytes;
@@ -77,7 +94,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
     for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int col = 0; col < NC; ++col) acc[r][col] = 0.0f;
-    const int64_t m = y.n_rows;
 
     load(0);
     for (int64_t c = 0; c < n_chunks; ++c) {
@@ -118,19 +134,19 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
 #pragma unroll
         for (int col = 0; col < NC; ++col) {
             const float s = warp_sum(acc[r][col]);
-            if (lane == 0 && col < m && r < rows) y.row(col)[row0 + r] = s;
+            if (lane == 0 && col < m && r < rows) out.store(row0 + r, col, s);
         }
     }
 }
 
 // Any codec, f32 activations: one warp per row, each lane a 32-element item at a time.
-template <class C>
+template <class C, class Out>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemv_float_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t k, int64_t n_items,
-                      int64_t n, F32View x, F32View y) {
+                      int64_t n, F32View x, Out out) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
-    if (row >= n) return;
+    if (row >= n || out.skip(row)) return;
     const uint8_t* wrow = w + static_cast<uint64_t>(row) * nb1;
     const int64_t m = x.n_rows;
     float acc[kGemvMaxCols];
@@ -164,15 +180,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 #pragma unroll
     for (int col = 0; col < kGemvMaxCols; ++col) {
         const float s = warp_sum(acc[col]);
-        if (lane == 0 && col < m) y.row(col)[row] = s;
+        if (lane == 0 && col < m) out.store(row, col, s);
     }
 }
 
-template <class C, int NC, int R>
+template <class C, int NC, int R, class Out = DenseOut>
 void launch_q8(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* xq,
-               const float* xds, F32View y, cudaStream_t stream) {
-    gemv_q8_kernel<C, NC, R><<<blocks_for(n, kGemvWarps * R), kGemvWarps * 32, 0, stream>>>(
-        w, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds), y);
+               const float* xds, F32View y, cudaStream_t stream, Out out = {}) {
+    if constexpr (std::is_same_v<Out, DenseOut>) out.y = y;
+    gemv_q8_kernel<C, NC, R, Out><<<blocks_for(n, kGemvWarps * R), kGemvWarps * 32, 0, stream>>>(
+        w, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds), y.n_rows, out);
     CUDA_CHECK_LAUNCH("gemv_q8_kernel");
 }
 
@@ -234,8 +251,38 @@ void gemv_float(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_
     dispatch_codec(type, "matmul", [&](auto codec) {
         using C = decltype(codec);
         gemv_float_kernel<C><<<blocks_for(n, kGemvWarps), kGemvWarps * 32, 0, stream>>>(
-            w, nb1, k, n_items, n, x, y);
+            w, nb1, k, n_items, n, x, DenseOut{y});
         CUDA_CHECK_LAUNCH("gemv_float_kernel");
+    });
+}
+
+}  // namespace strata::cuda
+
+namespace strata::cuda {
+
+void gemv_q8_masked(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
+                    const float* xds, const uint32_t* mask, float* h, cudaStream_t stream) {
+    if (n == 0) return;
+    dispatch_codec(type, "sparse_gated_ffn", [&](auto codec) {
+        using C = decltype(codec);
+        if constexpr (C::kDp4a) {
+            F32View one{nullptr, k, 1, {}};
+            launch_q8<C, 1, 1, MaskedOut>(w, nb1, k / 32, n, xq, xds, one, stream, MaskedOut{mask, h});
+        } else {
+            throw UnsupportedError(cat("gemv_q8_masked: type ", type_traits(type).name, " has no dp4a kernel"));
+        }
+    });
+}
+
+void gemv_float_masked(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, F32View x,
+                       const uint32_t* mask, float* h, cudaStream_t stream) {
+    if (n == 0 || x.n_rows != 1) return;
+    const int64_t n_items = (k + 31) / 32;
+    dispatch_codec(type, "sparse_gated_ffn", [&](auto codec) {
+        using C = decltype(codec);
+        gemv_float_kernel<C><<<blocks_for(n, kGemvWarps), kGemvWarps * 32, 0, stream>>>(
+            w, nb1, k, n_items, n, x, MaskedOut{mask, h});
+        CUDA_CHECK_LAUNCH("gemv_float_kernel (masked)");
     });
 }
 

@@ -76,6 +76,42 @@ constexpr int kGemvMaxCols = 8;
 void gemv_float(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, F32View x,
                 F32View y, cudaStream_t stream);
 
+// The sparse FFN's up rows (sparse_ffn.cu): h[i] *= (W row i)·x for the neurons whose bit is set
+// in mask (u32 words, bit i%32 of word i/32), one token; the other rows are not read.
+void gemv_q8_masked(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
+                    const float* xds, const uint32_t* mask, float* h, cudaStream_t stream);
+void gemv_float_masked(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, F32View x,
+                       const uint32_t* mask, float* h, cudaStream_t stream);
+
+// ---- sparse_ffn.cu: activation sparsity (CATS) for one token, inside a graph (no host sync).
+struct SparseMaskLaunch {
+    const float* gate = nullptr;  // [n_ff] gate·x
+    float* h = nullptr;           // [n_ff] out: act(gate) where active, else 0
+    uint32_t* mask = nullptr;     // [ceil(n_ff/32)] out
+    int64_t n_ff = 0;
+    Activation act = Activation::Silu;  // Silu or GeluTanh
+    float threshold = 0.0f;
+    uint64_t* counts = nullptr;   // device [evaluated, active] += (n_ff, active)
+};
+void sparse_mask(const SparseMaskLaunch& a, cudaStream_t stream);
+// Types the down kernel reads (every codec type: it dequantizes items as quant/ does).
+bool sparse_down_supported(GgmlType type);
+struct SparseDownLaunch {
+    GgmlType type = GgmlType::Q8_0;
+    const uint8_t* down_t = nullptr;  // [n_embd, n_ff] neuron-major rows (n_embd % 32 == 0)
+    uint64_t nb1 = 0;
+    int64_t n_embd = 0, n_ff = 0;
+    const float* h = nullptr;         // [n_ff]
+    const uint32_t* mask = nullptr;
+    float* partial = nullptr;         // [ceil(n_ff/kSparseDownChunk)][n_embd] scratch
+    float* y = nullptr;               // [n_embd] out
+};
+void sparse_down(const SparseDownLaunch& a, cudaStream_t stream);
+// y = act(gate)·up where |act(gate)| > threshold, else 0 (y may alias gate or up); counts
+// [elements, kept] on the device.
+void thresholded_gated_activation(F32View gate, F32View up, Activation act, float threshold, F32View y,
+                                  uint64_t* counts, cudaStream_t stream);
+
 // ---- norm.cu, elementwise.cu, rope.cu: f32 ops on views (y may alias x where Backend says).
 // rms_norm and gated_activation also write y as q8 blocks (quantize_rows_q8's layout) when xq
 // and xds are given and the row length is a multiple of 32; they return whether they did.

@@ -51,6 +51,9 @@ struct SparseFfnArgs {
     const Tensor* down_t = nullptr;  // ffn_down neuron-major [n_embd, n_ff]: row i = column i
     Activation act = Activation::Silu;
     float threshold = 0.0f;
+    // Optional [evaluated, active] (neuron, token) counts in the backend's memory, which the op
+    // increments (on a GPU inside a recorded graph too, so every replay counts).
+    uint64_t* counts = nullptr;
 };
 
 struct AttentionParams {
@@ -189,7 +192,7 @@ public:
     // Backends without these ops throw UnsupportedError; the runtime checks the capability
     // before it runs a sparse model on them.
     // y = act(gate) ⊙ up where |act(gate)| > threshold, else 0, all [n_ff, n]; y may alias gate
-    // or up. Returns how many elements were kept.
+    // or up. Returns how many elements were kept (a GPU waits for its op to count).
     virtual int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
                                                  float threshold, Tensor& y) {
         (void)gate, (void)up, (void)act, (void)threshold, (void)y;
@@ -197,7 +200,8 @@ public:
     }
     // y [n_embd, n] = Σ over the active neurons i of token t: act(gate[i, t])·(up_i · x_t)·down_t_i,
     // reading only the active rows of up and down_t (decode). Returns the number of active
-    // (neuron, token) pairs. y does not alias the inputs.
+    // (neuron, token) pairs, or -1 when args.counts is given and the backend counts on the
+    // device (a GPU: it never waits for the device then). y does not alias the inputs.
     virtual int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no sparse FFN (activation sparsity)"));

@@ -100,7 +100,8 @@ class LayerProgram {
         uint64_t evaluated = 0;  // (neuron, token) pairs
         uint64_t active = 0;
     };
-    const std::vector<SparsityCount>& sparsity_counts() const { return sparsity_counts_; }
+    // Host counts plus those a GPU keeps on the device (read back: not while a graph records).
+    const std::vector<SparsityCount>& sparsity_counts() const;
     void reset_sparsity_counts();
 
     // A calibration hook (activation_observer.h), or null; it must outlive the program's use.
@@ -180,7 +181,9 @@ class LayerProgram {
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
     std::vector<float> bounce_;  // host hop of device-to-device transfers
     const SparseFfn* sparse_ = nullptr;
-    std::vector<SparsityCount> sparsity_counts_;  // per layer
+    std::vector<SparsityCount> sparsity_counts_;  // per layer, counted on the host
+    Buffer sparse_device_counts_;  // u64 [n_layer][evaluated, active] on the GPU backend (gpu_)
+    mutable std::vector<SparsityCount> sparsity_view_;  // what sparsity_counts() returns
     ActivationObserver* observer_ = nullptr;
     std::unique_ptr<MoeScratch> moe_;  // routing and host buffers of the MoE step
 };

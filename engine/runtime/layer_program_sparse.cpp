@@ -4,6 +4,7 @@
 // the same mask (Backend::thresholded_gated_activation), since a batch's active sets together
 // cover most neurons and the dense kernels read each weight once for the whole batch.
 #include <algorithm>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/model/model_config.h"
@@ -13,6 +14,14 @@
 #include "engine/runtime/sparse_ffn.h"
 
 namespace strata {
+namespace {
+
+// The counts on the GPU as an i64 [2 * n_layer] tensor.
+Tensor device_counts_tensor(const Buffer& buf, int n_layer) {
+    return Tensor::contiguous(GgmlType::I64, buf.data(), {2 * static_cast<int64_t>(n_layer)}, MemoryKind::Device);
+}
+
+}  // namespace
 
 void LayerProgram::set_sparse(const SparseFfn* sparse) {
     if (sparse != nullptr && sparse->n_layer() != model_.n_layer()) {
@@ -20,11 +29,35 @@ void LayerProgram::set_sparse(const SparseFfn* sparse) {
     }
     sparse_ = sparse;
     sparsity_counts_.clear();  // dense: no counts
-    if (sparse_ != nullptr) reset_sparsity_counts();
+    sparse_device_counts_.reset();
+    if (sparse_ == nullptr) return;
+    if (gpu_ >= 0) {
+        const uint64_t bytes = 2 * sizeof(uint64_t) * static_cast<uint64_t>(model_.n_layer());
+        sparse_device_counts_ = backend(gpu_).allocate(bytes, "sparsity counts");
+    }
+    reset_sparsity_counts();
 }
 
 void LayerProgram::reset_sparsity_counts() {
     sparsity_counts_.assign(static_cast<size_t>(model_.n_layer()), SparsityCount{});
+    if (sparse_device_counts_.size() == 0) return;
+    std::vector<int64_t> zeros(2 * static_cast<size_t>(model_.n_layer()), 0);
+    const Tensor host = Tensor::contiguous(GgmlType::I64, zeros.data(), {static_cast<int64_t>(zeros.size())});
+    Tensor dev = device_counts_tensor(sparse_device_counts_, model_.n_layer());
+    backend(gpu_).copy_in(host, dev);
+}
+
+const std::vector<LayerProgram::SparsityCount>& LayerProgram::sparsity_counts() const {
+    sparsity_view_ = sparsity_counts_;
+    if (sparse_device_counts_.size() == 0) return sparsity_view_;
+    std::vector<int64_t> counts(2 * static_cast<size_t>(model_.n_layer()), 0);
+    Tensor host = Tensor::contiguous(GgmlType::I64, counts.data(), {static_cast<int64_t>(counts.size())});
+    backend(gpu_).copy_out(device_counts_tensor(sparse_device_counts_, model_.n_layer()), host);
+    for (size_t il = 0; il < sparsity_view_.size(); ++il) {
+        sparsity_view_[il].evaluated += static_cast<uint64_t>(counts[2 * il]);
+        sparsity_view_[il].active += static_cast<uint64_t>(counts[2 * il + 1]);
+    }
+    return sparsity_view_;
 }
 
 void LayerProgram::observe(int il, ActivationSite site, const Tensor& t) const {
@@ -37,7 +70,9 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     const FfnPart& p = w.ffn.front();
     const float eps = static_cast<float>(config_.rms_eps);
     const int64_t n_ff = p.end - p.begin;
-    const int hb = index_of(p.gate.backend);  // never shipped: the sparse ops are the CPU's
+    // Decode runs where the FFN and its neuron-major copy are; a prompt batch may ship host
+    // weights to the GPU as the dense FFN does (every backend with a GPU has the sparse ops).
+    const int hb = n == 1 ? index_of(p.gate.backend) : part_backend(p, n);
     Backend& h = backend(hb);
 
     Tensor x = residual_on(hb, n);
@@ -50,6 +85,10 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     int64_t active = 0;
     if (n == 1) {
         SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
+        // A GPU counts on the device (no wait inside a recorded decode graph; replays count too).
+        if (hb == gpu_ && sparse_device_counts_.size() > 0) {
+            args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
+        }
         active = h.sparse_gated_ffn(args, proj);
     } else {
         Tensor up = act(hb, kUp, n_ff, n);
@@ -57,9 +96,11 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
         active = h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
         matmul_local(p.down, hb, gate, proj);
     }
-    SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
-    c.evaluated += static_cast<uint64_t>(n_ff * n);
-    c.active += static_cast<uint64_t>(active);
+    if (active >= 0) {  // else counted on the device
+        SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
+        c.evaluated += static_cast<uint64_t>(n_ff * n);
+        c.active += static_cast<uint64_t>(active);
+    }
     if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
     h.add(x, proj, x);
 }

@@ -225,7 +225,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     // KV cells the budgets hold: n_sequences sessions of n_ctx cells each.
     const int64_t kv_cells = n_ctx * options.session.n_sequences;
-    const TensorTable table = placement_table();
+    TensorTable table = placement_table();
     // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
     const uint64_t gpu_free = gpu_free_bytes(gpu_.get());
     const uint64_t activation_reserve =
@@ -276,6 +276,10 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         cost_params_.ffn_active_fraction = 1.0 - options.sparsity.sparsity;
         cost_params_.ffn_down_bytes_per_weight = static_cast<double>(down.type_size) / static_cast<double>(down.block_size);
     }
+
+    // --sparsity keeps a neuron-major copy of each ffn_down beside it (sparse_ffn.h): placements
+    // leave room for it (the staging and disk sizes above count the matrices alone).
+    if (options.sparsity.enabled()) add_neuron_major_bytes(table, options.sparsity.down_type);
 
     if (!options.plan_path.empty()) {
         if (!options.rules.empty()) {
@@ -393,8 +397,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         log << "warning: --mlock locked " << format_bytes(placed_stats.locked_bytes) << " of the "
             << format_bytes(placed_stats.ram_weight_bytes) << " of RAM weights (the limit is `ulimit -l`)\n";
     }
-    // What the placement left on the GPU beyond its weights, the KV caches and the activation
-    // reserve: the most that prefill may take to stage shipped weights, shared by the
+    // The neuron-major copies go where their FFNs are (the placement left room for them).
+    sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
+    options_.session.sparse = sparse_.get();
+    // What the placement left on the GPU beyond its weights (and copies), the KV caches and the
+    // activation reserve: the most that prefill may take to stage shipped weights, shared by the
     // n_sequences sessions (each stages on its own).
     if (gpu_) {
         uint64_t kv_gpu = 0;
@@ -408,7 +415,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         // lost beyond the weights counts as held (at 70B and 6 GiB: 73 MiB, which made the room
         // for a 183.75 MiB matrix 174.8 MiB).
         const uint64_t left = gpu_free_bytes(gpu_.get());
-        const uint64_t weights = placed_->stats().gpu_weight_bytes;
+        const uint64_t weights = placed_->stats().gpu_weight_bytes + (sparse_ ? sparse_->device_bytes() : 0);
         const uint64_t held = gpu_free > left + weights ? gpu_free - left - weights : 0;
         const uint64_t still = activation_reserve > held ? activation_reserve - held : 0;
         options_.session.gpu_staging_limit =
@@ -416,8 +423,6 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         // Prompt batches copy RAM weights to the GPU: let it read them in place.
         if (ships && options_.session.gpu_staging_limit > 0) placed_->register_ram_weights(*gpu_);
     }
-    sparse_ = load_sparse_ffn(*placed_, model_path, options.sparsity);
-    options_.session.sparse = sparse_.get();
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {

@@ -6,14 +6,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <vector>
 
 #include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_placement.h"
+#include "engine/runtime/neuron_major_quant.h"
 #include "engine/runtime/placed_model.h"
 #include "offload/hardware_profile.h"
+#include "offload/placement.h"
 #include "engine/core/byte_size.h"
 #include "predictor/activation_profile_file.h"
 
@@ -77,6 +80,8 @@ void make_neuron_major(const Tensor& down, Tensor& dst) {
         throw ArgumentError(cat("neuron-major copy ", dst.shape_string(), " of ffn_down ", down.shape_string(),
                                 ": expected [", n_embd, ", ", n_ff, "] with n_embd a multiple of ", out.block_size));
     }
+    // Q4_0 with a least-squares scale (neuron_major_quant.h); the other types by quant/'s reference.
+    const QuantizeFn quantize = dst.type == GgmlType::Q4_0 ? quantize_q4_0_mse : out.quantize;
     std::vector<float> f(static_cast<size_t>(n_ff * n_embd));  // [n_embd rows of n_ff]
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < n_embd; ++e) {
@@ -96,11 +101,60 @@ void make_neuron_major(const Tensor& down, Tensor& dst) {
                 for (int64_t i = 0; i < n; ++i) cols[static_cast<size_t>(i * n_embd + e)] = src[i];
             }
             for (int64_t i = 0; i < n; ++i) {
-                out.quantize(cols.data() + i * n_embd,
-                             static_cast<uint8_t*>(dst.data) + static_cast<uint64_t>(i0 + i) * dst.nb[1], n_embd);
+                quantize(cols.data() + i * n_embd, static_cast<uint8_t*>(dst.data) + static_cast<uint64_t>(i0 + i) * dst.nb[1],
+                         n_embd);
             }
         }
     }
+}
+
+namespace {
+
+// The sparse ops run where the FFN's three matrices are: one backend with the ops, one part,
+// nothing streamed from disk.
+void check_sparse_part(const PlacedLayer& l, int il) {
+    if (l.ffn.size() != 1) {
+        throw UnsupportedError(cat("--sparsity needs each FFN on one backend: layer ", il, "'s FFN is split between tiers",
+                                   " (use -ngl, or a placement that keeps each FFN whole)"));
+    }
+    const FfnPart& p = l.ffn.front();
+    const bool streamed = p.gate.stream_id >= 0 || p.up.stream_id >= 0 || p.down.stream_id >= 0;
+    if (streamed || p.up.backend != p.gate.backend || p.down.backend != p.gate.backend) {
+        throw UnsupportedError(cat("--sparsity needs each FFN's gate, up and down in one memory: layer ", il, "'s are ",
+                                   streamed ? "streamed from disk" : "on different backends",
+                                   " (give the FFNs room in RAM or on the GPU)"));
+    }
+    if (!p.gate.backend->capabilities().sparse_ffn) {
+        throw UnsupportedError(cat("--sparsity: the ", p.gate.backend->name(), " backend holding layer ", il,
+                                   "'s FFN has no sparse FFN ops"));
+    }
+}
+
+}  // namespace
+
+// The neuron-major copy of layer il's ffn_down in the memory of `backend` (made on the host,
+// then copied in for a device).
+void SparseFfn::make_layer_copy(Backend& backend, const Tensor& down, int il, Layer& s) {
+    const int64_t n_ff = down.ne[0], n_embd = down.ne[1];
+    s.down_t = Tensor::contiguous(down_type_, nullptr, {n_embd, n_ff});
+    const std::string what = cat("blk.", il, ".ffn_down neuron-major");
+    try {
+        s.buffer = backend.allocate(s.down_t.n_bytes(), what);
+    } catch (const BudgetError& e) {
+        throw BudgetError(cat("--sparsity: the ", format_bytes(s.down_t.n_bytes()), " ", type_traits(down_type_).name,
+                              " neuron-major ffn_down of layer ", il, " does not fit on the ", backend.name(),
+                              " backend (", e.what(), ")"));
+    }
+    s.down_t.data = s.buffer.data();
+    s.down_t.memory = backend.memory_kind();
+    if (backend.memory_kind() != MemoryKind::Device) {
+        make_neuron_major(down, s.down_t);
+        return;
+    }
+    std::vector<uint8_t> host(s.down_t.n_bytes());
+    Tensor staged = Tensor::contiguous(down_type_, host.data(), {n_embd, n_ff});
+    make_neuron_major(down, staged);
+    backend.copy_in(staged, s.down_t);
 }
 
 SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, GgmlType down_type)
@@ -120,12 +174,7 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
             throw UnsupportedError(cat("--sparsity needs a gated FFN (SwiGLU/GeGLU); layer ", il, " of ",
                                        model.config().architecture, " has no ffn_gate"));
         }
-        if (l.ffn.size() != 1 || !l.ffn.front().gate.backend->capabilities().sparse_ffn ||
-            l.ffn.front().gate.stream_id >= 0 || l.ffn.front().up.stream_id >= 0) {
-            throw UnsupportedError(cat("--sparsity runs on the CPU backend only: layer ", il, "'s FFN is ",
-                                       l.ffn.size() != 1 ? "split between tiers" : "not in RAM",
-                                       " (use --gpu none, or give the FFNs room in RAM)"));
-        }
+        check_sparse_part(l, il);
         if (profile.layers[static_cast<size_t>(il)].n_ff != lw.ffn_gate.ne[1]) {
             throw FormatError(cat("the activation stats give layer ", il, " ", profile.layers[static_cast<size_t>(il)].n_ff,
                                   " FFN neurons, the model ", lw.ffn_gate.ne[1]));
@@ -133,13 +182,9 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
         Layer& s = layers_[static_cast<size_t>(il)];
         // S = 0 keeps every neuron (the threshold below every magnitude).
         s.threshold = sparsity == 0.0 ? -1.0f : static_cast<float>(profile.ffn_threshold(il, sparsity));
-        Backend& cpu = *l.ffn.front().gate.backend;
-        const int64_t n_ff = lw.ffn_down.ne[0], n_embd = lw.ffn_down.ne[1];
-        s.down_t = Tensor::contiguous(down_type, nullptr, {n_embd, n_ff});
-        s.buffer = cpu.allocate(s.down_t.n_bytes(), cat("blk.", il, ".ffn_down neuron-major"));
-        s.down_t.data = s.buffer.data();
-        make_neuron_major(lw.ffn_down, s.down_t);
+        make_layer_copy(*l.ffn.front().gate.backend, lw.ffn_down, il, s);
         down_t_bytes_ += s.down_t.n_bytes();
+        if (s.down_t.memory == MemoryKind::Device) device_bytes_ += s.down_t.n_bytes();
     }
 }
 
@@ -175,6 +220,14 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
     const ActivationProfile profile = read_activation_profile(path);
     check_profile_for(profile, placed.model(), path);
     return std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type);
+}
+
+void add_neuron_major_bytes(TensorTable& table, GgmlType down_type) {
+    const TypeTraits& t = type_traits(down_type);
+    for (TensorEntry& e : table.tensors) {
+        if (!e.name.ends_with(".ffn_down.weight") || e.ne[2] != 1 || e.ne[1] % t.block_size != 0) continue;
+        e.bytes += static_cast<uint64_t>(e.ne[0]) * static_cast<uint64_t>(e.ne[1] / t.block_size) * t.type_size;
+    }
 }
 
 }  // namespace strata

@@ -5,8 +5,9 @@
 // and ffn_down are not read in decode. ffn_down's neuron i is a strided column in GGUF, so a
 // neuron-major copy is made at load (re-quantized to down_type: its own cost is measured in
 // docs/SPARSITY.md). Batches run the dense products with the same mask (same function, no
-// savings). CPU backend only: a layer whose FFN is on a GPU, split, or streamed from disk is
-// refused. Immutable after construction; sessions share it.
+// savings). The copy lives where the FFN does (RAM or the GPU: the backend's sparse ops run
+// it); an FFN split between tiers or streamed from disk is refused. Immutable after
+// construction; sessions share it.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,11 @@
 
 namespace strata {
 
+class Backend;
 class LayerProgram;
 class Model;
 class PlacedModel;
+struct TensorTable;
 
 struct SparsityOptions {
     double sparsity = -1;    // skipped fraction S in [0, 1); < 0: off (dense)
@@ -47,7 +50,7 @@ void check_profile_for(const ActivationProfile& profile, const Model& model, con
 class SparseFfn {
   public:
     // ArgumentError: sparsity outside [0, 1). UnsupportedError: an FFN that is not gated, or
-    // one not on a host backend in RAM as a single part. FormatError: a profile whose layers do
+    // one not whole on one backend with the sparse ops. BudgetError: no room for the copy. FormatError: a profile whose layers do
     // not match the model.
     SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity,
               GgmlType down_type = GgmlType::Q8_0);
@@ -56,9 +59,10 @@ class SparseFfn {
     GgmlType down_type() const { return down_type_; }
     int n_layer() const { return static_cast<int>(layers_.size()); }
     float threshold(int il) const { return layers_.at(static_cast<size_t>(il)).threshold; }
-    // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in host memory.
+    // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in the FFN's memory.
     const Tensor& down_t(int il) const { return layers_.at(static_cast<size_t>(il)).down_t; }
     uint64_t down_t_bytes() const { return down_t_bytes_; }
+    uint64_t device_bytes() const { return device_bytes_; }  // of the copies on a GPU
 
   private:
     struct Layer {
@@ -66,10 +70,12 @@ class SparseFfn {
         Tensor down_t;
         Buffer buffer;
     };
+    void make_layer_copy(Backend& backend, const Tensor& down, int il, Layer& s);
     double sparsity_;
     GgmlType down_type_;
     std::vector<Layer> layers_;
     uint64_t down_t_bytes_ = 0;
+    uint64_t device_bytes_ = 0;
 };
 
 // The whole load: stats from options.stats_path (or the default), checked against the model,
@@ -81,6 +87,10 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
 // One line for --verbose: the sparsity, the thresholds' source, the neuron-major copy's bytes,
 // and (with a program) the skipped fraction achieved per layer since its counts were reset.
 std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program);
+
+// Adds to every ffn_down entry of `table` the bytes of its neuron-major copy (down_type), which
+// --sparsity keeps beside it in the same memory, so that placements leave room for both.
+void add_neuron_major_bytes(TensorTable& table, GgmlType down_type);
 
 // Fills dst [n_embd, n_ff] (down_type rows) with the columns of down [n_ff, n_embd] (any
 // dequantizable type), re-quantized by quant/'s reference quantizer.

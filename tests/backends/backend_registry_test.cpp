@@ -92,7 +92,7 @@ TEST(BackendCapabilities, SayWhatEachBackendRuns) {
     EXPECT_FALSE(c.runs_weight_type(GgmlType::I32));  // no reference dequantizer
     const BackendCapabilities& f = fake->capabilities();
     EXPECT_EQ(f.device_name, "fake-gpu");
-    EXPECT_FALSE(f.sparse_ffn);
+    EXPECT_TRUE(f.sparse_ffn);  // as CUDA's
     EXPECT_FALSE(f.step_graphs);
     EXPECT_EQ(f.weight_types, c.weight_types);
     EXPECT_EQ(f.host_threads, 0);
@@ -101,7 +101,7 @@ TEST(BackendCapabilities, SayWhatEachBackendRuns) {
     EXPECT_THROW(fake->replay_step(nullptr, 0, 0), UnsupportedError);
     SparseFfnArgs args;
     Tensor y;
-    EXPECT_THROW(fake->sparse_gated_ffn(args, y), UnsupportedError);
+    EXPECT_THROW(fake->sparse_gated_ffn(args, y), ArgumentError);  // null tensors
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/sparse_scratch.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "backends/fake_device.h"
 
@@ -59,6 +60,65 @@ TEST(FakeDevice, CopiesRoundTripAndAreCounted) {
     EXPECT_EQ(dev.stats().bytes_out, 96 * sizeof(float));
     EXPECT_EQ(dev.stats().copies_in, 1u);
     EXPECT_EQ(dev.stats().copies_out, 1u);
+}
+
+// A device copy of random f32 values quantized to `type` [k, n] (quant/'s reference quantizer).
+Buffer device_weights(FakeDeviceBackend& dev, GgmlType type, int64_t k, int64_t n, uint32_t seed, Tensor& out) {
+    std::vector<float> f(static_cast<size_t>(k * n));
+    for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>((i * 2654435761u + seed) % 2001) / 1000.0f - 1.0f;
+    Tensor host = Tensor::contiguous(type, nullptr, {k, n});
+    std::vector<uint8_t> bytes(host.n_bytes());
+    host.data = bytes.data();
+    for (int64_t r = 0; r < n; ++r) type_traits(type).quantize(f.data() + r * k, bytes.data() + r * host.nb[1], k);
+    Buffer b = dev.allocate(host.n_bytes(), "w");
+    out = b.tensor(type, {k, n});
+    dev.copy_in(host, out);
+    return b;
+}
+
+TEST(FakeDevice, SparseFfnHoldsTheCudaScratchAndCountsInItsMemory) {
+    const int64_t n_embd = 64, n_ff = 96;
+    FakeDeviceBackend dev({.budget_bytes = 1 << 20});
+    Tensor up, down_t;
+    Buffer ub = device_weights(dev, GgmlType::Q8_0, n_embd, n_ff, 1, up);
+    Buffer db = device_weights(dev, GgmlType::Q8_0, n_embd, n_ff, 2, down_t);
+    std::vector<float> g(n_ff), x(n_embd);
+    for (int64_t i = 0; i < n_ff; ++i) g[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 61) / 10.0f - 3.0f;
+    for (int64_t i = 0; i < n_embd; ++i) x[static_cast<size_t>(i)] = static_cast<float>((i * 11) % 17) / 8.0f - 1.0f;
+    Buffer gb = dev.allocate(n_ff * sizeof(float), "gate"), xb = dev.allocate(n_embd * sizeof(float), "x");
+    Buffer yb = dev.allocate(n_embd * sizeof(float), "y"), cb = dev.allocate(2 * sizeof(uint64_t), "counts");
+    Tensor gate = gb.tensor(GgmlType::F32, {n_ff, 1}), xd = xb.tensor(GgmlType::F32, {n_embd, 1});
+    Tensor y = yb.tensor(GgmlType::F32, {n_embd, 1});
+    dev.copy_in(Tensor::contiguous(GgmlType::F32, g.data(), {n_ff, 1}), gate);
+    dev.copy_in(Tensor::contiguous(GgmlType::F32, x.data(), {n_embd, 1}), xd);
+    std::memset(cb.data(), 0, 2 * sizeof(uint64_t));
+
+    const uint64_t before = dev.stats().used_bytes;
+    SparseFfnArgs args{&gate, &xd, &up, &down_t, Activation::Silu, 0.4f};
+    args.counts = static_cast<uint64_t*>(cb.data());
+    const int64_t active = dev.sparse_gated_ffn(args, y);
+    EXPECT_GT(active, 0);
+    EXPECT_LT(active, n_ff);
+    // The same op on the CPU backend over the same bytes seen as host memory.
+    auto host = [](Tensor t) { t.memory = MemoryKind::Host; return t; };
+    const Tensor hg = host(gate), hx = host(xd), hu = host(up), hd = host(down_t);
+    std::vector<float> ref(n_embd);
+    Tensor hy = Tensor::contiguous(GgmlType::F32, ref.data(), {n_embd, 1});
+    cpu::CpuBackend cpu(1);
+    EXPECT_EQ(cpu.sparse_gated_ffn(SparseFfnArgs{&hg, &hx, &hu, &hd, Activation::Silu, 0.4f}, hy), active);
+    EXPECT_EQ(std::memcmp(ref.data(), yb.data(), ref.size() * sizeof(float)), 0);
+    const uint64_t* counts = static_cast<const uint64_t*>(cb.data());
+    EXPECT_EQ(counts[0], static_cast<uint64_t>(n_ff));
+    EXPECT_EQ(counts[1], static_cast<uint64_t>(active));
+    // The CUDA backend's blocks: the sparse scratch and the q8 activations of one row of x
+    // (kernels_cuda/backend_matmul.cpp's q8_scratch), each rounded to the pool's 256 bytes.
+    auto round = [](uint64_t b) { return (b + 255) / 256 * 256; };
+    const uint64_t q8 = (n_embd + 15) / 16 * 16 + (n_embd / 32) * 2 * sizeof(float);
+    EXPECT_EQ(dev.stats().used_bytes - before, round(sparse_scratch_layout(n_ff, n_embd).total) + round(q8));
+    // Counts given in host memory are refused, as the CUDA backend refuses them.
+    uint64_t host_counts[2] = {0, 0};
+    args.counts = host_counts;
+    EXPECT_THROW(dev.sparse_gated_ffn(args, y), ArgumentError);
 }
 
 TEST(HostCopy, ColumnSliceOfQuantizedRowsIsGatheredBlockByBlock) {

@@ -156,6 +156,29 @@ TEST_P(SparseFfnTest, DecodeMatchesBatchesWithTheSameMask) {
     EXPECT_GT(rel_max_diff(last_logits(placed, nullptr, prompt, 12), batch), 5e-2);
 }
 
+// The FFN on the (fake) GPU: the copy and the counts live in its memory, the counts are read
+// back from there, and the result is the CPU placement's.
+TEST_P(SparseFfnTest, RunsOnTheGpuWithTheCopyAndTheCountsInItsMemory) {
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 2, .quantize_activations = false});
+    const PlacedModel on_gpu(*model_, fake);
+    const PlacedModel on_cpu(*model_, cpu_f32_);
+    const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
+    const uint64_t before = fake.stats().used_bytes;
+    const SparseFfn gpu_sparse(on_gpu, profile_, 0.5, GgmlType::Q8_0);
+    EXPECT_GE(fake.stats().used_bytes - before, gpu_sparse.down_t_bytes());
+    EXPECT_EQ(gpu_sparse.down_t(0).memory, MemoryKind::Device);
+    const SparseFfn cpu_sparse(on_cpu, profile_, 0.5, GgmlType::Q8_0);
+    double achieved_gpu = 0, achieved_cpu = 0;
+    const std::vector<float> gpu = last_logits(on_gpu, &gpu_sparse, prompt, 1, &achieved_gpu);
+    const std::vector<float> cpu = last_logits(on_cpu, &cpu_sparse, prompt, 1, &achieved_cpu);
+    EXPECT_LT(rel_max_diff(gpu, cpu), 1e-5);
+    EXPECT_EQ(achieved_gpu, achieved_cpu);
+    EXPECT_GT(achieved_gpu, 0.2);
+    // Batches on the GPU: the thresholded activation there.
+    EXPECT_LT(rel_max_diff(last_logits(on_gpu, &gpu_sparse, prompt, 12), last_logits(on_cpu, &cpu_sparse, prompt, 12)),
+              1e-5);
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, SparseFfnTest, ::testing::Values("tiny", "tiny-gemma3"));
 
 TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
@@ -190,13 +213,16 @@ TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
     } catch (const ArgumentError& e) {
         EXPECT_NE(std::string(e.what()).find("strata profile"), std::string::npos) << e.what();
     }
-    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+    // A GPU without room for the neuron-major copies: a BudgetError that names the copy.
+    const uint64_t weights = static_cast<uint64_t>(ma.file().shard(0).size()) + (4ull << 20);
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = weights, .n_threads = 1});
     const PlacedModel on_gpu(ma, fake);
+    Buffer fill = fake.allocate(fake.memory().free_bytes - 1024, "the rest");
     try {
         SparseFfn s(on_gpu, profile, 0.5);
-        FAIL() << "an FFN on the GPU accepted";
-    } catch (const UnsupportedError& e) {
-        EXPECT_NE(std::string(e.what()).find("CPU backend only"), std::string::npos) << e.what();
+        FAIL() << "a copy that does not fit accepted";
+    } catch (const BudgetError& e) {
+        EXPECT_NE(std::string(e.what()).find("neuron-major ffn_down of layer 0"), std::string::npos) << e.what();
     }
 }
 

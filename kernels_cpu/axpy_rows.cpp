@@ -1,0 +1,125 @@
+// y += Σ c·(row segment) over up to four rows (sparse_rows.h), per kernel variant: the sparse
+// accumulate of ffn_down's neuron-major rows, Q8_0 (8.5 bits per weight) or Q4_0 (4.5). Each
+// element adds (c·d)·q of each row in turn in f32 (one FMA on the SIMD paths, a multiply and an
+// add in the scalar one), so variants differ by one rounding per row at most. One template per
+// variant; a block type says how its 32 quants unpack to signed bytes.
+#include <cstring>
+
+#include "kernels_cpu/sparse_rows.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+
+#if defined(__x86_64__)
+// As in simd_x86.h: GCC 12's AVX-512 headers warn inside themselves at every inlined use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+namespace strata::cpu {
+namespace {
+
+// Q8_0: qs[j] is element j.
+struct Q8Rows {
+    using Block = BlockQ8_0;
+    static int quant(const Block& b, int j) { return b.qs[j]; }
+#if defined(__x86_64__)
+    __attribute__((target("avx2"))) static void unpack(const Block& b, __m128i& lo, __m128i& hi) {
+        std::memcpy(&lo, b.qs, 16);
+        std::memcpy(&hi, b.qs + 16, 16);
+    }
+#endif
+};
+
+// Q4_0: element j < 16 is the low nibble of qs[j] - 8, element j + 16 its high nibble - 8.
+struct Q4Rows {
+    using Block = BlockQ4_0;
+    static int quant(const Block& b, int j) { return (j < 16 ? (b.qs[j] & 0xF) : (b.qs[j - 16] >> 4)) - 8; }
+#if defined(__x86_64__)
+    __attribute__((target("avx2"))) static void unpack(const Block& b, __m128i& lo, __m128i& hi) {
+        __m128i q;
+        std::memcpy(&q, b.qs, 16);
+        const __m128i mask = _mm_set1_epi8(0xF), eight = _mm_set1_epi8(8);
+        lo = _mm_sub_epi8(_mm_and_si128(q, mask), eight);
+        hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), mask), eight);
+    }
+#endif
+};
+
+// Rows are added one after another for each element, in the same order on every variant.
+template <class R>
+void axpy_scalar(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y) {
+    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& b = reinterpret_cast<const typename R::Block*>(rows[r])[i];
+            const float d = c[r] * fp16_to_fp32(b.d);
+            for (int j = 0; j < 32; ++j) y[j] += d * static_cast<float>(R::quant(b, j));
+        }
+    }
+}
+
+#if defined(__x86_64__)
+template <class R>
+__attribute__((target("avx2,fma,f16c"))) void axpy_avx2(const uint8_t* const* rows, const float* c, int n_rows,
+                                                           int64_t n_blocks, float* y) {
+    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        __m256 acc[4] = {_mm256_loadu_ps(y), _mm256_loadu_ps(y + 8), _mm256_loadu_ps(y + 16), _mm256_loadu_ps(y + 24)};
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& b = reinterpret_cast<const typename R::Block*>(rows[r])[i];
+            const __m256 d = _mm256_set1_ps(c[r] * _cvtsh_ss(b.d));
+            __m128i lo, hi;
+            R::unpack(b, lo, hi);
+            const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+            for (int j = 0; j < 4; ++j) {
+                acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[j])), acc[j]);
+            }
+        }
+        for (int j = 0; j < 4; ++j) _mm256_storeu_ps(y + 8 * j, acc[j]);
+    }
+}
+
+template <class R>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))) void axpy_avx512(const uint8_t* const* rows,
+                                                                                 const float* c, int n_rows,
+                                                                                 int64_t n_blocks, float* y) {
+    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        __m512 lo = _mm512_loadu_ps(y), hi = _mm512_loadu_ps(y + 16);
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& b = reinterpret_cast<const typename R::Block*>(rows[r])[i];
+            const __m512 d = _mm512_set1_ps(c[r] * _cvtsh_ss(b.d));
+            __m128i ql, qh;
+            R::unpack(b, ql, qh);
+            lo = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ql)), lo);
+            hi = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(qh)), hi);
+        }
+        _mm512_storeu_ps(y, lo);
+        _mm512_storeu_ps(y + 16, hi);
+    }
+}
+#endif
+
+template <class R>
+AxpyFn find_for(KernelVariant v) {
+    if (!kernel_variant_supported(v)) return nullptr;
+    switch (v) {
+        case KernelVariant::Dequant:
+        case KernelVariant::Scalar: return axpy_scalar<R>;
+#if defined(__x86_64__)
+        case KernelVariant::Avx2: return axpy_avx2<R>;
+        case KernelVariant::Avx512: return axpy_avx512<R>;
+#endif
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+AxpyFn find_axpy(GgmlType type, KernelVariant v) {
+    if (type == GgmlType::Q8_0) return find_for<Q8Rows>(v);
+    if (type == GgmlType::Q4_0) return find_for<Q4Rows>(v);
+    return nullptr;
+}
+
+}  // namespace strata::cpu

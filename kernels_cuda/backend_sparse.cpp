@@ -1,0 +1,131 @@
+// CudaBackend's activation-sparsity ops (engine/core/backend.h): the sparse FFN of decode, mask
+// based so that a recorded graph replays it (sparse_ffn.cu), and the thresholded activation of
+// batches. Their scratch is one block laid out by engine/core/sparse_scratch.h.
+#include "engine/core/error.h"
+#include "engine/core/sparse_scratch.h"
+#include "kernels_cuda/backend_impl.h"
+#include "kernels_cuda/cuda_check.h"
+
+namespace strata::cuda {
+namespace {
+
+void check_activation(const char* op, Activation act) {
+    if (act != Activation::Silu && act != Activation::GeluTanh) {
+        throw UnsupportedError(cat(op, ": activation id ", static_cast<int>(act), " is not supported on the CUDA backend"));
+    }
+}
+
+void check_sparse_args(const SparseFfnArgs& args, const Tensor& y) {
+    const char* op = "sparse_gated_ffn";
+    if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
+    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
+    check_device_f32(op, "gate", gate);
+    check_device_f32(op, "x", x);
+    check_device_f32(op, "y", y);
+    check_device_rows(op, "up", up);
+    check_device_rows(op, "down_t", down_t);
+    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
+    if (up.ne[0] != n_embd || up.ne[1] != n_ff || down_t.ne[0] != n_embd || down_t.ne[1] != n_ff ||
+        gate.n_rows() != n || y.ne[0] != n_embd || y.n_rows() != n || n_embd % 32 != 0) {
+        throw ArgumentError(cat(op, ": shapes do not match: gate ", gate.shape_string(), ", x ", x.shape_string(), ", up ",
+                                up.shape_string(), ", down_t ", down_t.shape_string(), ", y ", y.shape_string(),
+                                " (expected gate [n_ff, n], x and y [n_embd, n], up and down_t [n_embd, n_ff],",
+                                " n_embd a multiple of 32)"));
+    }
+    if (!codec_supported(up.type) || !sparse_down_supported(down_t.type)) {
+        throw UnsupportedError(cat(op, ": up ", type_traits(up.type).name, " / down_t ", type_traits(down_t.type).name,
+                                   " is not supported on the CUDA backend"));
+    }
+    check_activation(op, args.act);
+}
+
+// The count the op left in `counts` (device), after waiting for the stream.
+uint64_t read_kept(CudaBackend::Impl& s, const uint64_t* counts, const char* op) {
+    if (s.capturing) throw UnsupportedError(cat(op, " without device counts waits for its count: not inside a graph"));
+    uint64_t host[2] = {0, 0};
+    CUDA_CHECK(cudaMemcpyAsync(host, counts, sizeof(host), cudaMemcpyDeviceToHost, s.stream));
+    CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    return host[1];
+}
+
+}  // namespace
+
+int64_t CudaBackend::thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
+                                                  Tensor& y) {
+    const char* op = "thresholded_gated_activation";
+    impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op(op);
+    check_device_f32(op, "gate", gate);
+    check_device_f32(op, "up", up);
+    check_device_f32(op, "y", y);
+    check_same_shape(op, "gate", gate, "up", up);
+    check_same_shape(op, "gate", gate, "y", y);
+    check_activation(op, act);
+    Impl& s = *impl_;
+    if (s.capturing) throw UnsupportedError(cat(op, " waits for its count: not inside a graph"));
+    const SparseScratchLayout layout = sparse_scratch_layout(0, 0);
+    auto* buf = static_cast<uint8_t*>(s.scratch(s.sparse, layout.total, "sparse FFN scratch"));
+    auto* counts = reinterpret_cast<uint64_t*>(buf + layout.counts);
+    CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(uint64_t), s.stream));
+    cuda::thresholded_gated_activation(f32_view(gate), f32_view(up), act, threshold, f32_view(y), counts, s.stream);
+    return static_cast<int64_t>(read_kept(s, counts, op));
+}
+
+int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
+    const char* op = "sparse_gated_ffn";
+    check_sparse_args(args, y);
+    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
+    Impl& s = *impl_;
+    if (args.counts != nullptr && !s.arena->owns(args.counts, 2 * sizeof(uint64_t))) {
+        throw ArgumentError(cat(op, ": counts must be two u64 in this backend's memory"));
+    }
+    if (args.counts == nullptr && s.capturing) {
+        throw UnsupportedError(cat(op, " without device counts waits for its count: not inside a graph"));
+    }
+    const OpScope timed = s.time_op(op);
+    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
+    const SparseScratchLayout layout = sparse_scratch_layout(n_ff, n_embd);
+    auto* buf = static_cast<uint8_t*>(s.scratch(s.sparse, layout.total, "sparse FFN scratch"));
+    uint64_t* counts = args.counts != nullptr ? args.counts : reinterpret_cast<uint64_t*>(buf + layout.counts);
+    if (args.counts == nullptr) CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(uint64_t), s.stream));
+    auto* h = reinterpret_cast<float*>(buf + layout.act);
+    auto* mask = reinterpret_cast<uint32_t*>(buf + layout.mask);
+    const bool q8 = s.options.quantize_activations && gemv_q8_supported(up.type);
+    for (int64_t t = 0; t < n; ++t) {
+        const Tensor x_t = x.rows(t, 1), y_t = y.rows(t, 1);
+        sparse_mask(SparseMaskLaunch{f32_view(gate.rows(t, 1)).row(0), h, mask, n_ff, args.act, args.threshold, counts},
+                    s.stream);
+        if (q8) {
+            const Impl::Q8Scratch q = s.q8_scratch(1, n_embd);
+            // x was quantized by the op before (the FFN norm or the gate's product), as matmul reuses it.
+            Impl::QuantizedX& last = s.quantized_x;
+            const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x_t.data &&
+                               last.ne == x_t.ne && last.nb == x_t.nb && last.buf == q.buf;
+            if (!reuse) {
+                quantize_rows_q8(f32_view(x_t), q.xq, q.xds, s.stream);
+                last = Impl::QuantizedX{true, x_t.data, x_t.ne, x_t.nb, q.buf};
+            }
+            gemv_q8_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, q.xq, q.xds, mask, h,
+                           s.stream);
+        } else {
+            gemv_float_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, f32_view(x_t), mask,
+                              h, s.stream);
+        }
+        SparseDownLaunch d;
+        d.type = down_t.type;
+        d.down_t = static_cast<const uint8_t*>(down_t.data);
+        d.nb1 = down_t.nb[1];
+        d.n_embd = n_embd;
+        d.n_ff = n_ff;
+        d.h = h;
+        d.mask = mask;
+        d.partial = reinterpret_cast<float*>(buf + layout.partial);
+        d.y = f32_view(y_t).row(0);
+        sparse_down(d, s.stream);
+    }
+    s.forget_quantized_x();  // y may hold the bytes of an x quantized before
+    if (args.counts != nullptr) return -1;
+    return static_cast<int64_t>(read_kept(s, counts, op));
+}
+
+}  // namespace strata::cuda
