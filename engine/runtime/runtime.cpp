@@ -269,6 +269,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
                                     "' has placed them already (drop one or the other)"));
         }
         placement_ = read_placement(options.plan_path);
+        if (options.hot_neurons && placement_.hot_neurons.empty()) {
+            throw FormatError(cat("the plan '", options.plan_path, "' is a placement of schema 1 (whole tensors, no hot neuron",
+                                  " counts): make one with `strata plan -m MODEL --sparsity S --hot-neurons -o FILE`,",
+                                  " or drop --plan to place the weights now"));
+        }
         check_placement_for(placement_, *model_);
         const TierBytes bytes = placement_bytes(placement_, table);
         uint64_t kv_gpu = 0, kv_ram = 0;
@@ -409,11 +414,6 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
                                   ? 0 : options_.session.gpu_staging_limit * static_cast<uint64_t>(options.session.n_sequences);
         const std::string stats = options.sparsity.stats_path.empty() ? default_stats_path(model_path, false)
                                                                       : options.sparsity.stats_path;
-        if (!options.plan_path.empty() && placement_.hot_neurons.empty()) {
-            throw FormatError(cat("the plan '", options.plan_path, "' is a placement of schema 1 (whole tensors, no hot neuron",
-                                  " counts): make one with `strata plan -m MODEL --sparsity S --hot-neurons -o FILE`,",
-                                  " or drop --plan to place the weights now"));
-        }
         hot_cold_ = load_hot_cold_ffn(*placed_, sparse_.get(), gpu_.get(), HotColdLoad{stats, room, placement_.hot_neurons});
         placement_.hot_neurons.clear();
         for (int il = 0; il < hot_cold_->n_layer(); ++il) placement_.hot_neurons.push_back(hot_cold_->layer(il).hot);
