@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/core/byte_size.h"
+#include "engine/runtime/hot_cold_ffn.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_weights.h"
 #include "predictor/hot_cold_split.h"
@@ -41,6 +43,25 @@ void print_row(const Row& r) {
                 100.0 * r.hot_first / n, 100.0 * r.file_order / n);
 }
 
+// Expected FFN bytes a decode token reads (activation rate x bytes, predictor/hot_cold_split.h):
+// the chosen split, every neuron cold (CATS on the CPU), and the dense FFN.
+void print_expected_bytes(const HotNeuronReportArgs& a, size_t grid) {
+    const std::vector<NeuronBytes> bytes = hot_cold_neuron_bytes(*a.model, GgmlType::Q8_0, GgmlType::Q8_0);
+    const auto& layers = a.model->weights().layers;
+    double gpu = 0, cpu = 0, cold = 0, dense = 0;
+    for (size_t il = 0; il < layers.size(); ++il) {
+        const NeuronRates rates = layer_rates(a.profile->layers[il], grid);
+        const SplitBytes s = split_bytes(rates, bytes[il], a.hot->at(il));
+        gpu += s.gpu, cpu += s.cpu;
+        cold += split_bytes(rates, bytes[il], 0).cpu;
+        dense += static_cast<double>(layers[il].ffn_gate.n_bytes() + layers[il].ffn_up.n_bytes() + layers[il].ffn_down.n_bytes());
+    }
+    std::printf("  expected FFN bytes per token: GPU %s (hot, dense), CPU %s (cold gate rows, active up and down rows);"
+                " all cold (CATS on the CPU) %s; dense %s\n",
+                format_bytes(static_cast<uint64_t>(gpu)).c_str(), format_bytes(static_cast<uint64_t>(cpu)).c_str(),
+                format_bytes(static_cast<uint64_t>(cold)).c_str(), format_bytes(static_cast<uint64_t>(dense)).c_str());
+}
+
 }  // namespace
 
 void print_hot_neuron_report(const HotNeuronReportArgs& a) {
@@ -73,6 +94,7 @@ void print_hot_neuron_report(const HotNeuronReportArgs& a) {
         prev = g;
     }
     if (row.all > 0) print_row(row);
+    if (a.hot != nullptr) print_expected_bytes(a, grid);
     if (all.all > 0) {
         std::printf("  all layers: GPU %.1f%% of neurons, %.1f%% of activations hot-first (%.1f%% in file order)\n",
                     100.0 * static_cast<double>(all.gpu) / static_cast<double>(all.all),
