@@ -92,7 +92,9 @@ struct FfnSplit {
 };
 
 struct Placement {
-    static constexpr int kSchemaVersion = 1;
+    // 2: hot_neurons (issue 19). A plan without them is written as version 1, which 1-only
+    // readers still read; this reader reads both.
+    static constexpr int kSchemaVersion = 2;
 
     ModelFingerprint model;
     Budgets budgets;
@@ -103,6 +105,9 @@ struct Placement {
     std::vector<TensorPlacement> tensors;  // every tensor except those of split FFNs
     std::vector<FfnSplit> ffn_splits;      // at most one per layer
     std::vector<Tier> kv;                  // per layer: Gpu or Ram
+    // Per layer, the FFN neurons (ordered hot-first by the activation stats) whose copies are on
+    // the GPU with --hot-neurons; the FFN tensors themselves are then off the GPU. Empty: none.
+    std::vector<int64_t> hot_neurons;
 
     // The tier of a whole (unsplit) tensor; nullopt when it is not listed.
     std::optional<Tier> tier_of(const std::string& name) const;

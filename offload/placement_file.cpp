@@ -152,7 +152,7 @@ std::string placement_to_json(const Placement& p, const TensorTable* table) {
     auto field = [&](const char* key, const std::string& value, bool last = false) {
         out += cat("  \"", key, "\": ", value, last ? "\n" : ",\n");
     };
-    field("schema_version", std::to_string(Placement::kSchemaVersion));
+    field("schema_version", std::to_string(p.hot_neurons.empty() ? 1 : Placement::kSchemaVersion));
     field("model",
           Json{{"file_bytes", p.model.file_bytes}, {"header_hash", p.model.header_hash}}.dump());
     field("budgets",
@@ -174,6 +174,7 @@ std::string placement_to_json(const Placement& p, const TensorTable* table) {
     if (table) field("bytes", bytes_summary(p, *table).dump());
     field("kv", kv.dump());
     field("ffn_splits", json_list(splits));
+    if (!p.hot_neurons.empty()) field("hot_neurons", Json(p.hot_neurons).dump());
     field("tensors", json_list(tensors), true);
     return out + "}\n";
 }
@@ -188,9 +189,9 @@ Placement placement_from_json(std::string_view text) {
     }
     const Node root(doc, "$");
     const uint64_t version = root["schema_version"].u64();
-    if (version != Placement::kSchemaVersion) {
+    if (version < 1 || version > Placement::kSchemaVersion) {
         throw FormatError(cat("placement $.schema_version: version ", version,
-                              " is not supported (this Strata reads version ",
+                              " is not supported (this Strata reads versions 1 to ",
                               Placement::kSchemaVersion, ")"));
     }
 
@@ -226,6 +227,9 @@ Placement placement_from_json(std::string_view text) {
     }
     for (const Node& k : root["kv"].items())
         p.kv.push_back(k.tier());
+    if (version >= 2) {
+        for (const Node& h : root["hot_neurons"].items()) p.hot_neurons.push_back(h.i64(0, kMaxInt64));
+    }
     return p;
 }
 

@@ -15,12 +15,14 @@
 #include "engine/model/model_summary.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
+#include "engine/runtime/hot_cold_ffn.h"
 #include "offload/cost_model.h"
 #include "offload/disk_profile.h"
 #include "offload/placement_file.h"
 #include "offload/tier.h"
 #include "tools/commands.h"
 #include "tools/plan_table.h"
+#include "tools/hot_neuron_report.h"
 #include "tools/sampling_options.h"
 
 namespace strata::cli {
@@ -183,12 +185,43 @@ void print_json(const PlanArgs& args, const Runtime& runtime, const Placement& p
     std::printf("%s\n", j.dump(2).c_str());
 }
 
+// --hot-neurons: the counts chosen for the GPU's room the placement leaves (before the
+// activation reserve taken at load).
+std::vector<int64_t> plan_hot_neurons(const EngineOptions& engine, const Runtime& runtime, const Placement& p,
+                                      const TensorTable& table, const std::string& stats_path) {
+    if (engine.sparsity.sparsity_option == nullptr || engine.sparsity.sparsity_option->count() == 0) {
+        throw ArgumentError("--hot-neurons needs --sparsity S (the cold neurons run sparsely on the CPU)");
+    }
+    const ActivationProfile profile = read_activation_profile(stats_path);
+    check_profile_for(profile, runtime.model(), stats_path);
+    const TierBytes w = placement_bytes(p, table);
+    uint64_t kv_gpu = 0;
+    for (int il = 0; il < table.n_layer; ++il) {
+        if (p.kv.at(static_cast<size_t>(il)) == Tier::Gpu) kv_gpu += kv_bytes_per_layer(table, il, p.n_ctx, p.kv_type);
+    }
+    HotNeuronRequest req;
+    req.sparsity = engine.sparsity.sparsity;
+    req.gpu_bytes = p.budgets.gpu_bytes > w.gpu + kv_gpu ? p.budgets.gpu_bytes - w.gpu - kv_gpu : 0;
+    return choose_hot_neurons(runtime.model(), profile, req);
+}
+
+// The hot-neuron lines of --stats (hot_neuron_report.h).
+void print_hot_neurons(const EngineOptions& engine, const Runtime& runtime, const Placement& p,
+                       const std::string& stats_path, const std::vector<int64_t>& hot) {
+    const ActivationProfile profile = read_activation_profile(stats_path);
+    check_profile_for(profile, runtime.model(), stats_path);
+    const bool given = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
+    print_hot_neuron_report({&p, &runtime.model(), &profile, given ? engine.sparsity.sparsity : 0.5,
+                             engine.sparsity.hot_neurons ? &hot : nullptr});
+}
+
 void plan(const PlanArgs& args) {
     EngineOptions engine = args.engine;
     const bool sparse = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
+    const std::string stats_path_given = engine.sparsity.stats;  // the hot-neuron lines read it
     if (!engine.sparsity.stats.empty() && !sparse) {
-        std::fprintf(args.json ? stderr : stdout, "note: --stats %s without --sparsity: the planner does not use activation statistics to place neurons"
-                    " yet (a split FFN computes every neuron, so its GPU share does its byte share of the work)\n",
+        std::fprintf(args.json ? stderr : stdout, "note: --stats %s without --sparsity: the placement does not use activation"
+                    " statistics (a split FFN computes every neuron); the lines below say what its GPU neurons carry\n",
                     engine.sparsity.stats.c_str());
         engine.sparsity.stats.clear();
     }
@@ -201,6 +234,13 @@ void plan(const PlanArgs& args) {
     const TensorTable table = runtime.placement_table();
     Placement p = runtime.placement();
     if (runtime.gpu() && p.hardware.gpu_name.empty()) p.hardware.gpu_name = std::string(runtime.gpu()->name());
+    const std::string stats_path = stats_path_given.empty() && args.engine.sparsity.hot_neurons
+                                       ? default_stats_path(args.engine.model, false) : stats_path_given;
+    std::vector<int64_t> hot;
+    if (args.engine.sparsity.hot_neurons) {
+        hot = plan_hot_neurons(args.engine, runtime, p, table, stats_path);
+        p.hot_neurons = hot;  // placement schema 2
+    }
     if (!args.output.empty()) write_placement(p, args.output, &table);
 
     std::optional<CostModel> cm;
@@ -222,6 +262,7 @@ void plan(const PlanArgs& args) {
     std::printf("placed by the %s; context %lld tokens, KV cache %s\n", runtime.placement_source().c_str(),
                 static_cast<long long>(p.n_ctx), std::string(type_traits(p.kv_type).name).c_str());
     print_tier_table(p, table);
+    if (!stats_path.empty()) print_hot_neurons(args.engine, runtime, p, stats_path, hot);
     if (const ModelConfig& mc = runtime.model().config(); mc.is_moe()) {
         const ExpertSummary e = summarize_experts(runtime.model().file().tensors(), mc);
         std::printf("experts: %lld per layer, %lld active per token, %s per expert (gate+up+down); a token reads %s"

@@ -19,6 +19,7 @@
 #include "tools/numbers.h"
 #include "tools/sampling_options.h"
 #include "tools/progress_bar.h"
+#include "tools/skew_report.h"
 
 namespace strata::cli {
 namespace {
@@ -30,9 +31,18 @@ struct ProfileArgs {
     int64_t n_tokens = 0;
     int64_t n_ctx = 512;
     int n_threads = 0;
+    SkewArgs skew;  // --skew STATS: report, no run
 };
 
 void run(const ProfileArgs& args) {
+    if (!args.skew.stats.empty()) {
+        print_skew_report(args.skew);
+        return;
+    }
+    if (!args.skew.order_from.empty()) throw ArgumentError("--order-from needs --skew STATS");
+    if (args.model.empty() || args.text_file.empty()) {
+        throw ArgumentError("profile needs -m/--model and -f/--file (or --skew STATS to report a stats file's skew)");
+    }
     if (args.n_tokens < 0) throw ArgumentError(cat("--tokens must be >= 0, got ", args.n_tokens));
     const std::string text = read_bounded_file(args.text_file, "calibration text", ReadOptions{kMaxTextFileBytes});
     if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
@@ -76,8 +86,8 @@ void run(const ProfileArgs& args) {
 void add_profile_command(CLI::App& app) {
     auto args = std::make_shared<ProfileArgs>();
     CLI::App* cmd = app.add_subcommand("profile", "calibration run: activation statistics for --sparsity");
-    cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
-    cmd->add_option("-f,--file", args->text_file, "calibration text (e.g. scripts/perplexity-text.sh's)")->required();
+    cmd->add_option("-m,--model", args->model, "GGUF model file (required for a calibration run)");
+    cmd->add_option("-f,--file", args->text_file, "calibration text (e.g. scripts/perplexity-text.sh's; required for a run)");
     cmd->add_option("-o,--output", args->output,
                     "stats file (default: MODEL.stats beside the model, else ~/.cache/strata/MODEL.stats)");
     cmd->add_option("--tokens", args->n_tokens, "evaluate at most this many tokens (0 = the whole text)")
@@ -85,6 +95,10 @@ void add_profile_command(CLI::App& app) {
     cmd->add_option("-c,--ctx-size", args->n_ctx, "window size")->capture_default_str()->check(int_in(8, kMaxContext));
     cmd->add_option("-t,--threads", args->n_threads, "CPU threads (0 = physical cores)")
         ->capture_default_str()->check(int_in(0, kMaxThreadsFlag));
+    cmd->add_option("--skew", args->skew.stats,
+                    "no run: print the share of activations the top 10/20/50% of each layer's neurons carry in STATS");
+    cmd->add_option("--order-from", args->skew.order_from, "with --skew: rank neurons by this stats file's counts");
+    cmd->add_flag("--skew-summary", args->skew.summary_only, "with --skew: the mean over layers only");
     cmd->callback([args] { run(*args); });
 }
 

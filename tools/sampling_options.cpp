@@ -49,6 +49,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.n_threads = cap_threads(n_threads);
     r.session = session_params();
     r.sparsity = sparsity.options();
+    r.hot_neurons = sparsity.hot_neurons;
     apply_llama_options(llama, kv_type, r);
     r.progress = load_progress();
     return r;

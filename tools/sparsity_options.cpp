@@ -37,6 +37,9 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
     cmd.add_option("--sparse-down", flags.down_type,
                    "type of the neuron-major ffn_down copy sparse decode reads (q8_0; q4_0 halves its bytes but cost Gemma 3 270M +9% perplexity: docs/SPARSITY.md)")
         ->capture_default_str();
+    cmd.add_flag("--hot-neurons", flags.hot_neurons,
+                 "with --sparsity: FFNs off the GPU in the placement; the GPU's room left holds each layer's most often"
+                 " active neurons (from the stats), the CPU the rest");
 }
 
 }  // namespace strata::cli

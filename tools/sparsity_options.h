@@ -15,6 +15,7 @@ struct SparsityFlags {
     std::string stats;
     std::string down_type = "q8_0";
     CLI::Option* sparsity_option = nullptr;
+    bool hot_neurons = false;  // --hot-neurons (RuntimeOptions::hot_neurons)
 
     // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
     // [0, 1), or --stats without --sparsity.

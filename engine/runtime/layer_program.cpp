@@ -437,7 +437,11 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         return;
     }
     if (sparse_ != nullptr) {
-        sparse_ffn_block(il, n);
+        if (hot_cold_ != nullptr) {
+            hot_cold_ffn_block(il, n);
+        } else {
+            sparse_ffn_block(il, n);
+        }
         return;
     }
     const PlacedLayer& w = model_.layer(il);

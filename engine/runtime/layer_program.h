@@ -38,6 +38,7 @@ class ActivationObserver;
 class KvCache;
 class PlacedModel;
 class SparseFfn;
+class HotColdFfn;
 struct ExpertWeights;
 struct MoeScratch;
 struct PlacedWeight;
@@ -96,6 +97,8 @@ class LayerProgram {
     // when null. The counts of neurons evaluated and active per layer, since the last reset.
     void set_sparse(const SparseFfn* sparse);
     const SparseFfn* sparse() const { return sparse_; }
+    // Hot neurons on the GPU (hot_cold_ffn.h), built on the sparse FFN set above; null: off.
+    void set_hot_cold(const HotColdFfn* hot_cold);
     struct SparsityCount {
         uint64_t evaluated = 0;  // (neuron, token) pairs
         uint64_t active = 0;
@@ -129,6 +132,8 @@ class LayerProgram {
     void ffn_block(int il, int64_t n);
     // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
     void sparse_ffn_block(int il, int64_t n);
+    // The sparse FFN split into a hot range on the GPU and the cold rest (layer_program_hot_cold.cpp).
+    void hot_cold_ffn_block(int il, int64_t n);
     // A mixture-of-experts FFN (layer_program_moe.cpp): routing on the host, each expert with
     // tokens on the backend of its weights, the weighted sum on the host.
     void moe_ffn_block(int il, int64_t n);
@@ -181,6 +186,7 @@ class LayerProgram {
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
     std::vector<float> bounce_;  // host hop of device-to-device transfers
     const SparseFfn* sparse_ = nullptr;
+    const HotColdFfn* hot_cold_ = nullptr;
     std::vector<SparsityCount> sparsity_counts_;  // per layer, counted on the host
     Buffer sparse_device_counts_;  // u64 [n_layer][evaluated, active] on the GPU backend (gpu_)
     mutable std::vector<SparsityCount> sparsity_view_;  // what sparsity_counts() returns

@@ -28,6 +28,7 @@ void LayerProgram::set_sparse(const SparseFfn* sparse) {
         throw ArgumentError(cat("the sparse FFN has ", sparse->n_layer(), " layers, the model ", model_.n_layer()));
     }
     sparse_ = sparse;
+    hot_cold_ = nullptr;  // built on the previous sparse FFN, if any
     sparsity_counts_.clear();  // dense: no counts
     sparse_device_counts_.reset();
     if (sparse_ == nullptr) return;

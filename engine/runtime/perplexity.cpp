@@ -63,6 +63,7 @@ PerplexityResult perplexity(const Runtime& runtime, std::span<const TokenId> tok
     const SessionParams& sp = runtime.session_params();
     PerplexityParams p = params;
     p.sparse = runtime.sparse();
+    p.hot_cold = runtime.hot_cold();
     p.kv_type = sp.kv_type;
     p.gpu_prefill_min_tokens = sp.gpu_prefill_min_tokens;
     p.gpu_staging_limit = sp.gpu_staging_limit;
@@ -87,6 +88,7 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     const Vocab& vocab = model.tokenizer().vocab();
     LayerProgram program(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit);
     program.set_sparse(params.sparse);
+    program.set_hot_cold(params.hot_cold);
     const int64_t n_vocab = program.n_vocab();
     KvCache kv(config, n_ctx, params.kv_type, placed.kv_backends(), std::max<int64_t>(1, params.n_batch));
     // The dense twin of compare_dense, and the positions where both pick the same token.

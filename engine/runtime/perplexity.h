@@ -20,12 +20,14 @@ class Backend;
 class PlacedModel;
 class Runtime;
 class SparseFfn;
+class HotColdFfn;
 
 struct PerplexityParams {
     int64_t n_ctx = 512;
     int64_t n_batch = 512;
     int64_t max_chunks = -1;  // -1: every full window
     const SparseFfn* sparse = nullptr;  // activation sparsity (sparse_ffn.h), or null: dense
+    const HotColdFfn* hot_cold = nullptr;  // hot neurons on the GPU (hot_cold_ffn.h), built on sparse
     GgmlType kv_type = GgmlType::F16;   // the KV cache's type (f16, f32, q8_0, q4_0)
     // The executor's prompt settings (SessionParams gives their meaning).
     int64_t gpu_prefill_min_tokens = 64;

@@ -287,6 +287,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
                                     "' has placed them already (drop one or the other)"));
         }
         placement_ = read_placement(options.plan_path);
+        if (options.hot_neurons && placement_.hot_neurons.empty()) {
+            throw FormatError(cat("the plan '", options.plan_path, "' is a placement of schema 1 (whole tensors, no hot neuron",
+                                  " counts): make one with `strata plan -m MODEL --sparsity S --hot-neurons -o FILE`,",
+                                  " or drop --plan to place the weights now"));
+        }
         check_placement_for(placement_, *model_);
         const TierBytes bytes = placement_bytes(placement_, table);
         uint64_t kv_gpu = 0, kv_ram = 0;
@@ -320,6 +325,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         params.gpu_reserved_bytes = gpu_ ? std::min(gpu_reserved, gpu_free) : 0;
         params.ram_reserved_bytes = std::min(disk.staging_bytes, ram);
         params.rules = options.rules;
+        if (options.hot_neurons) params.rules.tensors.insert(params.rules.tensors.begin(), TensorRule{kFfnOffGpuPattern, false});
         if (!gpu_) {  // a llama.cpp command line's "=CUDA0" on a machine without a GPU: nothing to pin
             const size_t before = params.rules.tensors.size();
             std::erase_if(params.rules.tensors, [](const TensorRule& r) { return r.on_gpu; });
@@ -423,6 +429,19 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         // Prompt batches copy RAM weights to the GPU: let it read them in place.
         if (ships && options_.session.gpu_staging_limit > 0) placed_->register_ram_weights(*gpu_);
     }
+    if (options.hot_neurons) {
+        // The GPU's room after the placement, its KV caches and the activations' reserve.
+        const uint64_t room = options_.session.gpu_staging_limit == UINT64_MAX
+                                  ? 0 : options_.session.gpu_staging_limit * static_cast<uint64_t>(options.session.n_sequences);
+        const std::string stats = options.sparsity.stats_path.empty() ? default_stats_path(model_path, false)
+                                                                      : options.sparsity.stats_path;
+        hot_cold_ = load_hot_cold_ffn(*placed_, sparse_.get(), gpu_.get(), HotColdLoad{stats, room, placement_.hot_neurons});
+        placement_.hot_neurons.clear();
+        for (int il = 0; il < hot_cold_->n_layer(); ++il) placement_.hot_neurons.push_back(hot_cold_->layer(il).hot);
+        options_.session.hot_cold = hot_cold_.get();
+        options_.session.gpu_staging_limit = (room - std::min(room, hot_cold_->hot_bytes())) /
+                                             static_cast<uint64_t>(options.session.n_sequences);
+    }
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {
@@ -473,6 +492,7 @@ std::string Runtime::accounting(const Session* session) const {
         }
     }
     if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);
+    if (hot_cold_) out << hot_cold_report(*hot_cold_);
     if (gpu_) out << vram_line(*gpu_);
     uint64_t ram_held = r.ram_weight_bytes;
     if (const DiskStream* s = placed_->disk_stream()) ram_held += s->staging_bytes();

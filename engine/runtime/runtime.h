@@ -18,6 +18,7 @@
 #include "engine/runtime/placed_model.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/sparse_ffn.h"
+#include "engine/runtime/hot_cold_ffn.h"
 #include "offload/cost_model.h"
 #include "offload/disk_stream.h"
 #include "offload/hardware_profile.h"
@@ -58,6 +59,9 @@ struct RuntimeOptions {
     int n_threads = 0;         // CPU threads; 0 = physical cores
     SessionParams session;     // context and batch the budgets must hold
     SparsityOptions sparsity;  // --sparsity: the FFNs' activation sparsity (CPU backend only)
+    // --hot-neurons: with sparsity, the FFNs stay off the GPU in the placement and the GPU's room
+    // left after it holds each layer's most often active neurons (hot_cold_ffn.h).
+    bool hot_neurons = false;
     bool load_weights = true;  // false: only make the placement (strata plan)
     bool no_mmap = false;      // --no-mmap: RAM weights copied out of the file mapping
     bool mlock = false;        // --mlock: RAM weights locked in memory
@@ -121,6 +125,8 @@ class Runtime {
     uint64_t gpu_budget() const { return gpu_budget_; }
     // The FFNs' activation sparsity, or null (dense).
     const SparseFfn* sparse() const { return sparse_.get(); }
+    // The hot neurons on the GPU, or null.
+    const HotColdFfn* hot_cold() const { return hot_cold_.get(); }
 
   private:
     void make_gpu(const RuntimeOptions& options);
@@ -143,6 +149,7 @@ class Runtime {
     DiskStreamOptions disk_options_;
     std::unique_ptr<PlacedModel> placed_;
     std::unique_ptr<SparseFfn> sparse_;
+    std::unique_ptr<HotColdFfn> hot_cold_;
 };
 
 }  // namespace strata

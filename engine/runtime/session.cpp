@@ -31,6 +31,7 @@ Session::Session(const PlacedModel& placed, const SessionParams& params)
       program_(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
     program_.set_sparse(params.sparse);
+    program_.set_hot_cold(params.hot_cold);
 }
 
 Session::Session(const Model& model, Backend& backend, const SessionParams& params)

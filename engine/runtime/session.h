@@ -20,6 +20,7 @@ namespace strata {
 
 class Model;
 class SparseFfn;
+class HotColdFfn;
 
 struct SessionParams {
     int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
@@ -43,6 +44,8 @@ struct SessionParams {
     // Activation sparsity of the FFNs (sparse_ffn.h), built for the same placed model; null:
     // dense. Must outlive the session.
     const SparseFfn* sparse = nullptr;
+    // Hot neurons on the GPU (hot_cold_ffn.h), built on `sparse`; null: off. Must outlive it.
+    const HotColdFfn* hot_cold = nullptr;
 };
 
 class Session {

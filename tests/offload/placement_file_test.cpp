@@ -92,6 +92,22 @@ TEST(PlacementFile, WritesAByteSummaryThatReadersIgnore) {
     expect_equal(p, placement_from_json(placement_to_json(p, &table)));
 }
 
+// Version 2: per-layer hot neuron counts (issue 19); a plan without them stays version 1.
+TEST(PlacementFile, HotNeuronCountsMakeVersion2) {
+    Placement p = sample_placement();
+    EXPECT_EQ(Json::parse(placement_to_json(p))["schema_version"], 1);
+    p.hot_neurons.assign(p.kv.size(), 0);
+    p.hot_neurons.front() = 512;
+    const Json doc = Json::parse(placement_to_json(p));
+    EXPECT_EQ(doc["schema_version"], 2);
+    const Placement back = placement_from_json(placement_to_json(p));
+    EXPECT_EQ(back.hot_neurons, p.hot_neurons);
+    expect_equal(p, back);
+    Json bad = doc;
+    bad["hot_neurons"][0] = -1;
+    EXPECT_THROW(placement_from_json(bad.dump()), FormatError);
+}
+
 TEST(PlacementFile, WritesAndReadsFiles) {
     test::ScratchDir dir;
     const Placement p = sample_placement();
@@ -118,7 +134,9 @@ struct Malformed {
 TEST(PlacementFile, RefusesEveryMalformedField) {
     const std::vector<Malformed> cases = {
         {"/schema_version", std::nullopt, "$: missing field \"schema_version\""},
-        {"/schema_version", 2, "version 2 is not supported (this Strata reads version 1)"},
+        {"/schema_version", 3, "version 3 is not supported (this Strata reads versions 1 to 2)"},
+        {"/schema_version", 0, "version 0 is not supported"},
+        {"/schema_version", 2, "$: missing field \"hot_neurons\""},  // version 2 has hot neuron counts
         {"/schema_version", "1", "$.schema_version: expected a non-negative integer"},
         {"/model", std::nullopt, "$: missing field \"model\""},
         {"/model", Json::array(), "$.model: expected an object"},

@@ -1,0 +1,111 @@
+// The layer program's FFN with hot neurons on the GPU and cold ones on the CPU (hot_cold_ffn.h).
+// Per layer: the normed input goes to the hot backend (one transfer), which computes its hot
+// range (thresholded where it can, else dense) into a partial output; meanwhile the CPU computes
+// the cold gate rows, scatters them over a full gate vector (hot entries 0, so act(0) = 0 keeps
+// them out of the active set) and runs the sparse FFN over the full ffn_up and neuron-major
+// ffn_down (decode), or the dense products with the mask (batches); the partial output comes
+// back (one transfer) and is added.
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/model/model_config.h"
+#include "engine/runtime/hot_cold_ffn.h"
+#include "engine/runtime/layer_program.h"
+#include "engine/runtime/placed_model.h"
+#include "engine/runtime/sparse_ffn.h"
+
+namespace strata {
+namespace {
+
+// full [n_ff, n] = cold [n_cold, n] scattered to its neurons' indices, 0 elsewhere.
+void scatter_cold(const HotColdFfn::Layer& l, const Tensor& cold, Tensor& full, int64_t n) {
+    const auto n_cold = static_cast<int64_t>(l.cold_index.size());
+    for (int64_t t = 0; t < n; ++t) {
+        float* dst = static_cast<float*>(full.data) + t * l.n_ff;
+        const float* src = static_cast<const float*>(cold.data) + t * n_cold;
+        std::fill(dst, dst + l.n_ff, 0.0f);
+        for (int64_t j = 0; j < n_cold; ++j) dst[l.cold_index[static_cast<size_t>(j)]] = src[j];
+    }
+}
+
+}  // namespace
+
+void LayerProgram::set_hot_cold(const HotColdFfn* hot_cold) {
+    if (hot_cold != nullptr && (sparse_ != &hot_cold->sparse() || hot_cold->n_layer() != model_.n_layer() ||
+                                model_.backend_index(hot_cold->hot_backend()) < 0)) {
+        throw ArgumentError("the hot/cold FFN was built for another sparse FFN or placed model than this program's");
+    }
+    hot_cold_ = hot_cold;
+}
+
+void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
+    const PlacedLayer& w = model_.layer(il);
+    const HotColdFfn::Layer& l = hot_cold_->layer(il);
+    const FfnPart& p = w.ffn.front();  // SparseFfn: one part, in RAM
+    const float eps = static_cast<float>(config_.rms_eps);
+    const float threshold = sparse_->threshold(il);
+    const int hb = index_of(p.gate.backend);
+    const int gb = index_of(hot_cold_->hot_backend());
+    Backend& h = backend(hb);
+
+    Tensor x = residual_on(hb, n);
+    Tensor cur = act(hb, kCur, config_.n_embd, n);
+    h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    int64_t active = 0;
+    // The hot range first, so a device computes it while the CPU does the cold rest.
+    Tensor part;
+    if (l.hot > 0) {
+        Backend& g = backend(gb);
+        Tensor in = cur;
+        if (gb != hb) {
+            in = act(gb, kMoeIn, config_.n_embd, n);
+            transfer(hb, cur, gb, in);
+        }
+        Tensor gate = act(gb, kMmIn, l.hot, n);
+        Tensor up = act(gb, kMmOut, l.hot, n);
+        g.matmul(l.gate_hot, in, gate);
+        g.matmul(l.up_hot, in, up);
+        if (hot_cold_->masks_hot()) {
+            active += g.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
+        } else {
+            g.gated_activation(gate, up, config_.activation, gate);
+            active += l.hot * n;
+        }
+        part = act(gb, kMoeOut, config_.n_embd, n);
+        g.matmul(l.down_hot, gate, part);
+    }
+    Tensor gate = act(hb, kGate, l.n_ff, n);  // [n_ff, n]
+    Tensor proj = act(hb, kProj, config_.n_embd, n);
+    if (l.hot < l.n_ff) {
+        Tensor cold = act(hb, kUp, l.n_ff - l.hot, n);
+        h.matmul(l.gate_cold, cur, cold);
+        scatter_cold(l, cold, gate, n);
+        if (n == 1) {
+            SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
+            active += h.sparse_gated_ffn(args, proj);
+        } else {
+            Tensor up = act(hb, kUp, l.n_ff, n);
+            matmul_local(p.up, hb, cur, up);
+            active += h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
+            matmul_local(p.down, hb, gate, proj);
+        }
+        if (threshold < 0) active -= l.hot * n;  // S = 0 keeps the zeroed hot entries too (adding 0)
+    } else {
+        std::fill_n(static_cast<float*>(proj.data), config_.n_embd * n, 0.0f);
+    }
+    if (l.hot > 0) {
+        if (gb != hb) {
+            Tensor back = act(hb, kPartTmp, config_.n_embd, n);
+            transfer(gb, part, hb, back);
+            part = back;
+        }
+        h.add(proj, part, proj);
+    }
+    SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
+    c.evaluated += static_cast<uint64_t>(l.n_ff * n);
+    c.active += static_cast<uint64_t>(active);
+    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
+    h.add(x, proj, x);
+}
+
+}  // namespace strata
