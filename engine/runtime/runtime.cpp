@@ -34,8 +34,14 @@ void load_expert_use(TensorTable& table, const Model& model, const std::string& 
     const std::string path = !stats_path.empty() ? stats_path : default_stats_path(model_path, false);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return;
-    const ActivationProfile profile = read_activation_profile(path);
-    check_profile_for(profile, model, path);
+    ActivationProfile profile;
+    try {
+        profile = read_activation_profile(path);
+        check_profile_for(profile, model, path);
+    } catch (const Error& e) {  // optional: a stale or broken file only loses the measured routing
+        log << "note: routing frequencies not used: " << e.what() << "\n";
+        return;
+    }
     std::vector<std::vector<double>> use = profile.expert_use();
     if (use.size() != static_cast<size_t>(table.n_layer)) return;  // measured before MoE profiles
     table.expert_use = std::move(use);
