@@ -401,6 +401,14 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
         add_sparse_ffn(w, layout, s, fh);
     }
     const std::vector<Tier>* experts = layout.experts_of(s);
+    std::vector<Tier> whole;  // a MoE layer's *_exps tensors on one tier: its experts there
+    if (!experts && L.experts) {
+        const Tier t0 = tier(L.expert_index[0]);
+        if (tier(L.expert_index[1]) == t0 && tier(L.expert_index[2]) == t0) {
+            whole.assign(static_cast<size_t>(L.experts->n_expert), t0);
+            experts = &whole;
+        }
+    }
     const auto placed_per_expert = [&](int i) {
         return experts && std::find(std::begin(L.expert_index), std::end(L.expert_index), i) != std::end(L.expert_index);
     };

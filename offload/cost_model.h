@@ -37,8 +37,9 @@
 // The scales are fitted on decode and not applied to prefill. Prefill is 0 (not predicted)
 // when the profile lacks cpu_prefill_gflops, or gpu_prefill_gflops on a machine with a GPU.
 //
-// Mixture of experts: a decode step reads n_expert_used / n_expert of a whole 3-D expert tensor;
-// experts placed one by one (Layout::experts) cost each expert's bytes times its expected
+// Mixture of experts: experts placed one by one (Layout::experts), or whole *_exps tensors on
+// one tier (as if each expert were there; tensors on different tiers: n_expert_used / n_expert
+// of each read per token), cost each expert's bytes times its expected
 // selections per token (TensorTable::expert_use, else uniform) on its tier's processor, one
 // product floor per selected matrix, and for each selected expert off the router's processor
 // its input row there and its output back (the MoE step sums on the host); DISK experts are all

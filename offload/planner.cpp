@@ -403,7 +403,10 @@ class Planner {
                 const TensorRole role = cm_.info()[static_cast<size_t>(i)].role;
                 if (!off_gpu(i)) continue;
                 if (role == TensorRole::Attn) attn.push_back(i);
-                if (role == TensorRole::LayerOther && !deficit) out.push_back({{i}});
+                // A MoE layer's *_exps tensors move as experts (add_expert_moves), never one alone.
+                const bool exps = cm_.experts(layer) && (i == cm_.expert_index(layer)[0] || i == cm_.expert_index(layer)[1] ||
+                                                         i == cm_.expert_index(layer)[2]);
+                if (role == TensorRole::LayerOther && !deficit && !exps) out.push_back({{i}});
             }
             if (l.kv[static_cast<size_t>(layer)] != Tier::Gpu && pins_.kv_ok(layer)) {
                 out.push_back({{}, layer});
