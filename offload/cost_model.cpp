@@ -42,6 +42,17 @@ double rate_of(const std::map<std::string, double>& gemv, GgmlType type, double 
     return gbs * kGiga;
 }
 
+// Parts that run concurrently (the GPU's and the host's): only the longer decode part counts.
+void add_longer_decode(CostTerms& t, const CostTerms& gpu, const CostTerms& cpu) {
+    if (gpu.gpu_s + gpu.gpu_fixed_s >= cpu.cpu_s + cpu.cpu_fixed_s) {
+        t.gpu_s += gpu.gpu_s;
+        t.gpu_fixed_s += gpu.gpu_fixed_s;
+    } else {
+        t.cpu_s += cpu.cpu_s;
+        t.cpu_fixed_s += cpu.cpu_fixed_s;
+    }
+}
+
 bool is_small(const TensorEntry& t) {
     return t.ne[1] == 1 && t.ne[2] == 1 && t.ne[3] == 1;
 }
@@ -74,16 +85,17 @@ struct CostModel::Walk {
     CostTerms t;
 
     // One copy of `bytes` per token; `per_batch`: once per prefill batch, not per token.
-    void copy(double bytes, int from, int to, bool per_batch = false) {
-        if (from == to) return;
+    // `count`: expected copies per token (MoE: selections of the experts off the home).
+    void copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
+        if (from == to || count <= 0) return;
         const HardwareProfile& p = m.profile_;
         const double gbs = to == kGpu ? p.h2d_gbs : p.d2h_gbs;
         const double lat = p.transfer_latency_us * 1e-6;
         const double move = gbs > 0 ? bytes / (gbs * kGiga) : 0.0;
-        t.transfer_s += lat + move;
-        t.transfers += 1;
+        t.transfer_s += count * (lat + move);
+        t.transfers += static_cast<int>(std::lround(count));
         const double n = static_cast<double>(m.params_.n_prompt);
-        t.pf_transfer_s += per_batch ? (lat + move) / n : lat / n + move;
+        t.pf_transfer_s += count * (per_batch ? (lat + move) / n : lat / n + move);
     }
     void run(int proc, double decode_s, double prefill_s) {
         (proc == kGpu ? t.gpu_s : t.cpu_s) += decode_s;
@@ -146,6 +158,14 @@ void CostModel::index_layers(GgmlType kv_type) {
             L.kv_cell_bytes = static_cast<double>(kv_bytes_per_layer(table, l, 1, kv_type));
         }
         if (static_cast<size_t>(l) < table.attn_window.size()) L.window = table.attn_window[static_cast<size_t>(l)];
+        const auto router = index.find(cat("blk.", l, ".ffn_gate_inp.weight"));
+        if (router != index.end()) L.router = router->second;
+        L.experts = find_expert_tensors(table, l);
+        if (L.experts) {
+            const TensorEntry* parts[3] = {L.experts->gate, L.experts->up, L.experts->down};
+            for (int j = 0; j < 3; ++j) L.expert_index[j] = static_cast<int>(parts[j] - table.tensors.data());
+            L.expert_use = expert_use_of(table, l, L.experts->n_expert);
+        }
         if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
         const auto has = [&](const char* name) { return index.count(cat("blk.", l, ".", name)) ? 1.0 : 0.0; };
         L.attn_ops = kAttnOps + has("attn_q.bias") + has("attn_k.bias") + has("attn_v.bias") +
@@ -240,6 +260,7 @@ int CostModel::ffn_home(const Layout& layout, int layer) const {
     const auto proc = [](Tier t) { return t == Tier::Gpu ? kGpu : kCpu; };
     if (const auto& s = layout.split[static_cast<size_t>(layer)]) return s->gpu_end > 0 ? kGpu : kCpu;
     if (L.ffn) return proc(layout.tier[static_cast<size_t>(L.ffn_index[0])]);
+    if (L.router >= 0) return proc(layout.tier[static_cast<size_t>(L.router)]);
     if (!L.other.empty()) return proc(layout.tier[static_cast<size_t>(L.other.front())]);
     return -1;
 }
@@ -316,14 +337,7 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     // With GPU neurons the FFN's home is the GPU and the host part has its own small ops. The
     // parts run concurrently: only the longer one is on the critical path.
     if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.ops(kCpu, kFfnPartOps);
-    const double g = gpu.t.gpu_s + gpu.t.gpu_fixed_s, c = cpu.t.cpu_s + cpu.t.cpu_fixed_s;
-    if (g >= c) {
-        w.t.gpu_s += gpu.t.gpu_s;
-        w.t.gpu_fixed_s += gpu.t.gpu_fixed_s;
-    } else {
-        w.t.cpu_s += cpu.t.cpu_s;
-        w.t.cpu_fixed_s += cpu.t.cpu_fixed_s;
-    }
+    add_longer_decode(w.t, gpu.t, cpu.t);
     const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
     (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
     w.t.disk_s += cpu.t.disk_s;
@@ -388,8 +402,85 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     } else if (L.ffn) {
         add_sparse_ffn(w, layout, s, fh);
     }
-    for (int i : L.other) add_weight(w, i, bytes(i), tier(i), fh, 1.0, info_[static_cast<size_t>(i)].decode_share);
+    const std::vector<Tier>* experts = layout.experts_of(s);
+    std::vector<Tier> whole;  // a MoE layer's *_exps tensors on one tier: its experts there
+    if (!experts && L.experts) {
+        const Tier t0 = tier(L.expert_index[0]);
+        if (tier(L.expert_index[1]) == t0 && tier(L.expert_index[2]) == t0) {
+            whole.assign(static_cast<size_t>(L.experts->n_expert), t0);
+            experts = &whole;
+        }
+    }
+    const auto placed_per_expert = [&](int i) {
+        return experts && std::find(std::begin(L.expert_index), std::end(L.expert_index), i) != std::end(L.expert_index);
+    };
+    for (int i : L.other) {
+        if (!placed_per_expert(i)) add_weight(w, i, bytes(i), tier(i), fh, 1.0, info_[static_cast<size_t>(i)].decode_share);
+    }
+    if (experts) add_experts(w, *experts, s, fh);
     return w.t;
+}
+
+// Experts placed one by one, summed per tier: `count` experts' bytes, of which a decode step
+// reads `use` experts' worth (Σ of their selections per token), each selected matrix a product
+// with its own floor. As layer_program_moe.cpp runs a decode step: routing and the weighted sum
+// on the host; the GPU's selected experts queued first and summed there (their input in when the
+// home is the host, their sum out), running while the host computes its own, so only the longer
+// part counts. Prefill runs them one after the other, each GPU expert's rows in and out.
+void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, int home) const {
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    if (!L.experts || tiers.size() != L.expert_use.size()) {
+        throw FormatError(cat("layer ", layer, " has ", L.experts ? L.experts->n_expert : 0, " experts; the placement gives ",
+                              tiers.size(), " expert tiers"));
+    }
+    std::array<double, 3> use{}, count{};
+    for (size_t e = 0; e < tiers.size(); ++e) {
+        const auto t = static_cast<size_t>(tiers[e]);
+        use[t] += L.expert_use[e];
+        count[t] += 1;
+    }
+    const double n_expert = static_cast<double>(L.experts->n_expert);
+    Walk gpu{*this, {}}, cpu{*this, {}};
+    for (const Tier tier : {Tier::Gpu, Tier::Ram, Tier::Disk}) {
+        const auto t = static_cast<size_t>(tier);
+        if (count[t] == 0) continue;
+        const int proc = tier == Tier::Gpu ? kGpu : kCpu;
+        Walk& part = proc == kGpu ? gpu : cpu;
+        const double share = use[t] / count[t];
+        for (const int i : L.expert_index) {
+            const double one = static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes) / n_expert;
+            add_weight(part, i, one * count[t], tier, proc, share, share);
+            // add_weight counted one floor for the group: the selected products have one each.
+            part.fixed(proc, std::max(0.0, use[t] * gemv_floor_s(proc, one) - gemv_floor_s(proc, one * use[t])), 0);
+        }
+    }
+    add_longer_decode(w.t, gpu.t, cpu.t);
+    for (const Walk* p : {&gpu, &cpu}) {
+        w.t.pf_gpu_s += p->t.pf_gpu_s;
+        w.t.pf_cpu_s += p->t.pf_cpu_s;
+        w.t.disk_s += p->t.disk_s;
+        w.t.pf_disk_s += p->t.pf_disk_s;
+        w.t.gpu_kernels += p->t.gpu_kernels;
+        w.t.host_parts += p->t.host_parts;
+    }
+    const double ug = use[static_cast<size_t>(Tier::Gpu)];
+    if (ug > 0) {  // decode: the input in (from a host home) and the sum out, when a GPU expert is chosen
+        const double any = std::min(1.0, ug);
+        const double before = w.t.pf_transfer_s;
+        if (home == kCpu) w.copy(4.0 * n_embd_, kCpu, kGpu, false, any);
+        w.copy(4.0 * n_embd_, kGpu, kCpu, false, any);
+        // Prefill: each GPU expert's rows in and out instead.
+        const HardwareProfile& p = profile_;
+        const double n = static_cast<double>(params_.n_prompt);
+        const double move = 4.0 * n_embd_ / (std::max(1e-9, p.h2d_gbs) * kGiga);
+        w.t.pf_transfer_s = before + 2 * ug * (p.transfer_latency_us * 1e-6 / n + move);
+    }
+    if (home == kGpu) {  // the router's logits and the normed input to the host, the sum back
+        w.copy(4.0 * n_expert, kGpu, kCpu);
+        w.copy(4.0 * n_embd_, kGpu, kCpu);
+        w.copy(4.0 * n_embd_, kCpu, kGpu);
+    }
+    w.t.host_parts += 1;  // routing runs on the host
 }
 
 // An unsplit FFN: dense, or with activation sparsity the gate dense and up and down read at the
@@ -463,6 +554,13 @@ Layout CostModel::layout_of(const Placement& placement) const {
                               layers_.size(), " layers"));
     }
     layout.kv = placement.kv;
+    for (const ExpertTiers& x : placement.expert_tiers) {
+        if (x.layer < 0 || x.layer >= table_.n_layer || !layers_[static_cast<size_t>(x.layer)].experts) {
+            throw FormatError(cat("placement places experts of layer ", x.layer, ", which has none"));
+        }
+        layout.experts.resize(layers_.size());
+        layout.experts[static_cast<size_t>(x.layer)] = x.tiers;
+    }
     return layout;
 }
 
@@ -470,6 +568,7 @@ Placement CostModel::to_placement(const Layout& layout, const Placement& base) c
     Placement p = base;
     p.tensors.clear();
     p.ffn_splits.clear();
+    p.expert_tiers.clear();
     p.kv = layout.kv;
     // A "split" whose neurons all share one tier is written as whole tensors.
     std::vector<std::optional<Tier>> whole(layers_.size());
@@ -487,8 +586,26 @@ Placement CostModel::to_placement(const Layout& layout, const Placement& base) c
             p.ffn_splits.push_back({static_cast<int>(l), s->gpu_end, s->ram_end});
         }
     }
+    // Experts all on one tier are written as whole tensors.
+    std::vector<std::optional<Tier>> experts_whole(layers_.size());
+    for (size_t l = 0; l < layers_.size(); ++l) {
+        const std::vector<Tier>* x = layout.experts_of(static_cast<int>(l));
+        if (!x) continue;
+        if (std::all_of(x->begin(), x->end(), [&](Tier t) { return t == x->front(); })) {
+            experts_whole[l] = x->front();
+        } else {
+            p.expert_tiers.push_back({static_cast<int>(l), *x});
+        }
+    }
     for (size_t i = 0; i < table_.tensors.size(); ++i) {
         Tier tier = layout.tier[i];
+        if (info_[i].layer >= 0 && layout.experts_of(info_[i].layer)) {
+            const LayerInfo& L = layers_[static_cast<size_t>(info_[i].layer)];
+            if (std::find(std::begin(L.expert_index), std::end(L.expert_index), static_cast<int>(i)) != std::end(L.expert_index)) {
+                if (!experts_whole[static_cast<size_t>(info_[i].layer)]) continue;
+                tier = *experts_whole[static_cast<size_t>(info_[i].layer)];
+            }
+        }
         if (info_[i].role == TensorRole::Ffn) {
             const auto l = static_cast<size_t>(info_[i].layer);
             if (layout.split[l]) {

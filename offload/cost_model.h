@@ -37,8 +37,15 @@
 // The scales are fitted on decode and not applied to prefill. Prefill is 0 (not predicted)
 // when the profile lacks cpu_prefill_gflops, or gpu_prefill_gflops on a machine with a GPU.
 //
-// Not modelled: MoE expert sparsity (every byte of a 3-D tensor counts as read), and the disk's
-// queueing (DISK reads are taken at full rate).
+// Mixture of experts: experts placed one by one (Layout::experts), or whole *_exps tensors on
+// one tier (as if each expert were there; tensors on different tiers: n_expert_used / n_expert
+// of each read per token), cost each expert's bytes times its expected
+// selections per token (TensorTable::expert_use, else uniform) on its tier's processor, one
+// product floor per selected matrix, and for each selected expert off the router's processor
+// its input row there and its output back (the MoE step sums on the host); DISK experts are all
+// read every step (the stream's schedule is fixed).
+//
+// Not modelled: the disk's queueing (DISK reads are taken at full rate).
 #pragma once
 
 #include <cstdint>
@@ -155,6 +162,13 @@ struct Layout {
     std::vector<Tier> tier;                   // per table tensor
     std::vector<std::optional<FfnSplit>> split;  // per layer
     std::vector<Tier> kv;                     // per layer
+    // Per layer (may be shorter than n_layer): each expert's tier, or empty where the layer's
+    // *_exps tensors are placed whole (their entries in `tier` are then used, else ignored).
+    std::vector<std::vector<Tier>> experts;
+    const std::vector<Tier>* experts_of(int layer) const {
+        const auto l = static_cast<size_t>(layer);
+        return l < experts.size() && !experts[l].empty() ? &experts[l] : nullptr;
+    }
 };
 
 // Decode (unit scale) and prefill terms of a part of the model; they add up.
@@ -188,6 +202,11 @@ class CostModel {
     const std::vector<TensorInfo>& info() const { return info_; }
     const TensorTable& table() const { return table_; }
     const std::optional<FfnTensors>& ffn(int layer) const { return layers_[static_cast<size_t>(layer)].ffn; }
+    // A MoE layer's expert tensors, their table indices (gate, up, down) and each expert's
+    // expected selections per token.
+    const std::optional<ExpertTensors>& experts(int layer) const { return layers_[static_cast<size_t>(layer)].experts; }
+    const int* expert_index(int layer) const { return layers_[static_cast<size_t>(layer)].expert_index; }
+    const std::vector<double>& expert_use(int layer) const { return layers_[static_cast<size_t>(layer)].expert_use; }
     int n_layer() const { return table_.n_layer; }
     bool prefill_known() const { return prefill_known_; }
     const CostParams& params() const { return params_; }
@@ -221,6 +240,10 @@ class CostModel {
         std::vector<int> other;  // LayerOther tensors
         std::optional<FfnTensors> ffn;
         int ffn_index[3] = {-1, -1, -1};  // gate, up, down
+        int router = -1;                  // ffn_gate_inp: the MoE step's home
+        std::optional<ExpertTensors> experts;
+        int expert_index[3] = {-1, -1, -1};  // gate, up, down _exps
+        std::vector<double> expert_use;      // per expert, selections per token
         double kv_cell_bytes = 0;
         int64_t window = 0;  // sliding-window attention: keys a query reads (0: the whole context)
         double q_width = 0;  // attn_q output width (prefill attention FLOP)
@@ -244,6 +267,7 @@ class CostModel {
                     double pf_share = 1.0, double decode_share = 1.0) const;
     void add_ffn_split(Walk& w, int layer, const FfnSplit& split) const;
     void add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const;
+    void add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, int home) const;
 
     const TensorTable& table_;
     const HardwareProfile& profile_;

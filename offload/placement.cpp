@@ -24,6 +24,13 @@ const FfnSplit* Placement::ffn_split(int layer) const {
     return nullptr;
 }
 
+const ExpertTiers* Placement::experts_of(int layer) const {
+    for (const ExpertTiers& e : expert_tiers) {
+        if (e.layer == layer) return &e;
+    }
+    return nullptr;
+}
+
 int tensor_layer(const std::string& name) {
     constexpr std::string_view prefix = "blk.";
     if (name.compare(0, prefix.size(), prefix) != 0) return -1;
@@ -87,6 +94,28 @@ int64_t kv_layer_cells(int64_t window, int64_t n_ctx, int64_t ring_slack) {
     return std::min(n_ctx, window + std::max<int64_t>(ring_slack, 1));
 }
 
+std::optional<ExpertTensors> find_expert_tensors(const TensorTable& table, int layer) {
+    ExpertTensors x;
+    x.gate = find_tensor(table, layer_tensor_name(layer, "ffn_gate_exps.weight"));
+    x.up = find_tensor(table, layer_tensor_name(layer, "ffn_up_exps.weight"));
+    x.down = find_tensor(table, layer_tensor_name(layer, "ffn_down_exps.weight"));
+    if (!x.gate || !x.up || !x.down) return std::nullopt;
+    x.n_expert = x.gate->ne[2];
+    if (x.n_expert < 1 || x.up->ne[2] != x.n_expert || x.down->ne[2] != x.n_expert) return std::nullopt;
+    const auto n = static_cast<uint64_t>(x.n_expert);
+    x.bytes_per_expert = x.gate->bytes / n + x.up->bytes / n + x.down->bytes / n;
+    return x;
+}
+
+std::vector<double> expert_use_of(const TensorTable& table, int layer, int64_t n_expert) {
+    const auto l = static_cast<size_t>(layer);
+    if (l < table.expert_use.size() && table.expert_use[l].size() == static_cast<size_t>(n_expert)) {
+        return table.expert_use[l];
+    }
+    const double k = table.n_expert_used > 0 ? table.n_expert_used : static_cast<double>(n_expert);
+    return std::vector<double>(static_cast<size_t>(n_expert), std::min(1.0, k / static_cast<double>(n_expert)));
+}
+
 uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type) {
     const TensorEntry* k = find_tensor(table, layer_tensor_name(layer, "attn_k.weight"));
     const TensorEntry* v = find_tensor(table, layer_tensor_name(layer, "attn_v.weight"));
@@ -123,6 +152,11 @@ TierBytes placement_bytes(const Placement& placement, const TensorTable& table) 
         add(Tier::Ram, ffn_slice_bytes(*ffn, s.gpu_end, s.ram_end));
         add(Tier::Disk, ffn_slice_bytes(*ffn, s.ram_end, ffn->n_ff));
     }
+    for (const ExpertTiers& x : placement.expert_tiers) {
+        const auto ex = find_expert_tensors(table, x.layer);
+        if (!ex) throw FormatError(cat("placement places experts of layer ", x.layer, ", which has none"));
+        for (Tier t : x.tiers) add(t, ex->bytes_per_expert);
+    }
     return bytes;
 }
 
@@ -141,6 +175,33 @@ void check_split(const FfnSplit& s, const FfnTensors& ffn) {
                                   type_traits(ffn.gate->type).name, "/",
                                   type_traits(ffn.up->type).name, "/",
                                   type_traits(ffn.down->type).name, ") nor n_ff = ", ffn.n_ff));
+        }
+    }
+}
+
+// Marks each expert layer's three *_exps tensors in `placed`.
+void check_expert_tiers(const Placement& placement, const TensorTable& table, std::vector<int>& placed) {
+    std::vector<bool> seen(static_cast<size_t>(table.n_layer), false);
+    for (const ExpertTiers& x : placement.expert_tiers) {
+        if (x.layer < 0 || x.layer >= table.n_layer) {
+            throw FormatError(cat("expert tiers for layer ", x.layer, "; the model has layers 0..", table.n_layer - 1));
+        }
+        if (seen[static_cast<size_t>(x.layer)]) throw FormatError(cat("two expert tier lists for layer ", x.layer));
+        seen[static_cast<size_t>(x.layer)] = true;
+        const auto ex = find_expert_tensors(table, x.layer);
+        if (!ex) {
+            throw FormatError(cat("expert tiers for layer ", x.layer,
+                                  ", which has no ffn_gate_exps/ffn_up_exps/ffn_down_exps of one expert count"));
+        }
+        if (x.tiers.size() != static_cast<size_t>(ex->n_expert)) {
+            throw FormatError(cat("expert tiers for layer ", x.layer, " name ", x.tiers.size(),
+                                  " experts; the layer has ", ex->n_expert));
+        }
+        for (const TensorEntry* t : {ex->gate, ex->up, ex->down}) {
+            if (placed[static_cast<size_t>(t - table.tensors.data())]++ > 0) {
+                throw FormatError(cat("layer ", x.layer, "'s experts are placed one by one, but '", t->name,
+                                      "' is also listed whole"));
+            }
         }
     }
 }
@@ -206,6 +267,8 @@ void check_placement(const Placement& placement, const TensorTable& table,
         }
         check_split(s, *ffn);
     }
+
+    check_expert_tiers(placement, table, placed);
 
     std::string missing;
     size_t n_missing = 0;

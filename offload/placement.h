@@ -11,6 +11,10 @@
 // neurons [0, gpu_end) on the GPU, [gpu_end, ram_end) in RAM, [ram_end, n_ff) on DISK. The
 // boundaries are multiples of the tensors' quantization block size (so the down projection can
 // be cut along its rows). A split layer's three FFN tensors are not listed in `tensors`.
+//
+// Expert tiers: a mixture-of-experts layer's experts placed one by one. Expert e's three
+// matrices (the e-th [.., .., e] slices of ffn_gate_exps, ffn_up_exps and ffn_down_exps) are one
+// unit on tiers[e]. Such a layer's three *_exps tensors are not listed in `tensors`.
 #pragma once
 
 #include <array>
@@ -49,6 +53,10 @@ struct TensorTable {
     std::vector<int64_t> attn_window;
     int64_t kv_ring_slack = 0;
     int64_t kv_sequences = 1;
+    // Measured routing (strata profile): per layer, per expert the share of tokens routed to it
+    // (each layer's values sum to n_expert_used). Empty, or a layer's entry empty: uniform,
+    // n_expert_used / n_expert each.
+    std::vector<std::vector<double>> expert_use;
 };
 
 // Identifies one model file: its total size and a hash of its header and tensor table (not of
@@ -91,6 +99,11 @@ struct FfnSplit {
     int64_t ram_end = 0;  // [gpu_end, ram_end) in RAM, [ram_end, n_ff) on DISK
 };
 
+struct ExpertTiers {
+    int layer = 0;
+    std::vector<Tier> tiers;  // [n_expert]: expert e's gate, up and down slices
+};
+
 struct Placement {
     // 2: hot_neurons (issue 19). A plan without them is written as version 1, which 1-only
     // readers still read; this reader reads both.
@@ -108,11 +121,14 @@ struct Placement {
     // Per layer, the FFN neurons (ordered hot-first by the activation stats) whose copies are on
     // the GPU with --hot-neurons; the FFN tensors themselves are then off the GPU. Empty: none.
     std::vector<int64_t> hot_neurons;
+    std::vector<ExpertTiers> expert_tiers;  // at most one per MoE layer
 
     // The tier of a whole (unsplit) tensor; nullopt when it is not listed.
     std::optional<Tier> tier_of(const std::string& name) const;
     // The split of `layer`'s FFN, or null.
     const FfnSplit* ffn_split(int layer) const;
+    // The per-expert tiers of `layer`, or null (its *_exps tensors are then placed whole).
+    const ExpertTiers* experts_of(int layer) const;
 };
 
 // --- Placement against a model (placement.cpp) ---
@@ -135,6 +151,20 @@ struct FfnTensors {
 std::optional<FfnTensors> find_ffn_tensors(const TensorTable& table, int layer);
 // Bytes of neurons [begin, end) of all three tensors. begin/end on granule boundaries or n_ff.
 uint64_t ffn_slice_bytes(const FfnTensors& ffn, int64_t begin, int64_t end);
+
+// A layer's 3-D expert tensors ("blk.N.ffn_{gate,up,down}_exps.weight", ne[2] = n_expert).
+struct ExpertTensors {
+    const TensorEntry* gate = nullptr;
+    const TensorEntry* up = nullptr;
+    const TensorEntry* down = nullptr;
+    int64_t n_expert = 0;
+    uint64_t bytes_per_expert = 0;  // one expert's gate + up + down slices
+};
+
+// The expert tensors of `layer`, or nullopt when it lacks one or their expert counts differ.
+std::optional<ExpertTensors> find_expert_tensors(const TensorTable& table, int layer);
+// Expected selections per token of each expert of `layer` (table.expert_use, else uniform).
+std::vector<double> expert_use_of(const TensorTable& table, int layer, int64_t n_expert);
 
 // KV cells one sequence's cache keeps for a layer: n_ctx for full attention (window 0); for a
 // sliding window, a ring of the window plus ring_slack cells (the most tokens one forward pass
@@ -162,7 +192,9 @@ TierBytes placement_bytes(const Placement& placement, const TensorTable& table);
 // fingerprint other than `actual`; a tensor unknown to the table, listed twice, or missing; a
 // split for a layer out of range, twice, without splittable FFN tensors or whose FFN tensors are
 // also listed whole; split bounds outside 0 <= gpu_end <= ram_end <= n_ff or off the granule;
-// kv not one entry per layer, or a kv entry on DISK.
+// kv not one entry per layer, or a kv entry on DISK; expert tiers for a layer out of range,
+// twice, without expert tensors, with a count other than its n_expert, or whose *_exps
+// tensors are also listed whole.
 void check_placement(const Placement& placement, const TensorTable& table,
                      const ModelFingerprint& actual);
 

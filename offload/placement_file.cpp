@@ -66,6 +66,7 @@ class Node {
         }
         return Node(*it, path_ + "." + key);
     }
+    bool has(const char* key) const { return value_.is_object() && value_.contains(key); }
     std::vector<Node> items() const {
         if (!value_.is_array()) fail("an array");
         std::vector<Node> out;
@@ -143,6 +144,12 @@ std::string placement_to_json(const Placement& p, const TensorTable* table) {
     for (const FfnSplit& s : p.ffn_splits) {
         splits.push_back(Json{{"layer", s.layer}, {"gpu_end", s.gpu_end}, {"ram_end", s.ram_end}});
     }
+    std::vector<Json> experts;
+    for (const ExpertTiers& x : p.expert_tiers) {
+        Json tiers = Json::array();
+        for (Tier t : x.tiers) tiers.push_back(tier_json(t));
+        experts.push_back(Json{{"layer", x.layer}, {"tiers", tiers}});
+    }
     Json kv = Json::array();
     for (Tier t : p.kv)
         kv.push_back(tier_json(t));
@@ -175,6 +182,7 @@ std::string placement_to_json(const Placement& p, const TensorTable* table) {
     field("kv", kv.dump());
     field("ffn_splits", json_list(splits));
     if (!p.hot_neurons.empty()) field("hot_neurons", Json(p.hot_neurons).dump());
+    if (!experts.empty()) field("expert_tiers", json_list(experts));
     field("tensors", json_list(tensors), true);
     return out + "}\n";
 }
@@ -224,6 +232,14 @@ Placement placement_from_json(std::string_view text) {
         out.layer = static_cast<int>(s["layer"].i64(0, kMaxInt));
         out.gpu_end = s["gpu_end"].i64(0, kMaxInt64);
         out.ram_end = s["ram_end"].i64(0, kMaxInt64);
+    }
+    // Optional: files without MoE layers placed per expert leave it out.
+    if (root.has("expert_tiers")) {
+        for (const Node& x : root["expert_tiers"].items()) {
+            ExpertTiers& out = p.expert_tiers.emplace_back();
+            out.layer = static_cast<int>(x["layer"].i64(0, kMaxInt));
+            for (const Node& t : x["tiers"].items()) out.tiers.push_back(t.tier());
+        }
     }
     for (const Node& k : root["kv"].items())
         p.kv.push_back(k.tier());

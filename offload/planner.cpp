@@ -34,6 +34,8 @@ struct Move {
     int kv_layer = -1;
     int ffn_layer = -1;
     int64_t ffn_gpu_end = 0;  // n_ff: the whole FFN
+    int expert_layer = -1;    // the next n_experts most used experts of this layer off the GPU
+    int64_t n_experts = 0;
 };
 
 // One way of ranking the greedy's moves; the planner runs each and keeps the best result, as
@@ -48,6 +50,7 @@ struct Saved {
     Tier kv = Tier::Ram;
     std::optional<FfnSplit> split;
     std::array<Tier, 3> ffn{};
+    std::vector<Tier> experts;
 };
 
 bool must_stay(TensorRole role) {
@@ -68,6 +71,15 @@ class Planner {
         for (size_t i = 0; i < table.tensors.size(); ++i) {
             const int layer = cm_.info()[i].layer;
             if (layer >= 0) layer_tensors_[static_cast<size_t>(layer)].push_back(static_cast<int>(i));
+        }
+        expert_order_.resize(static_cast<size_t>(n_layer));
+        for (int l = 0; l < n_layer; ++l) {
+            if (!cm_.experts(l)) continue;
+            const std::vector<double>& use = cm_.expert_use(l);
+            std::vector<int>& order = expert_order_[static_cast<size_t>(l)];
+            order.resize(use.size());
+            for (size_t e = 0; e < use.size(); ++e) order[e] = static_cast<int>(e);
+            std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return use[static_cast<size_t>(a)] > use[static_cast<size_t>(b)]; });
         }
         check_budgets(profile);
     }
@@ -198,7 +210,28 @@ class Planner {
 
     bool in_split(const Layout& l, int i) const {
         const auto& info = cm_.info()[static_cast<size_t>(i)];
-        return info.role == TensorRole::Ffn && l.split[static_cast<size_t>(info.layer)].has_value();
+        return (info.role == TensorRole::Ffn && l.split[static_cast<size_t>(info.layer)].has_value()) || in_experts(l, i);
+    }
+
+    // Tensor i is a *_exps tensor of a layer whose experts are placed one by one.
+    bool in_experts(const Layout& l, int i) const {
+        const int layer = cm_.info()[static_cast<size_t>(i)].layer;
+        if (layer < 0 || !l.experts_of(layer)) return false;
+        const int* x = cm_.expert_index(layer);
+        return i == x[0] || i == x[1] || i == x[2];
+    }
+
+    Usage experts_usage(const Layout& l, int layer) const {
+        Usage u;
+        if (const std::vector<Tier>* x = l.experts_of(layer)) {
+            for (Tier t : *x) u.add(t, cm_.experts(layer)->bytes_per_expert);
+            return u;
+        }
+        for (int k = 0; k < 3; ++k) {
+            const int i = cm_.expert_index(layer)[k];
+            u.add(l.tier[static_cast<size_t>(i)], table_.tensors[static_cast<size_t>(i)].bytes);
+        }
+        return u;
     }
 
     Usage usage(const Layout& l) const {
@@ -208,6 +241,7 @@ class Planner {
         }
         for (int layer = 0; layer < table_.n_layer; ++layer) {
             if (l.split[static_cast<size_t>(layer)]) u += ffn_usage(l, layer);
+            if (l.experts_of(layer)) u += experts_usage(l, layer);
             u.add(l.kv[static_cast<size_t>(layer)], kv_bytes_[static_cast<size_t>(layer)]);
         }
         return u;
@@ -218,6 +252,7 @@ class Planner {
         for (int i : m.tensors) u.add(l.tier[static_cast<size_t>(i)], table_.tensors[static_cast<size_t>(i)].bytes);
         if (m.kv_layer >= 0) u.add(l.kv[static_cast<size_t>(m.kv_layer)], kv_bytes_[static_cast<size_t>(m.kv_layer)]);
         if (m.ffn_layer >= 0) u += ffn_usage(l, m.ffn_layer);
+        if (m.expert_layer >= 0) u += experts_usage(l, m.expert_layer);
         return u;
     }
 
@@ -249,10 +284,33 @@ class Planner {
                 l.split[layer] = FfnSplit{m.ffn_layer, m.ffn_gpu_end, f.n_ff};
             }
         }
+        if (m.expert_layer >= 0) apply_experts(l, m, s);
         return s;
     }
 
+    // The layer's experts one by one (entering that mode, each expert on the slowest tier of
+    // the layer's three *_exps tensors), then its next m.n_experts most used ones on the GPU.
+    void apply_experts(Layout& l, const Move& m, Saved& s) const {
+        const auto layer = static_cast<size_t>(m.expert_layer);
+        l.experts.resize(static_cast<size_t>(table_.n_layer));
+        std::vector<Tier>& x = l.experts[layer];
+        s.experts = x;
+        if (x.empty()) {
+            Tier rest = Tier::Gpu;
+            for (int k = 0; k < 3; ++k) rest = std::max(rest, l.tier[static_cast<size_t>(cm_.expert_index(m.expert_layer)[k])]);
+            x.assign(static_cast<size_t>(cm_.experts(m.expert_layer)->n_expert), rest);
+        }
+        int64_t moved = 0;
+        for (int e : expert_order_[layer]) {
+            if (moved == m.n_experts) break;
+            if (x[static_cast<size_t>(e)] == Tier::Gpu) continue;
+            x[static_cast<size_t>(e)] = Tier::Gpu;
+            ++moved;
+        }
+    }
+
     void revert(Layout& l, const Move& m, const Saved& s) const {
+        if (m.expert_layer >= 0) l.experts[static_cast<size_t>(m.expert_layer)] = s.experts;
         for (size_t k = 0; k < m.tensors.size(); ++k) l.tier[static_cast<size_t>(m.tensors[k])] = s.tiers[k];
         if (m.kv_layer >= 0) l.kv[static_cast<size_t>(m.kv_layer)] = s.kv;
         if (m.ffn_layer >= 0) {
@@ -275,6 +333,7 @@ class Planner {
         for (int i : m.tensors) add(cm_.segment_of(i));
         if (m.kv_layer >= 0) add(m.kv_layer);
         if (m.ffn_layer >= 0) add(m.ffn_layer);
+        if (m.expert_layer >= 0) add(m.expert_layer);
         return segs;
     }
 
@@ -319,6 +378,17 @@ class Planner {
             use.ram += bytes;
             use.disk -= bytes;
         }
+        for (int layer = 0; layer < table_.n_layer; ++layer) {
+            if (!l.experts_of(layer)) continue;
+            std::vector<Tier>& x = l.experts[static_cast<size_t>(layer)];
+            const auto bytes = static_cast<int64_t>(cm_.experts(layer)->bytes_per_expert);
+            for (int e : expert_order_[static_cast<size_t>(layer)]) {
+                if (x[static_cast<size_t>(e)] != Tier::Disk || use.ram + bytes > static_cast<int64_t>(ram_cap_)) continue;
+                x[static_cast<size_t>(e)] = Tier::Ram;
+                use.ram += bytes;
+                use.disk -= bytes;
+            }
+        }
     }
 
     std::vector<Move> candidates(const Layout& l, bool deficit, GreedyMode mode) const {
@@ -333,7 +403,10 @@ class Planner {
                 const TensorRole role = cm_.info()[static_cast<size_t>(i)].role;
                 if (!off_gpu(i)) continue;
                 if (role == TensorRole::Attn) attn.push_back(i);
-                if (role == TensorRole::LayerOther && !deficit) out.push_back({{i}});
+                // A MoE layer's *_exps tensors move as experts (add_expert_moves), never one alone.
+                const bool exps = cm_.experts(layer) && (i == cm_.expert_index(layer)[0] || i == cm_.expert_index(layer)[1] ||
+                                                         i == cm_.expert_index(layer)[2]);
+                if (role == TensorRole::LayerOther && !deficit && !exps) out.push_back({{i}});
             }
             if (l.kv[static_cast<size_t>(layer)] != Tier::Gpu && pins_.kv_ok(layer)) {
                 out.push_back({{}, layer});
@@ -344,6 +417,9 @@ class Planner {
             const auto& f = cm_.ffn(layer);
             if (f && pins_.gpu_ok(static_cast<size_t>(f->gate - table_.tensors.data()))) {
                 add_ffn_moves(l, layer, *f, mode.fractions, out);
+            }
+            if (cm_.experts(layer) && pins_.gpu_ok(static_cast<size_t>(cm_.expert_index(layer)[0]))) {
+                add_expert_moves(l, layer, mode.fractions, out);
             }
         }
         std::vector<int> small;
@@ -394,6 +470,30 @@ class Planner {
         ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
         for (int64_t e : ends) {
             if (e > cur) out.push_back({{}, -1, layer, e});
+        }
+    }
+
+    // The layer's next most used experts to the GPU: a step of n_expert/16 (at least one), as
+    // many as fit, or (whole-FFN mode) all the rest.
+    void add_expert_moves(const Layout& l, int layer, bool fractions, std::vector<Move>& out) const {
+        const ExpertTensors& x = *cm_.experts(layer);
+        int64_t on_gpu = 0;
+        if (const std::vector<Tier>* t = l.experts_of(layer)) {
+            on_gpu = std::count(t->begin(), t->end(), Tier::Gpu);
+        } else {
+            for (int k = 0; k < 3; ++k) {
+                if (l.tier[static_cast<size_t>(cm_.expert_index(layer)[k])] == Tier::Gpu) return;  // whole, or pinned
+            }
+        }
+        const int64_t left = x.n_expert - on_gpu;
+        if (left <= 0) return;
+        const uint64_t free = gpu_cap_ - static_cast<uint64_t>(std::max<int64_t>(gpu_used_, 0));
+        const int64_t fit = std::min<int64_t>(left, static_cast<int64_t>(free / std::max<uint64_t>(x.bytes_per_expert, 1)));
+        std::vector<int64_t> counts{fit, fractions ? std::max<int64_t>(1, x.n_expert / 16) : left};
+        std::sort(counts.begin(), counts.end());
+        counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+        for (int64_t n : counts) {
+            if (n > 0 && n <= left) out.push_back({{}, -1, -1, 0, layer, n});
         }
     }
 
@@ -522,6 +622,7 @@ class Planner {
     ResolvedRules pins_;
     std::vector<uint64_t> kv_bytes_;
     std::vector<std::vector<int>> layer_tensors_;
+    std::vector<std::vector<int>> expert_order_;  // per layer: experts by expected use, most first
     uint64_t gpu_cap_ = 0;
     uint64_t ram_cap_ = 0;
     int64_t gpu_used_ = 0;

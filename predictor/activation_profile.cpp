@@ -16,6 +16,16 @@ std::string_view activation_site_name(ActivationSite s) {
     return "?";
 }
 
+std::vector<std::vector<double>> ActivationProfile::expert_use() const {
+    std::vector<std::vector<double>> out;
+    if (expert_tokens == 0) return out;
+    for (const std::vector<uint64_t>& layer : expert_counts) {
+        std::vector<double>& u = out.emplace_back();
+        for (uint64_t c : layer) u.push_back(static_cast<double>(c) / static_cast<double>(expert_tokens));
+    }
+    return out;
+}
+
 double ActivationProfile::ffn_threshold(int il, double s) const {
     if (!(s >= 0.0 && s < 1.0)) throw ArgumentError(cat("sparsity ", s, " is outside [0, 1)"));
     if (il < 0 || il >= static_cast<int>(layers.size())) {

@@ -52,6 +52,14 @@ struct ActivationProfile {
     std::string text_name;         // the calibration text, for the record
     uint64_t n_tokens = 0;         // tokens evaluated
     std::vector<LayerActivationStats> layers;
+    // Mixture of experts: per layer, per expert the tokens routed to it, over expert_tokens
+    // tokens (each token counts once per expert it uses). Empty for dense models.
+    std::vector<std::vector<uint64_t>> expert_counts;  // [n_layer][n_expert]
+    uint64_t expert_tokens = 0;
+
+    // Per layer, per expert: the share of tokens routed to it (a layer's shares sum to its
+    // top-k), as the planner reads it (offload TensorTable::expert_use). Empty without counts.
+    std::vector<std::vector<double>> expert_use() const;
 
     // The |act(gate·x)| threshold of layer il that skips a fraction s of neuron evaluations
     // (0 <= s < 1): the s-quantile of its histogram. ArgumentError outside that range or on a

@@ -97,6 +97,21 @@ LayerActivationStats read_layer(const Reader& r, const Json& j, const std::strin
     return l;
 }
 
+// The optional routing section: one row of counts per layer, each at most `tokens`.
+void read_experts(const Reader& r, const Json& j, ActivationProfile& p) {
+    p.expert_tokens = r.u64(r.at(j, "$.experts", "tokens"), "$.experts.tokens");
+    const Json& rows = r.array(r.at(j, "$.experts", "counts"), "$.experts.counts", p.layers.size());
+    for (size_t l = 0; l < rows.size(); ++l) {
+        const std::string lp = cat("$.experts.counts[", l, "]");
+        const Json& row = r.array(rows[l], lp, SIZE_MAX);
+        std::vector<uint64_t>& counts = p.expert_counts.emplace_back();
+        for (size_t e = 0; e < row.size(); ++e) {
+            counts.push_back(r.u64(row[e], cat(lp, "[", e, "]")));
+            if (counts.back() > p.expert_tokens) r.fail(cat(lp, "[", e, "]"), cat("at most tokens = ", p.expert_tokens));
+        }
+    }
+}
+
 }  // namespace
 
 std::string activation_profile_to_json(const ActivationProfile& p) {
@@ -120,6 +135,7 @@ std::string activation_profile_to_json(const ActivationProfile& p) {
                               {"neuron_tokens", l.neuron_tokens}, {"neuron_counts", l.neuron_counts}});
     }
     j["layers"] = std::move(layers);
+    if (!p.expert_counts.empty()) j["experts"] = Json{{"tokens", p.expert_tokens}, {"counts", p.expert_counts}};
     return j.dump() + "\n";
 }
 
@@ -159,6 +175,7 @@ ActivationProfile activation_profile_from_json(const std::string& text, const st
     p.n_tokens = r.u64(r.at(j, "$", "n_tokens"), "$.n_tokens");
     const Json& layers = r.array(r.at(j, "$", "layers"), "$.layers", SIZE_MAX);
     for (size_t i = 0; i < layers.size(); ++i) p.layers.push_back(read_layer(r, layers[i], cat("$.layers[", i, "]")));
+    if (j.contains("experts")) read_experts(r, j["experts"], p);
     return p;
 }
 

@@ -8,6 +8,8 @@
 //                "histograms": {SITE: {"first": B, "counts": [c_B, c_B+1, ...]}, ...},
 //                "neuron_thresholds": [t per sparsity], "neuron_tokens": N,
 //                "neuron_counts": [[count per neuron] per sparsity]}, ...]}
+//   optional, for mixtures of experts: "experts": {"tokens": N, "counts": [[tokens routed to
+//   each expert] per layer]}.
 // A histogram lists the counts of bins first .. the last non-empty one. Later versions add
 // sections (predictors, issue 19); readers refuse versions they do not know.
 #pragma once

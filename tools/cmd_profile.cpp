@@ -2,6 +2,7 @@
 // the CPU and writes the activation statistics (predictor/activation_profile_file.h) that
 // --sparsity reads: per layer the magnitude histograms of act(gate·x) and of each matrix's
 // input, and each FFN neuron's activity at five thresholds. The model file is never modified.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -33,6 +34,16 @@ struct ProfileArgs {
     int n_threads = 0;
     SkewArgs skew;  // --skew STATS: report, no run
 };
+
+// Layer 0's and the last layer's busiest and idlest experts, as shares of the tokens.
+void print_routing(const ActivationProfile& profile) {
+    const std::vector<std::vector<double>> use = profile.expert_use();
+    for (size_t l : {size_t{0}, use.size() - 1}) {
+        const auto [lo, hi] = std::minmax_element(use[l].begin(), use[l].end());
+        std::printf("  experts of layer %zu: busiest %lld (%.1f%% of tokens), idlest %lld (%.1f%%)\n", l,
+                    static_cast<long long>(hi - use[l].begin()), *hi * 100, static_cast<long long>(lo - use[l].begin()), *lo * 100);
+    }
+}
 
 void run(const ProfileArgs& args) {
     if (!args.skew.stats.empty()) {
@@ -75,6 +86,8 @@ void run(const ProfileArgs& args) {
     write_file_atomic(output, activation_profile_to_json(profile), "activation stats");
     std::printf("profiled %llu tokens of %s: %zu layers; wrote %s\n", static_cast<unsigned long long>(profile.n_tokens),
                 args.text_file.c_str(), profile.layers.size(), output.c_str());
+    if (!profile.expert_counts.empty()) print_routing(profile);
+    if (profile.layers.front().n_ff == 0) return;  // a mixture of experts: no FFN neurons of its own
     for (double s : {0.25, 0.5, 0.7}) {
         std::printf("  S = %.2f: |act(gate)| thresholds layer 0 %.4g, layer %zu %.4g\n", s, profile.ffn_threshold(0, s),
                     profile.layers.size() - 1, profile.ffn_threshold(static_cast<int>(profile.layers.size()) - 1, s));

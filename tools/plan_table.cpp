@@ -31,6 +31,14 @@ std::string ffn_text(const Placement& p, const TensorTable& table, int il) {
         return text + " neurons";
     }
     const std::string prefix = cat("blk.", il, ".");
+    if (const ExpertTiers* x = p.experts_of(il)) {  // experts placed one by one
+        int64_t n[3] = {0, 0, 0};
+        for (Tier t : x->tiers) ++n[t == Tier::Gpu ? 0 : t == Tier::Ram ? 1 : 2];
+        std::string text = cat("router ", tier_of(p, prefix + "ffn_gate_inp.weight"), ", experts GPU ", n[0], " / RAM ", n[1]);
+        if (n[2] > 0) text += cat(" / DISK ", n[2]);
+        if (p.tier_of(prefix + "ffn_gate_shexp.weight")) text += ", shared " + tier_of(p, prefix + "ffn_gate_shexp.weight");
+        return text;
+    }
     if (p.tier_of(prefix + "ffn_gate_exps.weight")) {  // mixture of experts
         const std::string gate = tier_of(p, prefix + "ffn_gate_exps.weight");
         const std::string up = tier_of(p, prefix + "ffn_up_exps.weight");

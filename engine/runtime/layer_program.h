@@ -40,6 +40,7 @@ class PlacedModel;
 class SparseFfn;
 class HotColdFfn;
 struct ExpertWeights;
+struct PlacedMoe;
 struct MoeScratch;
 struct PlacedWeight;
 struct FfnPart;
@@ -112,7 +113,7 @@ class LayerProgram {
 
   private:
     enum Slot { kX, kCur, kQ, kK, kV, kAttn, kProj, kGate, kUp, kPart, kPartTmp, kMmIn, kMmOut,
-                kHidden, kLogits, kRouter, kMoeIn, kMoeOut, kSlotCount };
+                kHidden, kLogits, kRouter, kMoeIn, kMoeOut, kMoeSum, kSlotCount };
     static constexpr int kMaxBackends = 4;
 
     // A sequence's rows [row0, row0+n) of the batch, at positions pos0.. of its cache.
@@ -139,6 +140,10 @@ class LayerProgram {
     void moe_ffn_block(int il, int64_t n);
     // out [n_embd, n] (host) += Σ over slots of expert e: weight · expert(in row of the slot's token).
     void run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host);
+    // Decode (one token): its selected experts whose three matrices are on the device, summed
+    // with their weights there (kMoeSum). True when there was one. cur: the normed input on hb.
+    bool run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host);
+    bool on_device(const ExpertWeights& w) const;
     // A host pointer to t's f32 values: t's own on a host backend, else copied into `buf`.
     const float* host_f32(int bi, const Tensor& t, std::vector<float>& buf);
     void observe(int il, ActivationSite site, const Tensor& t) const;

@@ -4,7 +4,9 @@
 //   x += sum
 // Only experts with tokens run: one GEMV per selected expert in decode, one GEMM over the
 // gathered rows of its tokens in prefill. Each runs on the backend holding its weights (or the
-// GPU its weights are shipped to for a large batch), so the sum is formed on the host.
+// GPU its weights are shipped to for a large batch); the sum is formed on the host. In decode the
+// device's experts go first and are summed on the device (one copy in, one out per layer), so
+// the host's experts run while the device works.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -71,6 +73,39 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
     }
 }
 
+bool LayerProgram::on_device(const ExpertWeights& w) const {
+    return gpu_ >= 0 && index_of(w.gate.backend) == gpu_ && index_of(w.up.backend) == gpu_ && index_of(w.down.backend) == gpu_;
+}
+
+bool LayerProgram::run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host) {
+    const MoeRouting& r = moe_->routing;
+    Backend& g = backend(gpu_);
+    const int64_t n_embd = config_.n_embd;
+    Tensor in = cur;
+    Tensor sum = act(gpu_, kMoeSum, n_embd, 1);  // [n_embd, 1]
+    bool any = false;
+    for (int64_t j = 0; j < r.n_used; ++j) {
+        const ExpertWeights& w = m.experts[static_cast<size_t>(r.expert[static_cast<size_t>(j)])];
+        if (!on_device(w)) continue;
+        if (!any && hb != gpu_) {
+            in = act(gpu_, kMoeIn, n_embd, 1);
+            g.copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1}), in);
+        }
+        const int64_t width = w.gate.tensor.ne[1];
+        Tensor gate = act(gpu_, kGate, width, 1);  // [n_ff_exp, 1]
+        Tensor up = act(gpu_, kUp, width, 1);
+        matmul_local(w.gate, gpu_, in, gate);
+        matmul_local(w.up, gpu_, in, up);
+        g.gated_activation(gate, up, config_.activation, gate);
+        Tensor out = any ? act(gpu_, kMoeOut, n_embd, 1) : sum;
+        matmul_local(w.down, gpu_, gate, out);
+        g.scale(out, r.weight[static_cast<size_t>(j)]);
+        if (any) g.add(sum, out, sum);
+        any = true;
+    }
+    return any;
+}
+
 void LayerProgram::moe_ffn_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const PlacedMoe& m = w.moe;
@@ -87,7 +122,9 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
     Tensor logits = act(hb, kRouter, mc.n_expert, n);  // [n_expert, n]
     matmul(m.router, hb, cur, logits);
     const RoutingParams params{mc.n_expert, mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
-    route_tokens(host_f32(hb, logits, s.logits), n, params, s.routing);
+    const float* host_logits = host_f32(hb, logits, s.logits);
+    route_tokens(host_logits, n, params, s.routing);
+    if (observer_) observer_->observe_routing(il, {host_logits, s.routing.expert.data(), n, mc.n_expert, mc.n_expert_used});
 
     const float* in_host = host_f32(hb, cur, s.input);
     Tensor proj = act(hb, kProj, n_embd, n);  // [n_embd, n]
@@ -115,13 +152,20 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
             for (int64_t i = 0; i < n_embd; ++i)
                 sum[t * n_embd + i] += s.shared_scale[static_cast<size_t>(t)] * y[t * n_embd + i];
     }
+    // Decode: the device's experts are queued first and summed there, so they run while the
+    // host computes its own; then one copy of their sum comes back.
+    const bool device_sum = n == 1 && gpu_ >= 0 && run_device_experts(m, hb, cur, in_host);
     for (int64_t e = 0; e < mc.n_expert; ++e) {
         const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
         if (s.routing.n_routed(e) > 0) {
-            run_expert(ew, e, in_host, sum);
+            if (!(device_sum && on_device(ew))) run_expert(ew, e, in_host, sum);
             continue;
         }
         for (const PlacedWeight* pw : {&ew.gate, &ew.up, &ew.down}) skip_streamed(model_.disk_stream(), *pw);
+    }
+    if (device_sum) {
+        const float* y = host_f32(gpu_, act(gpu_, kMoeSum, n_embd, 1), s.out);
+        for (int64_t i = 0; i < n_embd; ++i) sum[i] += y[i];
     }
     if (!is_host(h)) h.copy_in(Tensor::contiguous(GgmlType::F32, sum, {n_embd, n}), proj);
     if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), static_cast<float>(config_.rms_eps), proj);

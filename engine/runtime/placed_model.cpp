@@ -176,6 +176,8 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
     };
     bool any_disk = false;
     for (const TensorPlacement& t : placement.tensors) any_disk |= t.tier == Tier::Disk;
+    for (const ExpertTiers& x : placement.expert_tiers)
+        for (Tier t : x.tiers) any_disk |= t == Tier::Disk;
     for (const FfnSplit& s : placement.ffn_splits) {
         if (s.ram_end < config.n_ff.at(static_cast<size_t>(s.layer))) {
             throw UnsupportedError(cat("the placement streams neurons [", s.ram_end, ", ", config.n_ff[static_cast<size_t>(s.layer)],
@@ -217,7 +219,7 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
         }
         const int64_t n_ff = config.n_ff[static_cast<size_t>(il)];
         if (config.is_moe()) {
-            place_moe(il, lw, tier_of, tiers, l.moe);
+            place_moe(il, lw, tier_of, placement.experts_of(il), tiers, l.moe);
         } else if (const FfnSplit* s = placement.ffn_split(il)) {
             if (s->gpu_end > 0) {
                 FfnPart p{0, s->gpu_end, {}, {}, {}};
@@ -270,7 +272,7 @@ PlacedModel::PlacedModel(const Model& model, Backend& backend) : model_(model) {
         l.attn_v = place(lw.attn_v, layer_name(il, "attn_v.weight"), tier, tiers);
         l.attn_output = place(lw.attn_output, layer_name(il, "attn_output.weight"), tier, tiers);
         if (config.is_moe()) {
-            place_moe(il, lw, [tier](const std::string&) { return tier; }, tiers, l.moe);
+            place_moe(il, lw, [tier](const std::string&) { return tier; }, nullptr, tiers, l.moe);
         } else {
             FfnPart p{0, config.n_ff[static_cast<size_t>(il)], {}, {}, {}};
             p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier, tiers);

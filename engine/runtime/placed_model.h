@@ -130,9 +130,10 @@ class PlacedModel {
     PlacedWeight place(const Tensor& view, const std::string& name, Tier tier, const TierBackends& tiers);
     SmallWeight small(const Tensor& view);
     void bind_small_weights(PlacedLayer& l, const LayerWeights& lw);
-    // The MoE weights of layer il, each tensor in the tier tier_of(name) gives (placed_moe.cpp).
+    // The MoE weights of layer il, each tensor in the tier tier_of(name) gives, or each expert
+    // where `per_expert` (may be null) says (placed_moe.cpp).
     void place_moe(int il, const LayerWeights& lw, const std::function<Tier(const std::string&)>& tier_of,
-                   const TierBackends& tiers, PlacedMoe& out);
+                   const ExpertTiers* per_expert, const TierBackends& tiers, PlacedMoe& out);
     void finish_small_weights();
 
     const Model& model_;

@@ -52,15 +52,24 @@ class Collector : public ActivationObserver {
         }
     }
 
-    // Fixes the thresholds from the histograms so far; neurons are counted from now on.
+    void observe_routing(int il, const RoutingView& r) override {
+        std::vector<uint64_t>& counts = profile_.expert_counts.at(static_cast<size_t>(il));
+        for (int64_t i = 0; i < r.n_tokens * r.n_used; ++i) ++counts.at(static_cast<size_t>(r.experts[i]));
+    }
+
+    // Fixes the thresholds from the histograms so far; neurons are counted from now on. A MoE
+    // layer (n_ff 0: no FFN neurons of its own) keeps zero thresholds.
     void start_counting() {
         for (size_t il = 0; il < profile_.layers.size(); ++il) {
             LayerActivationStats& l = profile_.layers[il];
-            for (double s : kNeuronCountSparsity) l.neuron_thresholds.push_back(profile_.ffn_threshold(static_cast<int>(il), s));
+            for (double s : kNeuronCountSparsity) {
+                l.neuron_thresholds.push_back(l.n_ff > 0 ? profile_.ffn_threshold(static_cast<int>(il), s) : 0.0);
+            }
         }
         counting_ = true;
     }
     void end_batch(int64_t n) {
+        if (!profile_.expert_counts.empty()) profile_.expert_tokens += static_cast<uint64_t>(n);  // routing: the whole run
         if (!counting_) return;
         for (LayerActivationStats& l : profile_.layers) l.neuron_tokens += static_cast<uint64_t>(n);
     }
@@ -78,11 +87,6 @@ class Collector : public ActivationObserver {
 ActivationProfile profile_activations(const Model& model, Backend& backend, std::span<const TokenId> tokens,
                                       const ProfileParams& params, const ProfileProgress& progress) {
     if (backend.memory_kind() == MemoryKind::Device) throw ArgumentError("strata profile runs on a host backend");
-    if (model.config().is_moe()) {
-        throw UnsupportedError(cat("strata profile records the FFN neurons of dense models; ", model.config().architecture,
-                                   " with ", model.config().moe.n_expert, " experts per layer is not profiled yet",
-                                   " (routing frequencies per expert are future work)"));
-    }
     const int64_t n_ctx = params.n_ctx;
     if (n_ctx < 2 || params.n_batch <= 0) throw ArgumentError(cat("profile: bad window ", n_ctx, " or batch ", params.n_batch));
     int64_t n_windows = static_cast<int64_t>(tokens.size()) / n_ctx;
@@ -99,9 +103,10 @@ ActivationProfile profile_activations(const Model& model, Backend& backend, std:
     profile.layers.resize(static_cast<size_t>(config.n_layer));
     for (int il = 0; il < config.n_layer; ++il) {
         LayerActivationStats& l = profile.layers[static_cast<size_t>(il)];
-        l.n_ff = model.weights().layers[static_cast<size_t>(il)].ffn_gate.ne[1];
+        l.n_ff = config.is_moe() ? 0 : model.weights().layers[static_cast<size_t>(il)].ffn_gate.ne[1];
         l.neuron_counts.assign(kNeuronCountSparsity.size(), std::vector<uint32_t>(static_cast<size_t>(l.n_ff), 0));
     }
+    if (config.is_moe()) profile.expert_counts.assign(static_cast<size_t>(config.n_layer), std::vector<uint64_t>(static_cast<size_t>(config.moe.n_expert), 0));
     Collector collector(profile, config.activation);
     const PlacedModel placed(model, backend);
     LayerProgram program(placed);

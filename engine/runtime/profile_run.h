@@ -3,7 +3,9 @@
 // the activation statistics of predictor/activation_profile.h. The first part of the run
 // (warmup_fraction of its tokens, at least one window) only fills the histograms; then each
 // layer's thresholds for kNeuronCountSparsity are fixed from them and the rest of the run also
-// counts, per neuron, the tokens where it is active at each threshold.
+// counts, per neuron, the tokens where it is active at each threshold. Mixture-of-experts
+// models: per layer, per expert the tokens routed to it over the whole run (their layers have
+// no FFN neurons of their own: n_ff 0).
 #pragma once
 
 #include <cstdint>

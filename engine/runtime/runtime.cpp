@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,6 +27,27 @@
 
 namespace strata {
 namespace {
+
+// A mixture of experts' measured routing for the planner: the experts section of the stats file
+// (`strata profile`; --stats, else the default path) when there is one for this model.
+void load_expert_use(TensorTable& table, const Model& model, const std::string& model_path,
+                     const std::string& stats_path, std::ostream& log) {
+    const std::string path = !stats_path.empty() ? stats_path : default_stats_path(model_path, false);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return;
+    ActivationProfile profile;
+    try {
+        profile = read_activation_profile(path);
+        check_profile_for(profile, model, path);
+    } catch (const Error& e) {  // optional: a stale or broken file only loses the measured routing
+        log << "note: routing frequencies not used: " << e.what() << "\n";
+        return;
+    }
+    std::vector<std::vector<double>> use = profile.expert_use();
+    if (use.size() != static_cast<size_t>(table.n_layer)) return;  // measured before MoE profiles
+    table.expert_use = std::move(use);
+    log << "routing: expert use per layer measured in " << path << " (" << profile.expert_tokens << " tokens)\n";
+}
 
 constexpr uint64_t kGiB = 1ull << 30;
 // Host RAM kept free when --ram-mem is not given.
@@ -252,6 +274,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     std::ostream null_log(nullptr);
     std::ostream& log = options.log != nullptr ? *options.log : null_log;
     find_profile(model_path, log);
+    if (config.is_moe() && options.placer == Placer::Plan) load_expert_use(table, *model_, model_path, options.sparsity.stats_path, log);
     // The queue depth and block the profile's disk sweep chose, inside a ring counted in RAM.
     disk_options_ = disk_stream_options(options.disk_io, largest_streamed_bytes(table), profile_ ? &*profile_ : nullptr);
     const DiskStreamOptions& disk = disk_options_;

@@ -23,30 +23,7 @@ test::LlamaShape shape() {
     return s;
 }
 
-// The llama table with each layer's FFN made a router and 3-D experts of n_ff each.
-TensorTable moe_table(int n_used) {
-    const test::LlamaShape s = shape();
-    TensorTable t = test::make_llama_table(s);
-    std::vector<TensorEntry> out;
-    for (TensorEntry e : t.tensors) {
-        const size_t pos = e.name.find(".ffn_");
-        if (pos == std::string::npos || e.name.find("_norm") != std::string::npos) {
-            out.push_back(e);
-            continue;
-        }
-        const std::string prefix = e.name.substr(0, pos + 1);
-        if (e.name.find("ffn_gate.") != std::string::npos) {
-            out.push_back(test::make_entry(prefix + "ffn_gate_inp.weight", GgmlType::F32, s.n_embd, kExperts));
-        }
-        e.name.replace(e.name.find(".weight"), 7, "_exps.weight");
-        e.ne[2] = kExperts;
-        e.bytes *= kExperts;
-        out.push_back(e);
-    }
-    t.tensors = out;
-    t.n_expert_used = n_used;
-    return t;
-}
+TensorTable moe_table(int n_used) { return test::make_moe_table(shape(), kExperts, n_used); }
 
 HardwareProfile profile() {
     HardwareProfile p;

@@ -81,6 +81,31 @@ inline Placement whole_placement(const TensorTable& table, Tier tier) {
     return p;
 }
 
+// The llama table with each layer's FFN made a router [n_embd, n_expert] (f32) and 3-D expert
+// tensors of n_ff each (ffn_gate_exps ...), n_used of them active per token.
+inline TensorTable make_moe_table(const LlamaShape& s, int64_t n_expert, int n_used) {
+    TensorTable t = make_llama_table(s);
+    std::vector<TensorEntry> out;
+    for (TensorEntry e : t.tensors) {
+        const size_t pos = e.name.find(".ffn_");
+        if (pos == std::string::npos || e.name.find("_norm") != std::string::npos) {
+            out.push_back(e);
+            continue;
+        }
+        const std::string prefix = e.name.substr(0, pos + 1);
+        if (e.name.find("ffn_gate.") != std::string::npos) {
+            out.push_back(make_entry(prefix + "ffn_gate_inp.weight", GgmlType::F32, s.n_embd, n_expert));
+        }
+        e.name.replace(e.name.find(".weight"), 7, "_exps.weight");
+        e.ne[2] = n_expert;
+        e.bytes *= static_cast<uint64_t>(n_expert);
+        out.push_back(e);
+    }
+    t.tensors = out;
+    t.n_expert_used = n_used;
+    return t;
+}
+
 // A fresh folder, removed with its contents at the end of the scope.
 class ScratchDir {
   public:

@@ -120,6 +120,37 @@ TEST(ActivationProfileFile, RefusesOtherVersionsAndBadFieldsNamingThem) {
     expect_error("not json", "not valid JSON");
 }
 
+// The routing section of a mixture of experts: per layer, per expert the tokens routed to it.
+TEST(ActivationProfileFile, RoundTripsExpertCountsAndRefusesCountsAboveTheTokens) {
+    ActivationProfile p = random_profile();
+    p.expert_tokens = 500;
+    std::mt19937 rng(9);
+    for (size_t il = 0; il < p.layers.size(); ++il) {
+        std::vector<uint64_t> c(8);
+        for (auto& x : c) x = rng() % 501;
+        p.expert_counts.push_back(c);
+    }
+    const std::string text = strata::activation_profile_to_json(p);
+    const ActivationProfile q = strata::activation_profile_from_json(text, "x.stats");
+    EXPECT_EQ(q.expert_counts, p.expert_counts);
+    EXPECT_EQ(q.expert_tokens, 500u);
+    const std::vector<std::vector<double>> use = q.expert_use();
+    ASSERT_EQ(use.size(), 3u);
+    EXPECT_DOUBLE_EQ(use[1][5], static_cast<double>(p.expert_counts[1][5]) / 500.0);
+    // A dense profile writes no routing section and reads back none.
+    const std::string dense = strata::activation_profile_to_json(random_profile());
+    EXPECT_EQ(dense.find("\"experts\""), std::string::npos);
+    EXPECT_TRUE(strata::activation_profile_from_json(dense, "d.stats").expert_use().empty());
+    std::string over = text;
+    over.replace(over.find("\"tokens\":500"), 12, "\"tokens\":1");
+    try {
+        strata::activation_profile_from_json(over, "bad.stats");
+        FAIL() << "accepted counts above the tokens";
+    } catch (const strata::FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("$.experts.counts[0]"), std::string::npos) << e.what();
+    }
+}
+
 TEST(ActivationProfile, ThresholdRefusesSparsityOutsideTheRange) {
     const ActivationProfile p = random_profile();
     EXPECT_THROW(p.ffn_threshold(0, 1.0), strata::ArgumentError);

@@ -12,11 +12,13 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/placed_model.h"
+#include "engine/runtime/profile_run.h"
 #include "engine/runtime/session.h"
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/disk_stream.h"
 #include "backends/fake_device.h"
+#include "tests/engine/runtime/moe_plan_helper.h"
 #include "tests/engine/synth/scratch_file.h"
 
 namespace strata {
@@ -117,6 +119,70 @@ TEST_P(PlacedMoeTest, ExpertsStreamedFromDisk) {
 
 TEST_P(PlacedMoeTest, PrefillShipsHostExpertsToTheGpu) {
     expect_matches(placement(*model_, "_exps", Tier::Ram, Tier::Gpu, Tier::Gpu), 0.0, {}, 2);
+}
+
+// Each layer's experts one by one: expert e on GPU, RAM, DISK by e mod 3 (shifted per layer),
+// with attention and routers in RAM.
+TEST_P(PlacedMoeTest, ExpertsPlacedOneByOne) {
+    Placement p = placement(*model_, "_exps", Tier::Ram, Tier::Ram, Tier::Ram);
+    std::erase_if(p.tensors, [](const TensorPlacement& t) { return t.name.find("_exps") != std::string::npos; });
+    const int64_t n_expert = model_->config().moe.n_expert;
+    for (int il = 0; il < model_->config().n_layer; ++il) {
+        ExpertTiers x{il, {}};
+        for (int64_t e = 0; e < n_expert; ++e) x.tiers.push_back(static_cast<Tier>((e + il) % 3));
+        p.expert_tiers.push_back(x);
+    }
+    DiskStreamOptions disk;
+    disk.mode = DiskIo::Mmap;
+    disk.staging_bytes = 4ull << 20;
+    expect_matches(p, 0.0, disk);
+    EXPECT_GT(stats_.gpu_weight_bytes, 0u);
+    EXPECT_GT(stats_.ram_weight_bytes, 0u);
+    EXPECT_GT(stats_.disk_weight_bytes, 0u);
+    EXPECT_GT(gpu_stats_.copies_in, 0u);
+}
+
+// The planner's per-expert placement (a GPU budget of the dense weights, the KV caches and a
+// third of the experts; a machine where copies are free, so GPU experts pay) runs and keeps the
+// all-CPU logits.
+TEST_P(PlacedMoeTest, PlannedExpertPlacement) {
+    const TensorTable t = tensor_table(*model_);
+    uint64_t dense = 0, experts = 0, kv = 0;
+    for (const TensorEntry& e : t.tensors) (e.ne[2] > 1 ? experts : dense) += e.bytes;
+    for (int l = 0; l < t.n_layer; ++l) kv += kv_bytes_per_layer(t, l, 64, GgmlType::F16);
+    const Budgets budgets{dense + kv + experts / 3, 1ull << 30};
+    Placement p = test::plan_moe_for_test(t, budgets);
+    p.model = model_fingerprint(*model_);
+    ASSERT_FALSE(p.expert_tiers.empty());
+    expect_matches(p, 0.0);
+    EXPECT_GT(stats_.gpu_weight_bytes, 0u);
+    EXPECT_LE(stats_.gpu_weight_bytes, budgets.gpu_bytes);
+}
+
+// strata profile on a mixture of experts: per layer, every token's top-k choices counted, over
+// every token of the run.
+TEST_P(PlacedMoeTest, ProfileCountsTheRoutingOfEveryToken) {
+    std::vector<int32_t> tokens(96);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 13) % 512);
+    ProfileParams pp;
+    pp.n_ctx = 32;
+    pp.n_batch = 16;
+    const ActivationProfile profile = profile_activations(*model_, cpu_, tokens, pp);
+    const MoeConfig& mc = model_->config().moe;
+    EXPECT_EQ(profile.expert_tokens, 96u);
+    ASSERT_EQ(profile.expert_counts.size(), static_cast<size_t>(model_->config().n_layer));
+    for (const std::vector<uint64_t>& layer : profile.expert_counts) {
+        ASSERT_EQ(layer.size(), static_cast<size_t>(mc.n_expert));
+        uint64_t sum = 0;
+        int64_t used = 0;
+        for (uint64_t c : layer) sum += c, used += c > 0;
+        EXPECT_EQ(sum, 96u * static_cast<uint64_t>(mc.n_expert_used));
+        EXPECT_GT(used, mc.n_expert_used);  // random weights route to more than one set of experts
+    }
+    const std::vector<std::vector<double>> use = profile.expert_use();
+    double total = 0;
+    for (double u : use[0]) total += u;
+    EXPECT_NEAR(total, static_cast<double>(mc.n_expert_used), 1e-9);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, PlacedMoeTest, ::testing::Values("tiny-qwen3moe", "tiny-mixtral"));

@@ -1,0 +1,13 @@
+// The planner's placement of a tiny MoE model for placed_moe_test.cpp, in a file of its own:
+// offload/cost_model.h and engine/model/tensor_spec.h both name a TensorRole.
+#pragma once
+
+#include "offload/placement.h"
+
+namespace strata::test {
+
+// plan_placement on a made-up machine where copies are free (so GPU experts pay), with
+// n_ctx = 64 and the given budgets.
+Placement plan_moe_for_test(const TensorTable& table, const Budgets& budgets);
+
+}  // namespace strata::test

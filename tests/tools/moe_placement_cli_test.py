@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Mixture-of-experts placement end to end on a tiny synthetic Qwen3-MoE: `strata profile` counts
+each layer's routing (top-k per token) into the stats file, scripts/skew_routing.py skews it, the
+planner reads it beside the model (the run says so), `strata plan -o` writes a placement whose
+per-expert tiers (when it places experts one by one) put every layer's most used experts on the
+GPU (the fake device), and greedy text under that plan equals the CPU's.
+
+usage: moe_placement_cli_test.py --strata BUILD/bin/strata"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKEW = os.path.join(HERE, "..", "..", "scripts", "skew_routing.py")
+ENV = dict(os.environ)
+
+
+def expect(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}")
+
+
+def run(strata, *args):
+    p = subprocess.run([strata, *args], capture_output=True, timeout=300, env=ENV)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True)
+    strata = ap.parse_args().strata
+    with tempfile.TemporaryDirectory() as tmp:
+        ENV["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
+        ENV["STRATA_QUICK_PROFILE"] = "1"
+        model = os.path.join(tmp, "moe.gguf")
+        stats = os.path.join(tmp, "moe.stats")  # the default path beside the model
+        rc, _, err = run(strata, "synth", "--preset", "tiny-qwen3moe", "-o", model)
+        expect(rc == 0, f"synth: {err}")
+        text = os.path.join(tmp, "text.txt")
+        with open(text, "w") as f:
+            f.write(" ".join(f"word{i % 97} and thing{i % 31}" for i in range(400)))
+        rc, out, err = run(strata, "profile", "-m", model, "-f", text, "-c", "32", "--tokens", "256", "-o", stats + ".raw")
+        expect(rc == 0 and "experts of layer 0: busiest" in out, f"profile: rc {rc} {out} {err}")
+        raw = json.load(open(stats + ".raw"))
+        tokens = raw["experts"]["tokens"]
+        for i, row in enumerate(raw["experts"]["counts"]):
+            expect(len(row) == 8 and sum(row) == 2 * tokens, f"layer {i}: counts {row} for {tokens} tokens, top-2")
+        rc = subprocess.run([sys.executable, SKEW, stats + ".raw", stats, "--top-k", "2", "--s", "1.0"]).returncode
+        expect(rc == 0, "skew_routing.py failed")
+        use = json.load(open(stats))["experts"]["counts"]
+
+        plan = os.path.join(tmp, "moe.plan.json")
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "5M", "-c", "64", "-o", plan, "-t", "2")
+        expect(rc == 0, f"plan: rc {rc} {err}")
+        expect("routing: expert use per layer measured in" in err + out, f"plan did not read {stats}: {err}")
+        p = json.load(open(plan))
+        print(f"plan: {len(p.get('expert_tiers', []))} layers placed per expert; {p['bytes']}")
+        expect(len(p.get("expert_tiers", [])) > 0, "at 5M (a 4.4 MiB model) no layer was placed per expert")
+        for x in p.get("expert_tiers", []):
+            counts = use[x["layer"]]
+            gpu = [counts[e] for e, t in enumerate(x["tiers"]) if t == "gpu"]
+            off = [counts[e] for e, t in enumerate(x["tiers"]) if t != "gpu"]
+            expect(not gpu or not off or min(gpu) >= max(off), f"layer {x['layer']}: GPU experts {gpu} not the busiest of {counts}")
+
+        gen = ["run", "-m", model, "-p", "word1 and thing2", "-n", "12", "--temp", "0", "-c", "64", "-t", "2", "--ignore-eos"]
+        rc, cpu_text, err = run(strata, *gen, "--gpu", "none")
+        expect(rc == 0, f"run on the CPU: {err}")
+        rc, plan_text, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "5M", "--plan", plan)
+        expect(rc == 0, f"run --plan: {err}")
+        expect(plan_text == cpu_text, f"text under the plan differs: {plan_text!r} vs {cpu_text!r}")
+    if FAILURES:
+        print(f"{len(FAILURES)} failure(s)")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
