@@ -44,6 +44,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.plan_path = plan;
     r.placer = parse_placer(placement);
     r.reprofile = reprofile;
+    r.pin_weights = pin_weights;
     r.log = &std::cerr;
     r.disk_io = parse_disk_io(disk_io);
     r.n_threads = cap_threads(n_threads);
@@ -90,6 +91,9 @@ void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
                  " STRATA_QUICK_PROFILE=1 measures briefly)");
     cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
         ->capture_default_str();
+    cmd.add_flag("--pin-weights", o.pin_weights,
+                 "register the RAM weights with the GPU so prompt batches copy them without staging"
+                 " (pins them in memory; experimental)");
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     add_sparsity_options(cmd, o.sparsity);
 }

@@ -31,6 +31,7 @@ struct EngineOptions {
     bool plan_given = false;   // --plan "" is an error, not "no plan"
     std::string placement = "plan";  // --placement plan|builtin (without --plan)
     bool reprofile = false;          // --reprofile
+    bool pin_weights = false;        // --pin-weights
     std::string disk_io = "auto";
     bool verbose = false;
     SparsityFlags sparsity;    // --sparsity --stats

@@ -449,8 +449,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         const uint64_t still = activation_reserve > held ? activation_reserve - held : 0;
         options_.session.gpu_staging_limit =
             (left > kv_gpu + still ? left - kv_gpu - still : 0) / static_cast<uint64_t>(options.session.n_sequences);
-        // Prompt batches copy RAM weights to the GPU: let it read them in place.
-        if (ships && options_.session.gpu_staging_limit > 0) placed_->register_ram_weights(*gpu_);
+        // Prompt batches copy RAM weights to the GPU: with --pin-weights it reads them in place.
+        if (options.pin_weights && ships && options_.session.gpu_staging_limit > 0 &&
+            placed_->register_ram_weights(*gpu_) == 0) {
+            log << "note: --pin-weights: the " << gpu_->name() << " backend registered no RAM weights;"
+                << " prompt batches copy them through staging\n";
+        }
     }
     if (options.hot_neurons) {
         // The GPU's room after the placement, its KV caches and the activations' reserve.

@@ -51,6 +51,9 @@ struct RuntimeOptions {
     PlacementRules rules;
     // Measure the hardware again even when the cached profile matches (engine/runtime/hardware.h).
     bool reprofile = false;
+    // --pin-weights: RAM weights registered with the GPU for direct prefill copies (off by
+    // default until measured end to end: PlacedModel::register_ram_weights).
+    bool pin_weights = false;
     // Measure the hardware when no profile is cached, also when nothing is planned (a placement
     // file, Placer::Builtin), so that cost_estimate() is known. Otherwise those use the cached
     // profile if there is one.
