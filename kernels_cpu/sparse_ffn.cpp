@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/op_checks.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
 #include "kernels_cpu/row_ops.h"
@@ -72,7 +73,7 @@ int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activ
 
 int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations) {
     const char* op = "sparse_gated_ffn";
-    if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
+    check_sparse_ffn_shapes(op, args, y, 1);
     const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
     check_f32(op, "gate", gate);
     check_f32(op, "x", x);
@@ -80,12 +81,6 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
     check_dequantizable(op, "up", up);
     check_dequantizable(op, "down_t", down_t);
     const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
-    if (up.ne[0] != n_embd || up.ne[1] != n_ff || down_t.ne[0] != n_embd || down_t.ne[1] != n_ff ||
-        gate.n_rows() != n || y.ne[0] != n_embd || y.n_rows() != n) {
-        throw ArgumentError(cat(op, ": shapes do not match: gate ", gate.shape_string(), ", x ", x.shape_string(), ", up ",
-                                up.shape_string(), ", down_t ", down_t.shape_string(), ", y ", y.shape_string(),
-                                " (expected gate [n_ff, n], x and y [n_embd, n], up and down_t [n_embd, n_ff])"));
-    }
     const ActMulFn act_mul = act_mul_of(args.act, op);
     std::vector<float>& a = thread_buffer(static_cast<size_t>(2 * n_ff));  // act(gate), then the kept values
     std::vector<int32_t> rows(static_cast<size_t>(n_ff));

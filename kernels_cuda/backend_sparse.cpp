@@ -2,6 +2,7 @@
 // based so that a recorded graph replays it (sparse_ffn.cu), and the thresholded activation of
 // batches. Their scratch is one block laid out by engine/core/sparse_scratch.h.
 #include "engine/core/error.h"
+#include "engine/core/op_checks.h"
 #include "engine/core/sparse_scratch.h"
 #include "kernels_cuda/backend_impl.h"
 #include "kernels_cuda/cuda_check.h"
@@ -17,21 +18,13 @@ void check_activation(const char* op, Activation act) {
 
 void check_sparse_args(const SparseFfnArgs& args, const Tensor& y) {
     const char* op = "sparse_gated_ffn";
-    if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
+    check_sparse_ffn_shapes(op, args, y, 32);
     const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
     check_device_f32(op, "gate", gate);
     check_device_f32(op, "x", x);
     check_device_f32(op, "y", y);
     check_device_rows(op, "up", up);
     check_device_rows(op, "down_t", down_t);
-    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
-    if (up.ne[0] != n_embd || up.ne[1] != n_ff || down_t.ne[0] != n_embd || down_t.ne[1] != n_ff ||
-        gate.n_rows() != n || y.ne[0] != n_embd || y.n_rows() != n || n_embd % 32 != 0) {
-        throw ArgumentError(cat(op, ": shapes do not match: gate ", gate.shape_string(), ", x ", x.shape_string(), ", up ",
-                                up.shape_string(), ", down_t ", down_t.shape_string(), ", y ", y.shape_string(),
-                                " (expected gate [n_ff, n], x and y [n_embd, n], up and down_t [n_embd, n_ff],",
-                                " n_embd a multiple of 32)"));
-    }
     if (!codec_supported(up.type) || !sparse_down_supported(down_t.type)) {
         throw UnsupportedError(cat(op, ": up ", type_traits(up.type).name, " / down_t ", type_traits(down_t.type).name,
                                    " is not supported on the CUDA backend"));

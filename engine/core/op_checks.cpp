@@ -78,4 +78,18 @@ void check_kv_store_shapes(const Tensor& src, const Tensor& cache, int64_t first
     }
 }
 
+void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, const Tensor& y,
+                             int64_t embd_multiple) {
+    if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
+    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
+    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
+    if (up.ne[0] != n_embd || up.ne[1] != n_ff || down_t.ne[0] != n_embd || down_t.ne[1] != n_ff ||
+        gate.n_rows() != n || y.ne[0] != n_embd || y.n_rows() != n || n_embd % std::max<int64_t>(embd_multiple, 1) != 0) {
+        throw ArgumentError(cat(op, ": shapes do not match: gate ", gate.shape_string(), ", x ", x.shape_string(), ", up ",
+                                up.shape_string(), ", down_t ", down_t.shape_string(), ", y ", y.shape_string(),
+                                " (expected gate [n_ff, n], x and y [n_embd, n], up and down_t [n_embd, n_ff]",
+                                embd_multiple > 1 ? cat(", n_embd a multiple of ", embd_multiple) : std::string(), ")"));
+    }
+}
+
 }  // namespace strata

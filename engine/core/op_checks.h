@@ -27,4 +27,9 @@ void check_attention_shapes(const Tensor& q, const Tensor& k_cache, const Tensor
 // n <= cells (rows wrap around the ring: position p goes to cell p % cells).
 void check_kv_store_shapes(const Tensor& src, const Tensor& cache, int64_t first_cell);
 
+// sparse_gated_ffn's arguments: none null; gate [n_ff, n], x and y [n_embd, n], up and down_t
+// [n_embd, n_ff]; n_embd a multiple of embd_multiple (a backend's block size, 1 for none).
+void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, const Tensor& y,
+                             int64_t embd_multiple);
+
 }  // namespace strata
