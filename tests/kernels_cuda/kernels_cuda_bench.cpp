@@ -224,7 +224,8 @@ void bm_ffn_decode(benchmark::State& state, bool sparse, GgmlType down_type) {
     const double bytes = static_cast<double>(gw.tensor.n_bytes()) +
                          (sparse ? 0.5 * static_cast<double>(uw.tensor.n_bytes() + dtw.tensor.n_bytes())
                                  : static_cast<double>(uw.tensor.n_bytes() + dw.tensor.n_bytes()));
-    const std::string name = sparse ? std::string("ffn 7B sparse 0.5, down_t ") + strata::type_traits(down_type).name : "ffn 7B dense";
+    const std::string name =
+        sparse ? "ffn 7B sparse 0.5, down_t " + std::string(strata::type_traits(down_type).name) : "ffn 7B dense";
     timed_batches(state, *b, run, bytes, name);
     state.counters["us/ffn"] = bytes / (g_bandwidth[name] * 1e9) * 1e6;
 }
