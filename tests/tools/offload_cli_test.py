@@ -128,18 +128,21 @@ def main():
             if same:
                 expect(texts["plan"] == texts["builtin"] == reference, f"placers differ {budgets}: {texts}")
 
-        # strata plan predicts speeds from the profile and explains its choices.
+        # A stats file that is not one: refused, naming the file (plan --stats reads it now).
         stats = os.path.join(tmp, "stats.bin")
         open(stats, "wb").write(b"\0")
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "3M", "-c", "128",
+                           "-o", os.path.join(tmp, "refused.plan.json"), "--stats", stats)
+        expect(rc != 0 and stats in err and "not valid JSON" in err, f"plan --stats garbage: rc {rc} {err!r}")
+        # strata plan predicts speeds from the profile and explains its choices.
         explained = os.path.join(tmp, "explained.plan.json")
         rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "3M", "--ram-mem", "1600K",
-                           "-c", "128", "-o", explained, "--explain", "--stats", stats)
+                           "-c", "128", "-o", explained, "--explain")
         expect(rc == 0, f"plan --explain failed: {err}")
         predicted = json.load(open(explained))["predicted"]
         expect(predicted["decode_tok_s"] > 0 and predicted["prefill_tok_s"] > 0, f"no prediction: {predicted}")
         expect("predicted: prompt" in out and "attention+KV" in out and "FFN" in out and "decode per token" in out,
                f"plan --explain: {out!r}")
-        expect("--stats" in out and "not use" in out, f"no note on --stats: {out!r}")
         # The disk's chosen configuration, in one line.
         hw = json.load(open(profile))
         disk_line = "O_DIRECT, %d x " % hw["disk_queue_depth"] if hw["disk_sweep"] else "disk: "

@@ -94,7 +94,7 @@ def main():
     expect("needs greedy sampling" in err and "without speculation" in err, f"no fallback note: {err!r}")
     expect("speculation (lookup)" not in err, f"speculation ran with a sampled grammar: {err!r}")
 
-    rc, out, err = run(strata, "chat", *m, "-st", "-p", "Say hi", "-n", "8", "--temp", "0", "--spec", "lookup")
+    rc, out, err = run(strata, "chat", *m[:-1], "-st", "-p", "Say hi", "-n", "8", "--temp", "0", "--spec", "lookup")
     expect(rc == 0, f"chat --spec lookup: rc {rc}: {err!r}")
     rc, out, err = run(strata, "bench", "-m", model, "-t", "2", "-p", "0", "-n", "8", "-r", "1", "--spec", "lookup")
     expect(rc == 0 and "gen8 spec lookup" in out and "| gen8 |" in out, f"bench --spec: rc {rc}: {out!r} {err!r}")

@@ -149,8 +149,8 @@ TEST_P(HotColdFfnTest, FakeDeviceDenseHotRange) {
     // All hot and dense: the dense model.
     {
         const HotColdFfn all(placed, sparse, *profile_,
-                             {std::vector<int64_t>(static_cast<size_t>(n_layer), n_ff_), &fake, GgmlType::F32, true});
-        EXPECT_FALSE(all.masks_hot());  // the fake device has no thresholded activation
+                             {std::vector<int64_t>(static_cast<size_t>(n_layer), n_ff_), &fake, GgmlType::F32, false});
+        EXPECT_FALSE(all.masks_hot());  // the hot range computed dense, as asked
         const PlacedModel dense(*model_, p, TierBackends{.cpu = &cpu_f32_, .gpu = &fake});
         const RunResult ref = run(dense, nullptr, nullptr, prompt, 1);
         const RunResult got = run(placed, &sparse, &all, prompt, 1);
@@ -161,7 +161,8 @@ TEST_P(HotColdFfnTest, FakeDeviceDenseHotRange) {
     // the input and one of the partial output per split layer and token.
     const std::vector<int64_t> hot = mixed_hot();
     const uint64_t before = fake.stats().used_bytes;
-    const HotColdFfn on_device(placed, sparse, *profile_, {hot, &fake, GgmlType::F32, true});
+    // Both hot ranges dense (the fake device has the thresholded op too; masking is covered above).
+    const HotColdFfn on_device(placed, sparse, *profile_, {hot, &fake, GgmlType::F32, false});
     EXPECT_EQ(fake.stats().used_bytes - before, on_device.hot_bytes());
     const PlacedModel host_placed(*model_, cpu_f32_);
     const SparseFfn host_sparse(host_placed, *profile_, 0.5, GgmlType::F32);
