@@ -382,7 +382,8 @@ def check_sigint(srv):
     def reader():
         try:
             events.extend(sse_events(srv.url + "/v1/completions",
-                                     {"prompt": "A long story:", "max_tokens": 400, "stream": True}))
+                                     {"prompt": "A long story:", "max_tokens": 400, "stream": True,
+                                      "ignore_eos": True}))  # in flight at SIGINT, not ended by an early EOS
         except Exception as e:  # noqa: BLE001 - any transport error is a failure below
             events.append(f"exception {e}")
 
