@@ -10,6 +10,9 @@ ignore_eos, --tokens each) and measures:
 Greedy outputs are checked: the stream with prompt 0 must give the same text in every run as it
 does alone (batched decoding must not change a request's answer). With --unbatched the same runs
 follow on a server started with --no-batch-decode (one forward pass per stream) for comparison.
+With --llama-server PATH the same runs go to llama.cpp's llama-server instead (started with
+-m MODEL --port PORT --parallel P and the arguments after --, e.g. -ngl 99 -c 8192), for a side-by-side
+figure on the same file.
 
 Examples (GPU machine; arguments after -- go to strata serve):
   scripts/serve-throughput.py -m 7b-q4_k_m.gguf --streams 1,4,8 --tokens 128
@@ -73,6 +76,33 @@ class Server:
             self.proc.kill()
 
 
+class LlamaServer:
+    """llama.cpp's llama-server on a fixed local port, ready once /health answers 200."""
+
+    def __init__(self, binary, model, parallel, serve_args, port=18080):
+        cmd = [binary, "-m", model, "--port", str(port), "--parallel", str(parallel), *serve_args]
+        self.err = tempfile.TemporaryFile()
+        print("$ " + " ".join(cmd), file=sys.stderr)
+        self.proc = subprocess.Popen(cmd, stdout=self.err, stderr=self.err)
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(1)
+        self.proc.kill()
+        self.err.seek(0)
+        sys.exit(f"llama-server did not start\n{self.err.read().decode(errors='replace')[-3000:]}")
+
+    stop = Server.stop
+
+
 def stream(url, prompt, tokens):
     """(text, token arrival times, completion tokens) of one streamed greedy completion."""
     body = {"prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
@@ -94,7 +124,7 @@ def stream(url, prompt, tokens):
                 if choice.get("text"):
                     text += choice["text"]
                     times.append(time.monotonic())
-    return text, times, n
+    return text, times, n or len(times)  # a server without usage in streams: one token per event
 
 
 def measure(url, n_streams, tokens):
@@ -117,7 +147,10 @@ def measure(url, n_streams, tokens):
 
 
 def run_all(args, unbatched):
-    srv = Server(args.strata, args.model, args.parallel, args.serve_args, unbatched)
+    if args.llama_server:
+        srv = LlamaServer(args.llama_server, args.model, args.parallel, args.serve_args)
+    else:
+        srv = Server(args.strata, args.model, args.parallel, args.serve_args, unbatched)
     rows = []
     try:
         stream(srv.url, "Warm up", 4)
@@ -136,12 +169,13 @@ def main():
     ap.add_argument("--tokens", type=int, default=128, help="tokens each stream generates")
     ap.add_argument("--parallel", type=int, default=0, help="server slots (default: the largest stream count)")
     ap.add_argument("--unbatched", action="store_true", help="also run with --no-batch-decode for comparison")
-    ap.add_argument("serve_args", nargs="*", help="after --: arguments for strata serve (e.g. --gpu-mem 6G)")
+    ap.add_argument("--llama-server", default="", help="llama.cpp's llama-server binary: measure it instead")
+    ap.add_argument("serve_args", nargs="*", help="after --: arguments for the server (e.g. --gpu-mem 6G)")
     args = ap.parse_args()
     args.streams = [int(s) for s in args.streams.split(",")]
     if args.parallel <= 0:
         args.parallel = max(args.streams)
-    modes = [False, True] if args.unbatched else [False]
+    modes = [False, True] if args.unbatched and not args.llama_server else [False]
     print("| decode | streams | aggregate tok/s | per-stream tok/s (median) | x single | max TTFT s | tokens |")
     print("|---|---|---|---|---|---|---|")
     reference, same = None, True
@@ -156,7 +190,8 @@ def main():
                 print(f"greedy output of prompt 0 differs with {r['streams']} streams"
                       f"{' (unbatched)' if unbatched else ''}", file=sys.stderr)
             ratio = f"{r['aggregate'] / single:.2f}" if single else "-"
-            print(f"| {'one pass per stream' if unbatched else 'batched'} | {r['streams']} | {r['aggregate']:.1f} | "
+            name = "llama-server" if args.llama_server else "one pass per stream" if unbatched else "batched"
+            print(f"| {name} | {r['streams']} | {r['aggregate']:.1f} | "
                   f"{r['per_stream']:.1f} | {ratio} | {r['ttft_max']:.2f} | {r['tokens']} |", flush=True)
     print(f"greedy output of prompt 0 identical in every run: {'yes' if same else 'NO'}")
     return 0 if same else 1

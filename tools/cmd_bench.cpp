@@ -271,8 +271,9 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     for (int64_t n : args.n_prompt) longest = std::max(longest, n);
     for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
     // The context is the longest test unless -c asks for more, as llama-bench sizes it: the KV
-    // cache then takes what the test needs, not the model's whole training context (at 70B and
-    // --gpu-mem 6G a 4096-cell f16 cache held 1.25 GiB of the budget that weights can use).
+    // cache then takes what the test needs, not the default 4096 cells (at 70B and --gpu-mem 6G
+    // a 4096-cell f16 cache held 1.25 GiB; the planner left it in RAM, and pp512 then ran its
+    // attention on the CPU).
     if (engine.n_ctx < longest) engine.n_ctx = longest;
     RuntimeOptions ro = engine.runtime_options();
     ro.want_estimate = args.fit;
@@ -455,8 +456,10 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--spec-file", args->spec_file,
                     "prompt of the --spec rows (gen N with and without speculation); default: 64 random tokens said twice");
     CLI::Option* batch = cmd->get_option("--batch-size");
-    cmd->callback([args, batch] {
+    CLI::Option* ctx = cmd->get_option("--ctx-size");
+    cmd->callback([args, batch, ctx] {
         args->batch_given = batch->count() > 0;
+        if (ctx->count() == 0) args->engine.n_ctx = 1;  // no -c: bench_config takes the longest test
         if (args->mmap == "0") args->engine.llama.no_mmap = true;
         bench(*args);
     });
