@@ -459,7 +459,10 @@ void add_bench_command(CLI::App& app) {
     CLI::Option* ctx = cmd->get_option("--ctx-size");
     cmd->callback([args, batch, ctx] {
         args->batch_given = batch->count() > 0;
-        if (ctx->count() == 0) args->engine.n_ctx = 1;  // no -c: bench_config takes the longest test
+        // No -c: bench_config takes the longest test; the speculation rows' prompt (a file's
+        // text) is not known before the model loads, so they keep the default context.
+        const bool spec_rows = !args->spec.draft_model.empty() || (!args->spec.mode.empty() && args->spec.mode != "off");
+        if (ctx->count() == 0 && !spec_rows) args->engine.n_ctx = 1;
         if (args->mmap == "0") args->engine.llama.no_mmap = true;
         bench(*args);
     });
