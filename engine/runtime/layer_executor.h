@@ -55,7 +55,7 @@ class LayerExecutor {
     // recorded. `tokens` and `positions` must stay valid until end_step.
     StepMode begin_step(KvCache& kv, const int32_t* tokens, const int32_t* positions, int64_t n, int64_t m);
     void end_step(StepMode mode, KvCache& kv);  // after the layers ran
-    void abort_step(StepMode mode);                    // after an exception
+    void abort_step(StepMode mode);             // after an exception
     // hidden (host) [n_embd, m] = out [n_embd, m] on the residual stream's home.
     void copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden);
 
