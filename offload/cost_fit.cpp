@@ -1,9 +1,11 @@
 // Fitting the cost model's coefficients to measured decode runs (cost_model.h: fit): a weighted
 // least squares over the runs' terms with a ridge toward the profile's values, every subset of
-// coefficients tried so that none goes negative.
+// coefficients tried so that none goes negative; the runs' terms (observe) and what the fitted
+// coefficients predict for them (predict_decode).
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -179,6 +181,41 @@ bool fit(CostParams& params, const std::vector<Observation>& observations, doubl
     if (std::any_of(current.begin(), current.end(), [](double v) { return !std::isfinite(v); })) return false;
     params = fitted;
     return true;
+}
+
+CostEstimate estimate(const Placement& placement, const TensorTable& table,
+                      const HardwareProfile& profile, const CostParams& params) {
+    const CostModel model(table, profile, params, placement.kv_type);
+    return model.estimate(model.layout_of(placement));
+}
+
+Observation observe(const Placement& placement, const TensorTable& table,
+                    const HardwareProfile& profile, const CostParams& params,
+                    double measured_s_per_token) {
+    const CostModel model(table, profile, params, placement.kv_type);
+    const CostTerms t = model.terms(model.layout_of(placement));
+    Observation o{t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
+    o.gpu_fixed_s = model.gpu_fixed_unit_s(t);
+    o.cpu_fixed_s = t.cpu_fixed_s;
+    o.graph = CostModel::is_graph(t);
+    return o;
+}
+
+std::string describe_fit(const CostParams& c) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "overhead %.3f ms (graph steps %.3f ms), gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f,"
+                  " cpu fixed costs x%.2f, transfers x%.2f",
+                  c.overhead_s * 1e3, c.graph_overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale,
+                  c.gpu_fixed_scale, c.cpu_fixed_scale, c.transfer_scale);
+    return buf;
+}
+
+double predict_decode(const CostParams& params, const Observation& o) {
+    const double compute = params.gpu_scale * o.gpu_s + params.cpu_scale * o.cpu_s +
+                           params.gpu_fixed_scale * o.gpu_fixed_s + params.cpu_fixed_scale * o.cpu_fixed_s;
+    return (o.graph ? params.graph_overhead_s : params.overhead_s) + params.transfer_scale * o.transfer_s +
+           std::max(compute, params.disk_scale * o.disk_s);
 }
 
 }  // namespace strata

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/core/layer_ops.h"
 
 namespace strata {
 
@@ -17,15 +17,12 @@ constexpr double kGiga = 1e9;
 constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types not measured
 
 // Small ops (kernels on the GPU, parallel regions on the CPU) the layer program runs per block
-// beside its matrix products, as layer_program.cpp issues them: attention = norm, activation
-// quantization for q/k/v and for the output projection, 2 RoPE, 2 KV stores, attention (costed
-// as the profile's attention_us), add;
-// FFN = norm, 2 quantizations, gated activation, add; each extra FFN part = 2 quantizations,
-// activation, and the add of its partial sum. Optional tensors add one op each (biases, q/k
-// norms, post norms).
-constexpr double kAttnOps = 9;
-constexpr double kFfnOps = 5;
-constexpr double kFfnPartOps = 4;
+// beside its matrix products: those its block descriptions list (engine/core/layer_ops.h), the
+// optional ones only where the layer has their tensor. The attention itself is costed apart
+// (the profile's attention_us); attn_ops counts it as one.
+int small_ops_of(std::span<const LayerOp> ops, const std::unordered_map<std::string, int>& index, int layer) {
+    return block_small_ops(ops, [&](LayerWeight w) { return index.count(cat("blk.", layer, ".", layer_weight_suffix(w))) > 0; });
+}
 
 // Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
 double part_bytes(const TensorEntry& t, bool is_down, int64_t begin, int64_t end) {
@@ -167,10 +164,8 @@ void CostModel::index_layers(GgmlType kv_type) {
             L.expert_use = expert_use_of(table, l, L.experts->n_expert);
         }
         if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
-        const auto has = [&](const char* name) { return index.count(cat("blk.", l, ".", name)) ? 1.0 : 0.0; };
-        L.attn_ops = kAttnOps + has("attn_q.bias") + has("attn_k.bias") + has("attn_v.bias") +
-                     has("attn_q_norm.weight") + has("attn_k_norm.weight") + has("post_attention_norm.weight");
-        L.ffn_ops = kFfnOps + has("post_ffw_norm.weight");
+        L.attn_ops = small_ops_of(attention_block_ops(), index, l) + 1;  // + the attention
+        L.ffn_ops = small_ops_of(ffn_block_ops(), index, l);
     }
 }
 
@@ -336,7 +331,7 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     }
     // With GPU neurons the FFN's home is the GPU and the host part has its own small ops. The
     // parts run concurrently: only the longer one is on the critical path.
-    if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.ops(kCpu, kFfnPartOps);
+    if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.ops(kCpu, ffn_part_small_ops());
     add_longer_decode(w.t, gpu.t, cpu.t);
     const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
     (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
@@ -530,127 +525,6 @@ CostEstimate CostModel::combine(const CostTerms& t) const {
                                 t.pf_transfer_s + std::max(t.pf_gpu_s + t.pf_cpu_s, t.pf_disk_s);
     }
     return e;
-}
-
-Layout CostModel::layout_of(const Placement& placement) const {
-    std::unordered_map<std::string, size_t> index;
-    for (size_t i = 0; i < table_.tensors.size(); ++i) index.emplace(table_.tensors[i].name, i);
-    Layout layout;
-    layout.tier.assign(table_.tensors.size(), Tier::Ram);
-    layout.split.assign(layers_.size(), std::nullopt);
-    for (const TensorPlacement& t : placement.tensors) {
-        const auto it = index.find(t.name);
-        if (it == index.end()) throw FormatError(cat("placement names unknown tensor '", t.name, "'"));
-        layout.tier[it->second] = t.tier;
-    }
-    for (const FfnSplit& s : placement.ffn_splits) {
-        if (s.layer < 0 || s.layer >= table_.n_layer || !layers_[static_cast<size_t>(s.layer)].ffn) {
-            throw FormatError(cat("placement splits layer ", s.layer, ", which has no splittable FFN"));
-        }
-        layout.split[static_cast<size_t>(s.layer)] = s;
-    }
-    if (placement.kv.size() != layers_.size()) {
-        throw FormatError(cat("placement has ", placement.kv.size(), " kv entries; the model has ",
-                              layers_.size(), " layers"));
-    }
-    layout.kv = placement.kv;
-    for (const ExpertTiers& x : placement.expert_tiers) {
-        if (x.layer < 0 || x.layer >= table_.n_layer || !layers_[static_cast<size_t>(x.layer)].experts) {
-            throw FormatError(cat("placement places experts of layer ", x.layer, ", which has none"));
-        }
-        layout.experts.resize(layers_.size());
-        layout.experts[static_cast<size_t>(x.layer)] = x.tiers;
-    }
-    return layout;
-}
-
-Placement CostModel::to_placement(const Layout& layout, const Placement& base) const {
-    Placement p = base;
-    p.tensors.clear();
-    p.ffn_splits.clear();
-    p.expert_tiers.clear();
-    p.kv = layout.kv;
-    // A "split" whose neurons all share one tier is written as whole tensors.
-    std::vector<std::optional<Tier>> whole(layers_.size());
-    for (size_t l = 0; l < layers_.size(); ++l) {
-        const auto& s = layout.split[l];
-        if (!s) continue;
-        const int64_t n_ff = layers_[l].ffn->n_ff;
-        if (s->gpu_end == n_ff) {
-            whole[l] = Tier::Gpu;
-        } else if (s->gpu_end == 0 && s->ram_end == n_ff) {
-            whole[l] = Tier::Ram;
-        } else if (s->ram_end == 0) {
-            whole[l] = Tier::Disk;
-        } else {
-            p.ffn_splits.push_back({static_cast<int>(l), s->gpu_end, s->ram_end});
-        }
-    }
-    // Experts all on one tier are written as whole tensors.
-    std::vector<std::optional<Tier>> experts_whole(layers_.size());
-    for (size_t l = 0; l < layers_.size(); ++l) {
-        const std::vector<Tier>* x = layout.experts_of(static_cast<int>(l));
-        if (!x) continue;
-        if (std::all_of(x->begin(), x->end(), [&](Tier t) { return t == x->front(); })) {
-            experts_whole[l] = x->front();
-        } else {
-            p.expert_tiers.push_back({static_cast<int>(l), *x});
-        }
-    }
-    for (size_t i = 0; i < table_.tensors.size(); ++i) {
-        Tier tier = layout.tier[i];
-        if (info_[i].layer >= 0 && layout.experts_of(info_[i].layer)) {
-            const LayerInfo& L = layers_[static_cast<size_t>(info_[i].layer)];
-            if (std::find(std::begin(L.expert_index), std::end(L.expert_index), static_cast<int>(i)) != std::end(L.expert_index)) {
-                if (!experts_whole[static_cast<size_t>(info_[i].layer)]) continue;
-                tier = *experts_whole[static_cast<size_t>(info_[i].layer)];
-            }
-        }
-        if (info_[i].role == TensorRole::Ffn) {
-            const auto l = static_cast<size_t>(info_[i].layer);
-            if (layout.split[l]) {
-                if (!whole[l]) continue;
-                tier = *whole[l];
-            }
-        }
-        p.tensors.push_back({table_.tensors[i].name, tier});
-    }
-    return p;
-}
-
-CostEstimate estimate(const Placement& placement, const TensorTable& table,
-                      const HardwareProfile& profile, const CostParams& params) {
-    const CostModel model(table, profile, params, placement.kv_type);
-    return model.estimate(model.layout_of(placement));
-}
-
-Observation observe(const Placement& placement, const TensorTable& table,
-                    const HardwareProfile& profile, const CostParams& params,
-                    double measured_s_per_token) {
-    const CostModel model(table, profile, params, placement.kv_type);
-    const CostTerms t = model.terms(model.layout_of(placement));
-    Observation o{t.gpu_s, t.cpu_s, t.disk_s, t.transfer_s, measured_s_per_token};
-    o.gpu_fixed_s = model.gpu_fixed_unit_s(t);
-    o.cpu_fixed_s = t.cpu_fixed_s;
-    o.graph = CostModel::is_graph(t);
-    return o;
-}
-
-std::string describe_fit(const CostParams& c) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "overhead %.3f ms (graph steps %.3f ms), gpu x%.2f, cpu x%.2f, disk x%.2f, gpu fixed costs x%.2f,"
-                  " cpu fixed costs x%.2f, transfers x%.2f",
-                  c.overhead_s * 1e3, c.graph_overhead_s * 1e3, c.gpu_scale, c.cpu_scale, c.disk_scale,
-                  c.gpu_fixed_scale, c.cpu_fixed_scale, c.transfer_scale);
-    return buf;
-}
-
-double predict_decode(const CostParams& params, const Observation& o) {
-    const double compute = params.gpu_scale * o.gpu_s + params.cpu_scale * o.cpu_s +
-                           params.gpu_fixed_scale * o.gpu_fixed_s + params.cpu_fixed_scale * o.cpu_fixed_s;
-    return (o.graph ? params.graph_overhead_s : params.overhead_s) + params.transfer_scale * o.transfer_s +
-           std::max(compute, params.disk_scale * o.disk_s);
 }
 
 }  // namespace strata

@@ -9,7 +9,8 @@
 //         0.7; GPU unknown type: gpu_read_gbs × 0.7).
 //   Gf, Cf  fixed GPU and CPU seconds: each product's floor (gpu_gemv_floor_us..., by its
 //         size), each block's small ops (norms, RoPE, KV stores, quantizations, activations,
-//         adds: 8 per attention and 5 per FFN, plus optional ones) × the measured op cost,
+//         adds as the blocks' op lists in engine/core/layer_ops.h give them: 8 per attention
+//         and 5 per FFN, plus the optional ones a layer has) × the measured op cost,
 //         each attention's cost at n_ctx_used cells on the line through its two measured
 //         points for the model's shape (cpu_attention_us..., KV bytes included; when not
 //         measured: a small op, and the KV bytes at the read bandwidth in G or C); when nothing is on the host the

@@ -1,10 +1,12 @@
-// One forward pass over the rows of several sequences, each with its own KV cache
-// (layer_program.h, forward_batch): the matmuls see every row at once, so a weight is read once
-// per step for all sequences; RoPE takes each row's own position, and KV stores and attention
-// run per sequence on its own cache.
+// The batch shapes of the forward pass (layer_program.h): the checks of a batch, a batch longer
+// than the cache's room run in parts, and one pass over the rows of several sequences, each
+// with its own KV cache (forward_batch): the matmuls see every row at once, so a weight is read
+// once per step for all sequences; RoPE takes each row's own position, and KV stores and
+// attention run per sequence on its own cache.
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/placed_model.h"
@@ -35,10 +37,51 @@ void LayerProgram::forward_batch(std::span<const int32_t> tokens, std::span<cons
         row0 += s.n;
     }
     if (row0 != n) throw ArgumentError(cat("the sequences hold ", row0, " rows, the batch ", n, " tokens"));
-    x_home_ = index_of(model_.token_embd().backend);
+    exec_.begin_pass(n, /*stage=*/false);
     const Tensor out = run_layers(tokens, output_rows);
     for (const SeqSpan& s : seqs_) s.kv->set_used(s.pos0 + s.n);
-    copy_hidden_out(out, static_cast<int64_t>(output_rows.size()), hidden);
+    exec_.copy_hidden_out(out, static_cast<int64_t>(output_rows.size()), hidden);
+}
+
+void LayerProgram::check_batch(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) const {
+    const int64_t n_vocab_in = model_.token_embd().tensor.ne[1];
+    for (int32_t t : tokens) {
+        if (t < 0 || t >= n_vocab_in) {
+            throw ArgumentError(cat("token id ", t, " is outside the vocabulary of ", n_vocab_in));
+        }
+    }
+    for (int32_t r : output_rows) {
+        if (r < 0 || r >= static_cast<int64_t>(tokens.size())) {
+            throw ArgumentError(cat("output row ", r, " outside a batch of ", tokens.size()));
+        }
+    }
+}
+
+void LayerProgram::forward_in_parts(std::span<const int32_t> tokens, KvCache& kv,
+                                    std::span<const int32_t> output_rows, std::vector<float>& hidden) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t part = kv.max_batch();
+    const auto n_embd = static_cast<size_t>(config_.n_embd);
+    std::vector<float> all(n_embd * output_rows.size());
+    std::vector<int32_t> rows;
+    std::vector<size_t> columns;  // where each of rows' results goes in `all`
+    std::vector<float> part_hidden;
+    for (int64_t b = 0; b < n; b += part) {
+        const int64_t count = std::min(part, n - b);
+        rows.clear();
+        columns.clear();
+        for (size_t j = 0; j < output_rows.size(); ++j) {
+            if (output_rows[j] >= b && output_rows[j] < b + count) {
+                rows.push_back(static_cast<int32_t>(output_rows[j] - b));
+                columns.push_back(j);
+            }
+        }
+        forward(tokens.subspan(static_cast<size_t>(b), static_cast<size_t>(count)), kv, rows, part_hidden);
+        for (size_t r = 0; r < rows.size(); ++r) {
+            std::copy_n(part_hidden.data() + r * n_embd, n_embd, all.data() + columns[r] * n_embd);
+        }
+    }
+    hidden = std::move(all);
 }
 
 }  // namespace strata

@@ -44,25 +44,25 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     const FfnPart& p = w.ffn.front();  // SparseFfn: one part, in RAM
     const float eps = static_cast<float>(config_.rms_eps);
     const float threshold = sparse_->threshold(il);
-    const int hb = index_of(p.gate.backend);
-    const int gb = index_of(hot_cold_->hot_backend());
-    Backend& h = backend(hb);
+    const int hb = exec_.index_of(p.gate.backend);
+    const int gb = exec_.index_of(hot_cold_->hot_backend());
+    Backend& h = exec_.backend(hb);
 
-    Tensor x = residual_on(hb, n);
-    Tensor cur = act(hb, kCur, config_.n_embd, n);
+    Tensor x = exec_.residual_on(hb, n);
+    Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
     int64_t active = 0;
     // The hot range first, so a device computes it while the CPU does the cold rest.
     Tensor part;
     if (l.hot > 0) {
-        Backend& g = backend(gb);
+        Backend& g = exec_.backend(gb);
         Tensor in = cur;
         if (gb != hb) {
-            in = act(gb, kMoeIn, config_.n_embd, n);
-            transfer(hb, cur, gb, in);
+            in = exec_.act(gb, kMoeIn, config_.n_embd, n);
+            exec_.transfer(hb, cur, gb, in);
         }
-        Tensor gate = act(gb, kMmIn, l.hot, n);
-        Tensor up = act(gb, kMmOut, l.hot, n);
+        Tensor gate = exec_.act(gb, kMmIn, l.hot, n);
+        Tensor up = exec_.act(gb, kMmOut, l.hot, n);
         g.matmul(l.gate_hot, in, gate);
         g.matmul(l.up_hot, in, up);
         if (hot_cold_->masks_hot()) {
@@ -71,23 +71,23 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
             g.gated_activation(gate, up, config_.activation, gate);
             active += l.hot * n;
         }
-        part = act(gb, kMoeOut, config_.n_embd, n);
+        part = exec_.act(gb, kMoeOut, config_.n_embd, n);
         g.matmul(l.down_hot, gate, part);
     }
-    Tensor gate = act(hb, kGate, l.n_ff, n);  // [n_ff, n]
-    Tensor proj = act(hb, kProj, config_.n_embd, n);
+    Tensor gate = exec_.act(hb, kGate, l.n_ff, n);  // [n_ff, n]
+    Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);
     if (l.hot < l.n_ff) {
-        Tensor cold = act(hb, kUp, l.n_ff - l.hot, n);
+        Tensor cold = exec_.act(hb, kUp, l.n_ff - l.hot, n);
         h.matmul(l.gate_cold, cur, cold);
         scatter_cold(l, cold, gate, n);
         if (n == 1) {
             SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
             active += h.sparse_gated_ffn(args, proj);
         } else {
-            Tensor up = act(hb, kUp, l.n_ff, n);
-            matmul_local(p.up, hb, cur, up);
+            Tensor up = exec_.act(hb, kUp, l.n_ff, n);
+            exec_.matmul_local(p.up, hb, cur, up);
             active += h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
-            matmul_local(p.down, hb, gate, proj);
+            exec_.matmul_local(p.down, hb, gate, proj);
         }
         if (threshold < 0) active -= l.hot * n;  // S = 0 keeps the zeroed hot entries too (adding 0)
     } else {
@@ -95,8 +95,8 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     }
     if (l.hot > 0) {
         if (gb != hb) {
-            Tensor back = act(hb, kPartTmp, config_.n_embd, n);
-            transfer(gb, part, hb, back);
+            Tensor back = exec_.act(hb, kPartTmp, config_.n_embd, n);
+            exec_.transfer(gb, part, hb, back);
             part = back;
         }
         h.add(proj, part, proj);

@@ -31,40 +31,32 @@ void skip_streamed(DiskStream* stream, const PlacedWeight& w) {
 
 }  // namespace
 
-const float* LayerProgram::host_f32(int bi, const Tensor& t, std::vector<float>& buf) {
-    if (is_host(backend(bi))) return t.as<const float>();
-    buf.resize(static_cast<size_t>(t.n_elements()));
-    Tensor host = Tensor::contiguous(GgmlType::F32, buf.data(), {t.ne[0], t.ne[1], t.ne[2], t.ne[3]});
-    backend(bi).copy_out(t, host);
-    return buf.data();
-}
-
 void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host) {
     MoeScratch& s = *moe_;
     const MoeRouting& r = s.routing;
     const int64_t n_embd = config_.n_embd;
     const int64_t c = r.n_routed(e);
     const int32_t* slots = r.by_expert.data() + r.offsets[static_cast<size_t>(e)];
-    const int eb = compute_backend(w.gate, c);
-    Backend& b = backend(eb);
+    const int eb = exec_.compute_backend(w.gate, c);
+    Backend& b = exec_.backend(eb);
     const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
 
-    Tensor in = act(eb, kMoeIn, n_embd, c);  // [n_embd, c]: the rows of the expert's tokens
+    Tensor in = exec_.act(eb, kMoeIn, n_embd, c);  // [n_embd, c]: the rows of the expert's tokens
     float* rows = is_host(b) ? in.as<float>() : (s.rows.resize(static_cast<size_t>(n_embd * c)), s.rows.data());
     for (int64_t j = 0; j < c; ++j)
         std::memcpy(rows + j * n_embd, in_host + r.token_of(slots[j]) * n_embd, row_bytes);
     if (!is_host(b)) b.copy_in(Tensor::contiguous(GgmlType::F32, rows, {n_embd, c}), in);
 
     const int64_t width = w.gate.tensor.ne[1];
-    Tensor gate = act(eb, kGate, width, c);  // [n_ff_exp, c]
-    Tensor up = act(eb, kUp, width, c);
-    matmul(w.gate, eb, in, gate);
-    matmul(w.up, eb, in, up);
+    Tensor gate = exec_.act(eb, kGate, width, c);  // [n_ff_exp, c]
+    Tensor up = exec_.act(eb, kUp, width, c);
+    exec_.matmul(w.gate, eb, in, gate);
+    exec_.matmul(w.up, eb, in, up);
     b.gated_activation(gate, up, config_.activation, gate);
-    Tensor out = act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
-    matmul(w.down, eb, gate, out);
+    Tensor out = exec_.act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
+    exec_.matmul(w.down, eb, gate, out);
 
-    const float* y = host_f32(eb, out, s.out);
+    const float* y = exec_.host_f32(eb, out, s.out);
     for (int64_t j = 0; j < c; ++j) {
         const float p = r.weight[static_cast<size_t>(slots[j])];
         float* dst = out_host + r.token_of(slots[j]) * n_embd;
@@ -74,31 +66,33 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
 }
 
 bool LayerProgram::on_device(const ExpertWeights& w) const {
-    return gpu_ >= 0 && index_of(w.gate.backend) == gpu_ && index_of(w.up.backend) == gpu_ && index_of(w.down.backend) == gpu_;
+    const int g = exec_.gpu();
+    return g >= 0 && exec_.index_of(w.gate.backend) == g && exec_.index_of(w.up.backend) == g && exec_.index_of(w.down.backend) == g;
 }
 
 bool LayerProgram::run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host) {
     const MoeRouting& r = moe_->routing;
-    Backend& g = backend(gpu_);
+    const int gb = exec_.gpu();
+    Backend& g = exec_.backend(gb);
     const int64_t n_embd = config_.n_embd;
     Tensor in = cur;
-    Tensor sum = act(gpu_, kMoeSum, n_embd, 1);  // [n_embd, 1]
+    Tensor sum = exec_.act(gb, kMoeSum, n_embd, 1);  // [n_embd, 1]
     bool any = false;
     for (int64_t j = 0; j < r.n_used; ++j) {
         const ExpertWeights& w = m.experts[static_cast<size_t>(r.expert[static_cast<size_t>(j)])];
         if (!on_device(w)) continue;
-        if (!any && hb != gpu_) {
-            in = act(gpu_, kMoeIn, n_embd, 1);
+        if (!any && hb != gb) {
+            in = exec_.act(gb, kMoeIn, n_embd, 1);
             g.copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1}), in);
         }
         const int64_t width = w.gate.tensor.ne[1];
-        Tensor gate = act(gpu_, kGate, width, 1);  // [n_ff_exp, 1]
-        Tensor up = act(gpu_, kUp, width, 1);
-        matmul_local(w.gate, gpu_, in, gate);
-        matmul_local(w.up, gpu_, in, up);
+        Tensor gate = exec_.act(gb, kGate, width, 1);  // [n_ff_exp, 1]
+        Tensor up = exec_.act(gb, kUp, width, 1);
+        exec_.matmul_local(w.gate, gb, in, gate);
+        exec_.matmul_local(w.up, gb, in, up);
         g.gated_activation(gate, up, config_.activation, gate);
-        Tensor out = any ? act(gpu_, kMoeOut, n_embd, 1) : sum;
-        matmul_local(w.down, gpu_, gate, out);
+        Tensor out = any ? exec_.act(gb, kMoeOut, n_embd, 1) : sum;
+        exec_.matmul_local(w.down, gb, gate, out);
         g.scale(out, r.weight[static_cast<size_t>(j)]);
         if (any) g.add(sum, out, sum);
         any = true;
@@ -112,22 +106,22 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
     const MoeConfig& mc = config_.moe;
     MoeScratch& s = *moe_;
     const int64_t n_embd = config_.n_embd;
-    const int hb = index_of(m.router.backend);
-    Backend& h = backend(hb);
+    const int hb = exec_.index_of(m.router.backend);
+    Backend& h = exec_.backend(hb);
 
-    Tensor x = residual_on(hb, n);
-    Tensor cur = act(hb, kCur, n_embd, n);  // [n_embd, n]
+    Tensor x = exec_.residual_on(hb, n);
+    Tensor cur = exec_.act(hb, kCur, n_embd, n);  // [n_embd, n]
     h.rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), cur);
     observe(il, ActivationSite::FfnInput, cur);
-    Tensor logits = act(hb, kRouter, mc.n_expert, n);  // [n_expert, n]
-    matmul(m.router, hb, cur, logits);
+    Tensor logits = exec_.act(hb, kRouter, mc.n_expert, n);  // [n_expert, n]
+    exec_.matmul(m.router, hb, cur, logits);
     const RoutingParams params{mc.n_expert, mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
-    const float* host_logits = host_f32(hb, logits, s.logits);
+    const float* host_logits = exec_.host_f32(hb, logits, s.logits);
     route_tokens(host_logits, n, params, s.routing);
     if (observer_) observer_->observe_routing(il, {host_logits, s.routing.expert.data(), n, mc.n_expert, mc.n_expert_used});
 
-    const float* in_host = host_f32(hb, cur, s.input);
-    Tensor proj = act(hb, kProj, n_embd, n);  // [n_embd, n]
+    const float* in_host = exec_.host_f32(hb, cur, s.input);
+    Tensor proj = exec_.act(hb, kProj, n_embd, n);  // [n_embd, n]
     float* sum = is_host(h) ? proj.as<float>() : (s.sum.resize(static_cast<size_t>(n_embd * n)), s.sum.data());
     std::fill(sum, sum + n_embd * n, 0.0f);
 
@@ -135,26 +129,26 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
         const int64_t width = m.shared.gate.tensor.ne[1];
         s.shared_scale.assign(static_cast<size_t>(n), 1.0f);
         if (m.shared_gate.present()) {
-            Tensor g = act(hb, kPartTmp, 1, n);  // [1, n]
-            matmul(m.shared_gate, hb, cur, g);
-            const float* gv = host_f32(hb, g, s.out);
+            Tensor g = exec_.act(hb, kPartTmp, 1, n);  // [1, n]
+            exec_.matmul(m.shared_gate, hb, cur, g);
+            const float* gv = exec_.host_f32(hb, g, s.out);
             for (int64_t t = 0; t < n; ++t) s.shared_scale[static_cast<size_t>(t)] = 1.0f / (1.0f + std::exp(-gv[t]));
         }
-        Tensor gate = act(hb, kGate, width, n);
-        Tensor up = act(hb, kUp, width, n);
-        matmul(m.shared.gate, hb, cur, gate);
-        matmul(m.shared.up, hb, cur, up);
+        Tensor gate = exec_.act(hb, kGate, width, n);
+        Tensor up = exec_.act(hb, kUp, width, n);
+        exec_.matmul(m.shared.gate, hb, cur, gate);
+        exec_.matmul(m.shared.up, hb, cur, up);
         h.gated_activation(gate, up, config_.activation, gate);
-        Tensor out = act(hb, kPart, n_embd, n);
-        matmul(m.shared.down, hb, gate, out);
-        const float* y = host_f32(hb, out, s.out);
+        Tensor out = exec_.act(hb, kPart, n_embd, n);
+        exec_.matmul(m.shared.down, hb, gate, out);
+        const float* y = exec_.host_f32(hb, out, s.out);
         for (int64_t t = 0; t < n; ++t)
             for (int64_t i = 0; i < n_embd; ++i)
                 sum[t * n_embd + i] += s.shared_scale[static_cast<size_t>(t)] * y[t * n_embd + i];
     }
     // Decode: the device's experts are queued first and summed there, so they run while the
     // host computes its own; then one copy of their sum comes back.
-    const bool device_sum = n == 1 && gpu_ >= 0 && run_device_experts(m, hb, cur, in_host);
+    const bool device_sum = n == 1 && exec_.gpu() >= 0 && run_device_experts(m, hb, cur, in_host);
     for (int64_t e = 0; e < mc.n_expert; ++e) {
         const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
         if (s.routing.n_routed(e) > 0) {
@@ -164,7 +158,8 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
         for (const PlacedWeight* pw : {&ew.gate, &ew.up, &ew.down}) skip_streamed(model_.disk_stream(), *pw);
     }
     if (device_sum) {
-        const float* y = host_f32(gpu_, act(gpu_, kMoeSum, n_embd, 1), s.out);
+        const int gb = exec_.gpu();
+        const float* y = exec_.host_f32(gb, exec_.act(gb, kMoeSum, n_embd, 1), s.out);
         for (int64_t i = 0; i < n_embd; ++i) sum[i] += y[i];
     }
     if (!is_host(h)) h.copy_in(Tensor::contiguous(GgmlType::F32, sum, {n_embd, n}), proj);

@@ -32,9 +32,9 @@ void LayerProgram::set_sparse(const SparseFfn* sparse) {
     sparsity_counts_.clear();  // dense: no counts
     sparse_device_counts_.reset();
     if (sparse_ == nullptr) return;
-    if (gpu_ >= 0) {
+    if (exec_.gpu() >= 0) {
         const uint64_t bytes = 2 * sizeof(uint64_t) * static_cast<uint64_t>(model_.n_layer());
-        sparse_device_counts_ = backend(gpu_).allocate(bytes, "sparsity counts");
+        sparse_device_counts_ = exec_.backend(exec_.gpu()).allocate(bytes, "sparsity counts");
     }
     reset_sparsity_counts();
 }
@@ -45,7 +45,7 @@ void LayerProgram::reset_sparsity_counts() {
     std::vector<int64_t> zeros(2 * static_cast<size_t>(model_.n_layer()), 0);
     const Tensor host = Tensor::contiguous(GgmlType::I64, zeros.data(), {static_cast<int64_t>(zeros.size())});
     Tensor dev = device_counts_tensor(sparse_device_counts_, model_.n_layer());
-    backend(gpu_).copy_in(host, dev);
+    exec_.backend(exec_.gpu()).copy_in(host, dev);
 }
 
 const std::vector<LayerProgram::SparsityCount>& LayerProgram::sparsity_counts() const {
@@ -53,7 +53,7 @@ const std::vector<LayerProgram::SparsityCount>& LayerProgram::sparsity_counts() 
     if (sparse_device_counts_.size() == 0) return sparsity_view_;
     std::vector<int64_t> counts(2 * static_cast<size_t>(model_.n_layer()), 0);
     Tensor host = Tensor::contiguous(GgmlType::I64, counts.data(), {static_cast<int64_t>(counts.size())});
-    backend(gpu_).copy_out(device_counts_tensor(sparse_device_counts_, model_.n_layer()), host);
+    exec_.backend(exec_.gpu()).copy_out(device_counts_tensor(sparse_device_counts_, model_.n_layer()), host);
     for (size_t il = 0; il < sparsity_view_.size(); ++il) {
         sparsity_view_[il].evaluated += static_cast<uint64_t>(counts[2 * il]);
         sparsity_view_[il].active += static_cast<uint64_t>(counts[2 * il + 1]);
@@ -73,29 +73,29 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     const int64_t n_ff = p.end - p.begin;
     // Decode runs where the FFN and its neuron-major copy are; a prompt batch may ship host
     // weights to the GPU as the dense FFN does (every backend with a GPU has the sparse ops).
-    const int hb = n == 1 ? index_of(p.gate.backend) : part_backend(p, n);
-    Backend& h = backend(hb);
+    const int hb = n == 1 ? exec_.index_of(p.gate.backend) : exec_.part_backend(p, n);
+    Backend& h = exec_.backend(hb);
 
-    Tensor x = residual_on(hb, n);
-    Tensor cur = act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
+    Tensor x = exec_.residual_on(hb, n);
+    Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
-    Tensor gate = act(hb, kGate, n_ff, n);  // [n_ff, n]
-    matmul_local(p.gate, hb, cur, gate);
-    Tensor proj = act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
+    Tensor gate = exec_.act(hb, kGate, n_ff, n);  // [n_ff, n]
+    exec_.matmul_local(p.gate, hb, cur, gate);
+    Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     const float threshold = sparse_->threshold(il);
     int64_t active = 0;
     if (n == 1) {
         SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
         // A GPU counts on the device (no wait inside a recorded decode graph; replays count too).
-        if (hb == gpu_ && sparse_device_counts_.size() > 0) {
+        if (hb == exec_.gpu() && sparse_device_counts_.size() > 0) {
             args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
         }
         active = h.sparse_gated_ffn(args, proj);
     } else {
-        Tensor up = act(hb, kUp, n_ff, n);
-        matmul_local(p.up, hb, cur, up);
+        Tensor up = exec_.act(hb, kUp, n_ff, n);
+        exec_.matmul_local(p.up, hb, cur, up);
         active = h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
-        matmul_local(p.down, hb, gate, proj);
+        exec_.matmul_local(p.down, hb, gate, proj);
     }
     if (active >= 0) {  // else counted on the device
         SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];

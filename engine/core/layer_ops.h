@@ -1,0 +1,73 @@
+// The ops one transformer layer issues, block by block in program order: the description the
+// layer program's math follows (engine/runtime/layer_program.cpp) and the cost model counts
+// (offload/cost_model.cpp), so the two cannot drift apart. A mixture-of-experts FFN is not
+// described here (its op count depends on the routing: layer_program_moe.cpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace strata {
+
+// The weights of a layer's attention and dense FFN blocks.
+enum class LayerWeight : uint8_t {
+    None,
+    AttnNorm, AttnQ, AttnK, AttnV, AttnQBias, AttnKBias, AttnVBias, AttnQNorm, AttnKNorm, AttnOutput,
+    PostAttnNorm,
+    FfnNorm, FfnGate, FfnUp, FfnDown, PostFfwNorm,
+};
+// The tensor name of `w` within a layer ("attn_q.weight"; blk.<i>. before it).
+std::string_view layer_weight_suffix(LayerWeight w);
+
+enum class LayerOpKind : uint8_t {
+    Norm,             // rms_norm, with its weight
+    Product,          // weight · activation (a matrix product)
+    Add,              // a bias, a partial sum or the residual
+    Rope,
+    KvStore,
+    Attention,        // over the KV cache
+    GatedActivation,  // act(gate) ⊙ up
+};
+
+// The activation an op reads (products of one input share its quantization on the CPU).
+enum class LayerAct : uint8_t { Residual, Normed, Q, K, V, Attn, Gate, Up, Proj };
+
+struct LayerOp {
+    LayerOpKind kind;
+    LayerWeight weight = LayerWeight::None;  // the weight it reads, if any
+    LayerAct input = LayerAct::Normed;
+    // Only when the layer has this tensor (biases, q/k norms, post norms); None: always.
+    LayerWeight optional = LayerWeight::None;
+    // An FFN op each part of a split FFN runs on its own backend (products, activation).
+    bool per_part = false;
+};
+
+// x += [post_norm](Wo · attention(rope(norm_qk(Wq·n(x) + bq)), rope(..Wk..), Wv..))
+std::span<const LayerOp> attention_block_ops();
+// x += [post_norm](Wdown · (act(Wgate·n(x)) ⊙ Wup·n(x)))
+std::span<const LayerOp> ffn_block_ops();
+
+// The small ops of a block (everything but its products and its attention), counting one
+// activation quantization per distinct product input (the CPU quantizes it once for all the
+// products that read it); `has(w)` says whether the layer has an optional weight.
+template <typename Has>
+int block_small_ops(std::span<const LayerOp> ops, Has&& has) {
+    int n = 0;
+    uint32_t inputs = 0;  // bit per LayerAct
+    for (const LayerOp& op : ops) {
+        if (op.optional != LayerWeight::None && !has(op.optional)) continue;
+        if (op.kind == LayerOpKind::Product) {
+            inputs |= 1u << static_cast<unsigned>(op.input);
+        } else if (op.kind != LayerOpKind::Attention) {
+            ++n;
+        }
+    }
+    for (; inputs != 0; inputs &= inputs - 1) ++n;
+    return n;
+}
+// The small ops each extra part of a split FFN adds: its per_part ops and the add of its
+// partial sum at the home.
+int ffn_part_small_ops();
+
+}  // namespace strata
