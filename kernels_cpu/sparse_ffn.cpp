@@ -1,6 +1,7 @@
 // The ops of activation sparsity on the CPU (CATS): the thresholded gated activation of a
 // batch (the dense products with the sparse model's function) and the sparse FFN of decode,
-// which reads only the active rows of ffn_up and of the neuron-major ffn_down (sparse_rows.h).
+// which reads only the active rows of ffn_up and of the neuron-major ffn_down (sparse_rows.h),
+// and the same with a trained predictor, which reads only its candidates' rows of ffn_gate.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "engine/core/op_checks.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/predicted_ffn.h"
 #include "kernels_cpu/row_ops.h"
 #include "kernels_cpu/sparse_rows.h"
 
@@ -36,6 +38,15 @@ std::vector<float>& thread_buffer(size_t n) {
     thread_local std::vector<float> buf;
     if (buf.size() < n) buf.resize(n);
     return buf;
+}
+
+// The active neurons' second half: h[j] *= up_{rows[j]} · x (the active rows of up), then
+// y = Σ_j h[j] · down_t[rows[j]]. upx: scratch of m floats.
+void up_and_down(const Tensor& up, const Tensor& down_t, const float* x, const int32_t* rows, int64_t m, float* h,
+                 float* upx, float* y, int n_threads, bool quantize_activations) {
+    gather_matvec(up, x, rows, m, upx, n_threads, quantize_activations);
+    for (int64_t j = 0; j < m; ++j) h[j] *= upx[j];
+    accumulate_rows(down_t, h, rows, m, y, n_threads);
 }
 
 }  // namespace
@@ -80,7 +91,7 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
     check_f32(op, "y", y);
     check_dequantizable(op, "up", up);
     check_dequantizable(op, "down_t", down_t);
-    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
+    const int64_t n_ff = gate.ne[0], n = x.n_rows();
     const ActMulFn act_mul = act_mul_of(args.act, op);
     std::vector<float>& a = thread_buffer(static_cast<size_t>(2 * n_ff));  // act(gate), then the kept values
     std::vector<int32_t> rows(static_cast<size_t>(n_ff));
@@ -96,11 +107,7 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
                 h[m++] = act_t[i];
             }
         }
-        // h[j] = act_j · (up_j · x): the active rows of up, then their weighted sum of down_t rows.
-        float* upx = act_t;  // act(gate) is no longer needed
-        gather_matvec(up, f32_row(x, t), rows.data(), m, upx, n_threads, quantize_activations);
-        for (int64_t j = 0; j < m; ++j) h[j] *= upx[j];
-        accumulate_rows(down_t, h, rows.data(), m, f32_row(y, t), n_threads);
+        up_and_down(up, down_t, f32_row(x, t), rows.data(), m, h, act_t, f32_row(y, t), n_threads, quantize_activations);
         total += m;
     }
     if (args.counts != nullptr) {
@@ -108,6 +115,63 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
         args.counts[1] += static_cast<uint64_t>(total);
     }
     return total;
+}
+
+namespace {
+
+void check_predicted_args(const char* op, const PredictedFfnArgs& args, const Tensor& y) {
+    if (args.x == nullptr || args.gate == nullptr || args.up == nullptr || args.down_t == nullptr ||
+        (args.candidates == nullptr && args.n_candidates > 0)) {
+        throw ArgumentError(cat(op, ": x, gate, up, down_t and the candidates must be given"));
+    }
+    check_f32(op, "x", *args.x);
+    check_f32(op, "y", y);
+    check_dequantizable(op, "gate", *args.gate);
+    check_dequantizable(op, "up", *args.up);
+    check_dequantizable(op, "down_t", *args.down_t);
+    check_same_shape(op, "gate", *args.gate, "up", *args.up);
+    check_same_shape(op, "gate", *args.gate, "down_t", *args.down_t);
+    check_same_shape(op, "x", *args.x, "y", y);
+    const int64_t n_embd = args.gate->ne[0], n_ff = args.gate->ne[1];
+    if (args.x->ne[0] != n_embd || args.x->n_rows() != 1 || args.n_candidates < 0 || args.n_candidates > n_ff) {
+        throw ArgumentError(cat(op, ": x ", args.x->shape_string(), " for gate ", args.gate->shape_string(), " (one token) and ",
+                                args.n_candidates, " candidates (0..", n_ff, ")"));
+    }
+    for (int64_t j = 0; j < args.n_candidates; ++j) {
+        const int32_t c = args.candidates[j];
+        if (c < 0 || c >= n_ff || (j > 0 && c <= args.candidates[j - 1])) {
+            throw ArgumentError(cat(op, ": candidate ", j, " is neuron ", c, "; candidates must ascend in [0, ", n_ff, ")"));
+        }
+    }
+}
+
+}  // namespace
+
+int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations) {
+    const char* op = "predicted_sparse_gated_ffn";
+    check_predicted_args(op, args, y);
+    const int64_t n_ff = args.gate->ne[1], nc = args.n_candidates;
+    const ActMulFn act_mul = act_mul_of(args.act, op);
+    std::vector<float>& buf = thread_buffer(static_cast<size_t>(2 * nc + 1));
+    float* g = buf.data();       // gate·x, then act, then up·x of the active ones
+    float* h = buf.data() + nc;  // the active ones' act values
+    std::vector<int32_t> rows(static_cast<size_t>(nc));
+    const float* x = f32_row(*args.x, 0);
+    gather_matvec(*args.gate, x, args.candidates, nc, g, n_threads, quantize_activations);
+    activation(act_mul, g, g, nc);
+    int64_t m = 0;
+    for (int64_t j = 0; j < nc; ++j) {
+        if (std::fabs(g[j]) > args.threshold) {
+            rows[static_cast<size_t>(m)] = args.candidates[j];
+            h[m++] = g[j];
+        }
+    }
+    up_and_down(*args.up, *args.down_t, x, rows.data(), m, h, g, f32_row(y, 0), n_threads, quantize_activations);
+    if (args.counts != nullptr) {
+        args.counts[0] += static_cast<uint64_t>(n_ff);
+        args.counts[1] += static_cast<uint64_t>(m);
+    }
+    return m;
 }
 
 }  // namespace strata::cpu

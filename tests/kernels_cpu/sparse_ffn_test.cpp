@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/predicted_ffn.h"
 #include "kernels_cpu/sparse_rows.h"
 #include "test_util.h"
 
@@ -32,6 +33,18 @@ std::vector<int32_t> random_rows(int64_t n) {
         if (test::rng()() % 3 == 0) rows.push_back(static_cast<int32_t>(i));
     if (rows.empty()) rows.push_back(static_cast<int32_t>(n / 2));
     return rows;
+}
+
+// Column i of down as row i, Q8_0 from the dequantized values (the neuron-major copy).
+HostTensor neuron_major_q8(const HostTensor& down, int64_t n_embd, int64_t n_ff) {
+    const std::vector<float> df = test::dequantized(down.t);
+    HostTensor down_t(GgmlType::Q8_0, {n_embd, n_ff});
+    std::vector<float> col(static_cast<size_t>(n_embd));
+    for (int64_t i = 0; i < n_ff; ++i) {
+        for (int64_t e = 0; e < n_embd; ++e) col[static_cast<size_t>(e)] = df[static_cast<size_t>(e * n_ff + i)];
+        type_traits(GgmlType::Q8_0).quantize(col.data(), static_cast<uint8_t*>(down_t.t.data) + i * down_t.t.nb[1], n_embd);
+    }
+    return down_t;
 }
 
 class SparseRows : public ::testing::TestWithParam<GgmlType> {};
@@ -100,15 +113,7 @@ TEST(SparseFfn, MatchesTheDenseOpsWithTheSameMask) {
     for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
         const HostTensor gate_w = random_weights(GgmlType::Q4_K, n_embd, n_ff);
         const HostTensor up = random_weights(GgmlType::Q6_K, n_embd, n_ff);
-        const HostTensor down = random_weights(GgmlType::Q8_0, n_ff, n_embd);
-        // The neuron-major copy: column i of down as row i, Q8_0 from the dequantized values.
-        const std::vector<float> df = test::dequantized(down.t);
-        HostTensor down_t(GgmlType::Q8_0, {n_embd, n_ff});
-        std::vector<float> col(static_cast<size_t>(n_embd));
-        for (int64_t i = 0; i < n_ff; ++i) {
-            for (int64_t e = 0; e < n_embd; ++e) col[static_cast<size_t>(e)] = df[static_cast<size_t>(e * n_ff + i)];
-            type_traits(GgmlType::Q8_0).quantize(col.data(), static_cast<uint8_t*>(down_t.t.data) + i * down_t.t.nb[1], n_embd);
-        }
+        const HostTensor down_t = neuron_major_q8(random_weights(GgmlType::Q8_0, n_ff, n_embd), n_embd, n_ff);
         const HostTensor x = random_f32({n_embd, n});
         HostTensor gate(GgmlType::F32, {n_ff, n}), upx(GgmlType::F32, {n_ff, n}), h(GgmlType::F32, {n_ff, n});
         matmul(gate_w.t, x.t, gate.t, 2);
@@ -133,6 +138,85 @@ TEST(SparseFfn, MatchesTheDenseOpsWithTheSameMask) {
                 ASSERT_NEAR(y.f32()[t * n_embd + e], ref, 1e-5 * mag + 1e-6) << "token " << t << " element " << e;
             }
     }
+}
+
+// A predictor that names every neuron: exactly CATS (the gathered gate rows are the dense rows).
+TEST(PredictedSparseFfn, AllCandidatesEqualCatsExactly) {
+    const int64_t n_embd = 256, n_ff = 704;
+    const HostTensor gate_w = random_weights(GgmlType::Q4_K, n_embd, n_ff);
+    const HostTensor up = random_weights(GgmlType::Q6_K, n_embd, n_ff);
+    const HostTensor down_t = neuron_major_q8(random_weights(GgmlType::Q8_0, n_ff, n_embd), n_embd, n_ff);
+    const HostTensor x = random_f32({n_embd, 1});
+    HostTensor gate(GgmlType::F32, {n_ff, 1}), y_cats(GgmlType::F32, {n_embd, 1}), y(GgmlType::F32, {n_embd, 1});
+    matmul(gate_w.t, x.t, gate.t, 2);
+    std::vector<int32_t> all(static_cast<size_t>(n_ff));
+    std::iota(all.begin(), all.end(), 0);
+    for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
+        const SparseFfnArgs cats{&gate.t, &x.t, &up.t, &down_t.t, act, 0.3f};
+        const int64_t kept = sparse_gated_ffn(cats, y_cats.t, 2);
+        uint64_t counts[2] = {0, 0};
+        const PredictedFfnArgs args{&x.t, &gate_w.t, &up.t, &down_t.t, all.data(), n_ff, act, 0.3f, counts};
+        EXPECT_EQ(predicted_sparse_gated_ffn(args, y.t, 2), kept);
+        EXPECT_EQ(counts[0], static_cast<uint64_t>(n_ff));
+        EXPECT_EQ(counts[1], static_cast<uint64_t>(kept));
+        for (int64_t e = 0; e < n_embd; ++e) ASSERT_EQ(y.f32()[e], y_cats.f32()[e]) << "element " << e;
+    }
+}
+
+// Random candidates: CATS restricted to them, against a double reference over the dequantized
+// weights (the f32 activation path, so no neuron sits within rounding of the threshold).
+TEST(PredictedSparseFfn, EqualsCatsRestrictedToTheCandidates) {
+    const int64_t n_embd = 256, n_ff = 544;
+    const HostTensor gate_w = random_weights(GgmlType::Q8_0, n_embd, n_ff);
+    const HostTensor up = random_weights(GgmlType::Q5_K, n_embd, n_ff);
+    const HostTensor down_t = neuron_major_q8(random_weights(GgmlType::Q8_0, n_ff, n_embd), n_embd, n_ff);
+    const HostTensor x = random_f32({n_embd, 1});
+    const std::vector<float> gf = test::dequantized(gate_w.t), uf = test::dequantized(up.t), df = test::dequantized(down_t.t);
+    const std::vector<int32_t> cand = random_rows(n_ff);
+    const float threshold = 0.2f;
+    std::vector<double> h(static_cast<size_t>(n_ff), 0.0);
+    int64_t ref_kept = 0;
+    for (int32_t i : cand) {
+        double g = 0, u = 0;
+        for (int64_t e = 0; e < n_embd; ++e) {
+            g += static_cast<double>(gf[static_cast<size_t>(i * n_embd + e)]) * x.f32()[e];
+            u += static_cast<double>(uf[static_cast<size_t>(i * n_embd + e)]) * x.f32()[e];
+        }
+        const double a = g / (1.0 + std::exp(-g));  // SiLU
+        if (std::fabs(a) <= threshold) continue;
+        h[static_cast<size_t>(i)] = a * u;
+        ++ref_kept;
+    }
+    EXPECT_GT(ref_kept, static_cast<int64_t>(cand.size()) / 10);
+    EXPECT_LT(ref_kept, static_cast<int64_t>(cand.size()) * 9 / 10);
+    HostTensor y(GgmlType::F32, {n_embd, 1});
+    const PredictedFfnArgs args{&x.t, &gate_w.t, &up.t, &down_t.t, cand.data(), static_cast<int64_t>(cand.size()),
+                                Activation::Silu, threshold};
+    EXPECT_EQ(predicted_sparse_gated_ffn(args, y.t, 2, /*quantize_activations=*/false), ref_kept);
+    for (int64_t e = 0; e < n_embd; ++e) {
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < n_ff; ++i) {
+            const double v = h[static_cast<size_t>(i)] * df[static_cast<size_t>(i * n_embd + e)];
+            ref += v;
+            mag += std::fabs(v);
+        }
+        ASSERT_NEAR(y.f32()[e], ref, 1e-5 * mag + 1e-6) << "element " << e;
+    }
+}
+
+TEST(PredictedSparseFfn, RefusesBadCandidates) {
+    const HostTensor w = random_weights(GgmlType::Q8_0, 64, 96);
+    const HostTensor x = random_f32({64, 1});
+    HostTensor y(GgmlType::F32, {64, 1});
+    for (const std::vector<int32_t>& bad : {std::vector<int32_t>{3, 3}, std::vector<int32_t>{5, 2}, std::vector<int32_t>{96}}) {
+        const PredictedFfnArgs args{&x.t, &w.t, &w.t, &w.t, bad.data(), static_cast<int64_t>(bad.size()), Activation::Silu, 0.1f};
+        EXPECT_THROW(predicted_sparse_gated_ffn(args, y.t, 1), ArgumentError);
+    }
+    const HostTensor x2 = random_f32({64, 2});
+    const int32_t one = 0;
+    const PredictedFfnArgs two_tokens{&x2.t, &w.t, &w.t, &w.t, &one, 1, Activation::Silu, 0.1f};
+    HostTensor y2(GgmlType::F32, {64, 2});
+    EXPECT_THROW(predicted_sparse_gated_ffn(two_tokens, y2.t, 1), ArgumentError);
 }
 
 TEST(SparseFfn, RefusesMismatchedShapes) {
