@@ -48,8 +48,9 @@ std::string ffn_text(const Placement& p, const TensorTable& table, int il) {
         if (p.tier_of(prefix + "ffn_gate_shexp.weight")) text += ", shared " + tier_of(p, prefix + "ffn_gate_shexp.weight");
         return text;
     }
-    const std::string gate = tier_of(p, prefix + "ffn_gate.weight");
     const std::string up = tier_of(p, prefix + "ffn_up.weight");
+    // phi3 has no ffn_gate: its gate rows are in ffn_up.
+    const std::string gate = p.tier_of(prefix + "ffn_gate.weight") ? tier_of(p, prefix + "ffn_gate.weight") : up;
     const std::string down = tier_of(p, prefix + "ffn_down.weight");
     if (up == gate && down == gate) return gate;
     return cat("gate ", gate, ", up ", up, ", down ", down);

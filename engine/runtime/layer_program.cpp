@@ -479,12 +479,15 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         observe(il, ActivationSite::FfnDownInput, gate);
         // Partial sums per backend: the home's in proj, others' in kPart.
         Tensor sum = pb == hb ? proj : act(pb, kPart, config_.n_embd, n);
+        // phi3's gate/up (one fused tensor) and down are separate placement units: down may sit on
+        // the other processor, and matmul() moves its input and output there and back.
+        const bool down_apart = is_host(*p.down.backend) != is_host(b);
         if (!has_sum[static_cast<size_t>(pb)]) {
-            matmul_local(p.down, pb, gate, sum);
+            down_apart ? matmul(p.down, pb, gate, sum) : matmul_local(p.down, pb, gate, sum);
             has_sum[static_cast<size_t>(pb)] = true;
         } else {
             Tensor tmp = act(pb, kPartTmp, config_.n_embd, n);
-            matmul_local(p.down, pb, gate, tmp);
+            down_apart ? matmul(p.down, pb, gate, tmp) : matmul_local(p.down, pb, gate, tmp);
             b.add(sum, tmp, sum);
         }
     }
