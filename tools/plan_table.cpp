@@ -88,7 +88,8 @@ std::vector<PlanRow> plan_rows(const Placement& p, const TensorTable& table, con
     for (int il = 0; il < n_layer; ++il) {
         PlanRow r;
         r.first = r.last = il;
-        r.attention = tier_of(p, cat("blk.", il, ".attn_q.weight"));
+        const std::string q = cat("blk.", il, ".attn_q.weight");
+        r.attention = tier_of(p, p.tier_of(q) ? q : cat("blk.", il, ".attn_qkv.weight"));  // phi3: fused
         r.kv = upper(tier_name(p.kv.at(static_cast<size_t>(il))));
         r.ffn = ffn_text(p, table, il);
         r.weight_bytes = layer_bytes[static_cast<size_t>(il)];
