@@ -148,10 +148,8 @@ void CostModel::index_layers(GgmlType kv_type) {
             const TensorEntry* parts[3] = {L.ffn->gate, L.ffn->up, L.ffn->down};
             for (int k = 0; k < 3; ++k) L.ffn_index[k] = static_cast<int>(parts[k] - table.tensors.data());
         }
-        const auto k = index.find(cat("blk.", l, ".attn_k.weight"));
-        const auto v = index.find(cat("blk.", l, ".attn_v.weight"));
         const auto q = index.find(cat("blk.", l, ".attn_q.weight"));
-        if (k != index.end() && v != index.end()) {
+        if (kv_row_widths(table, l)) {  // attn_k/attn_v, or a fused attn_qkv (phi3)
             L.kv_cell_bytes = static_cast<double>(kv_bytes_per_layer(table, l, 1, kv_type));
         }
         if (static_cast<size_t>(l) < table.attn_window.size()) L.window = table.attn_window[static_cast<size_t>(l)];
@@ -164,6 +162,9 @@ void CostModel::index_layers(GgmlType kv_type) {
             L.expert_use = expert_use_of(table, l, L.experts->n_expert);
         }
         if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
+        if (q == index.end() && index.count(cat("blk.", l, ".attn_qkv.weight"))) {
+            L.q_width = static_cast<double>(table.n_head) * table.head_dim;  // phi3: Q rows of the fused tensor
+        }
         L.attn_ops = small_ops_of(attention_block_ops(), index, l) + 1;  // + the attention
         L.ffn_ops = small_ops_of(ffn_block_ops(), index, l);
     }

@@ -116,12 +116,23 @@ std::vector<double> expert_use_of(const TensorTable& table, int layer, int64_t n
     return std::vector<double>(static_cast<size_t>(n_expert), std::min(1.0, k / static_cast<double>(n_expert)));
 }
 
-uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type) {
+std::optional<std::pair<int64_t, int64_t>> kv_row_widths(const TensorTable& table, int layer) {
     const TensorEntry* k = find_tensor(table, layer_tensor_name(layer, "attn_k.weight"));
     const TensorEntry* v = find_tensor(table, layer_tensor_name(layer, "attn_v.weight"));
-    if (!k || !v) {
-        throw ArgumentError(cat("cannot size the KV cache of layer ", layer,
-                                ": the model has no blk.", layer, ".attn_k/attn_v weights"));
+    if (k && v) return std::pair{k->ne[1], v->ne[1]};
+    const TensorEntry* qkv = find_tensor(table, layer_tensor_name(layer, "attn_qkv.weight"));
+    const int64_t kv = static_cast<int64_t>(table.n_head_kv) * table.head_dim;
+    if (qkv && kv > 0 && qkv->ne[1] == static_cast<int64_t>(table.n_head) * table.head_dim + 2 * kv) {
+        return std::pair{kv, kv};
+    }
+    return std::nullopt;
+}
+
+uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type) {
+    const auto widths = kv_row_widths(table, layer);
+    if (!widths) {
+        throw ArgumentError(cat("cannot size the KV cache of layer ", layer, ": the model has no blk.", layer,
+                                ".attn_k/attn_v weights nor an attn_qkv of (n_head + 2*n_head_kv)*head_dim rows"));
     }
     int64_t n_cells = n_ctx;
     const auto il = static_cast<size_t>(layer);
@@ -132,7 +143,7 @@ uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, 
                                                           table.kv_ring_slack));
     }
     const auto cells = static_cast<uint64_t>(n_cells);
-    return (row_bytes(kv_type, k->ne[1]) + row_bytes(kv_type, v->ne[1])) * cells;
+    return (row_bytes(kv_type, widths->first) + row_bytes(kv_type, widths->second)) * cells;
 }
 
 TierBytes placement_bytes(const Placement& placement, const TensorTable& table) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "offload/tier.h"
@@ -166,6 +167,11 @@ std::optional<ExpertTensors> find_expert_tensors(const TensorTable& table, int l
 // Expected selections per token of each expert of `layer` (table.expert_use, else uniform).
 std::vector<double> expert_use_of(const TensorTable& table, int layer, int64_t n_expert);
 
+// The K and V row widths of a layer: attn_k's and attn_v's ne[1], or the K and V rows of a fused
+// attn_qkv (phi3) of (n_head + 2*n_head_kv)*head_dim rows, from the table's head counts. nullopt:
+// neither.
+std::optional<std::pair<int64_t, int64_t>> kv_row_widths(const TensorTable& table, int layer);
+
 // KV cells one sequence's cache keeps for a layer: n_ctx for full attention (window 0); for a
 // sliding window, a ring of the window plus ring_slack cells (the most tokens one forward pass
 // stores, so a batch never overwrites a key its own queries see), at most n_ctx.
@@ -174,7 +180,7 @@ int64_t kv_layer_cells(int64_t window, int64_t n_ctx, int64_t ring_slack);
 // K + V cache bytes of one layer for n_ctx cells of `kv_type` (n_ctx spanning table.kv_sequences
 // sequences; a sliding-window layer keeps only its ring: kv_layer_cells), from the widths of the
 // layer's attn_k and attn_v (ne[1]), as engine/runtime/kv_cache lays them out. ArgumentError when
-// the layer has no attn_k/attn_v.
+// the layer has no attn_k/attn_v (nor a fused attn_qkv: kv_row_widths).
 uint64_t kv_bytes_per_layer(const TensorTable& table, int layer, int64_t n_ctx, GgmlType kv_type);
 
 struct TierBytes {

@@ -48,8 +48,9 @@ std::string ffn_text(const Placement& p, const TensorTable& table, int il) {
         if (p.tier_of(prefix + "ffn_gate_shexp.weight")) text += ", shared " + tier_of(p, prefix + "ffn_gate_shexp.weight");
         return text;
     }
-    const std::string gate = tier_of(p, prefix + "ffn_gate.weight");
     const std::string up = tier_of(p, prefix + "ffn_up.weight");
+    // phi3 has no ffn_gate: its gate rows are in ffn_up.
+    const std::string gate = p.tier_of(prefix + "ffn_gate.weight") ? tier_of(p, prefix + "ffn_gate.weight") : up;
     const std::string down = tier_of(p, prefix + "ffn_down.weight");
     if (up == gate && down == gate) return gate;
     return cat("gate ", gate, ", up ", up, ", down ", down);
@@ -87,7 +88,8 @@ std::vector<PlanRow> plan_rows(const Placement& p, const TensorTable& table, con
     for (int il = 0; il < n_layer; ++il) {
         PlanRow r;
         r.first = r.last = il;
-        r.attention = tier_of(p, cat("blk.", il, ".attn_q.weight"));
+        const std::string q = cat("blk.", il, ".attn_q.weight");
+        r.attention = tier_of(p, p.tier_of(q) ? q : cat("blk.", il, ".attn_qkv.weight"));  // phi3: fused
         r.kv = upper(tier_name(p.kv.at(static_cast<size_t>(il))));
         r.ffn = ffn_text(p, table, il);
         r.weight_bytes = layer_bytes[static_cast<size_t>(il)];

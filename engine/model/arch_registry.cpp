@@ -9,8 +9,8 @@ namespace strata {
 namespace {
 
 using ArchFn = const ArchSpec& (*)();
-constexpr std::array<ArchFn, 7> kArchs = {gemma2_arch, gemma3_arch, llama_arch, qwen2_arch, qwen2moe_arch, qwen3_arch,
-                                          qwen3moe_arch};
+constexpr std::array<ArchFn, 8> kArchs = {gemma2_arch, gemma3_arch, llama_arch,    phi3_arch,
+                                          qwen2_arch,  qwen2moe_arch, qwen3_arch, qwen3moe_arch};
 
 }  // namespace
 

@@ -36,6 +36,10 @@ struct ArchSpec {
     MoeSupport moe = MoeSupport::None;
     bool moe_norm_topk = true;       // default when the file has no expert_weights_norm
     bool moe_shared_expert = false;  // ffn_{gate,up,down}_shexp and ffn_gate_inp_shexp required
+    // One attn_qkv tensor instead of attn_q/k/v; ffn_up holding the gate and up rows instead of
+    // ffn_gate + ffn_up (phi3). ModelConfig copies them; fused_tensors.h maps the views.
+    bool fused_qkv = false;
+    bool fused_gate_up = false;
     // Reads the architecture's own keys and sets derived values (kq_scale, embd_scale,
     // sliding-window layout) after the generic keys are in `config`.
     void (*read_keys)(const KeyReader& keys, ModelConfig& config);
@@ -47,7 +51,7 @@ struct ArchSpec {
 const ArchSpec* find_arch(std::string_view name);
 // Throws UnsupportedError naming the architecture and the supported ones.
 const ArchSpec& arch_spec(std::string_view name);
-// Sorted names: "gemma2", "gemma3", "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe".
+// Sorted names: "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen2moe", "qwen3", "qwen3moe".
 std::vector<std::string_view> supported_architectures();
 
 // Defined in arch_<name>.cpp.
@@ -56,6 +60,7 @@ const ArchSpec& qwen2_arch();
 const ArchSpec& qwen3_arch();
 const ArchSpec& gemma2_arch();
 const ArchSpec& gemma3_arch();
+const ArchSpec& phi3_arch();
 const ArchSpec& qwen2moe_arch();
 const ArchSpec& qwen3moe_arch();
 

@@ -127,6 +127,17 @@ void read_hparams(const KeyReader& keys, ModelConfig& c) {
     c.attn_logit_softcap = keys.find_float(keys.key(keys::kAttnLogitSoftcap)).value_or(0.0);
 }
 
+// LongRoPE (Phi-3 128k, Phi-3.5) stores per-dimension factors as tensors, not as a scaling type
+// key (convert_hf_to_gguf.py writes no rope.scaling.type for it). The short factors apply even
+// within the original context, so running without them would produce wrong text.
+void refuse_longrope(const ModelFile& file) {
+    for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+        if (file.find_tensor(name) == nullptr) continue;
+        throw UnsupportedError(cat(file.path(), ": tensor '", name, "' holds LongRoPE frequency factors: RoPE scaling type ",
+                                   "'longrope' is not supported (supported: none, linear, yarn)"));
+    }
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_file(const ModelFile& file) {
@@ -148,8 +159,11 @@ ModelConfig ModelConfig::from_file(const ModelFile& file) {
     c.activation = spec.activation;
     c.has_qk_norm = spec.qk_norm;
     c.has_post_norms = spec.post_norms;
+    c.fused_qkv = spec.fused_qkv;
+    c.fused_gate_up = spec.fused_gate_up;
     c.tied_output = file.find_tensor("output.weight") == nullptr;
     c.rope.has_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
+    refuse_longrope(file);
     c.has_qkv_bias = spec.qkv_bias || file.find_tensor("blk.0.attn_q.bias") != nullptr;
 
     const TensorInfo* embd = file.find_tensor("token_embd.weight");

@@ -108,6 +108,10 @@ struct ModelConfig {
     bool has_qk_norm = false;     // attn_q_norm / attn_k_norm per layer
     bool has_qkv_bias = false;    // attn_{q,k,v}.bias per layer
     bool has_post_norms = false;  // post_attention_norm / post_ffw_norm (gemma)
+    // The file fuses q/k/v into attn_qkv and gate/up into ffn_up (phi3); the bound weights are
+    // row views of them (engine/model/fused_tensors.h), placed with their file tensor.
+    bool fused_qkv = false;
+    bool fused_gate_up = false;
 
     MoeConfig moe;
     TokenizerConfig tokenizer;

@@ -32,6 +32,8 @@ std::string_view tensor_role_name(TensorRole role) {
             return "attn_v";
         case TensorRole::AttnOutput:
             return "attn_output";
+        case TensorRole::AttnQkv:
+            return "attn_qkv";
         case TensorRole::AttnQNorm:
             return "attn_q_norm";
         case TensorRole::AttnKNorm:

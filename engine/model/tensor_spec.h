@@ -23,6 +23,7 @@ enum class TensorRole {
     AttnK,
     AttnV,
     AttnOutput,
+    AttnQkv,  // fused q/k/v rows [n_embd, n_q + n_k + n_v] (phi3; see fused_tensors.h)
     AttnQNorm,
     AttnKNorm,
     AttnQBias,
@@ -31,7 +32,7 @@ enum class TensorRole {
     PostAttnNorm,
     FfnNorm,
     FfnGate,
-    FfnUp,
+    FfnUp,  // [n_embd, n_ff]; with fused gate/up (phi3) [n_embd, 2*n_ff], gate rows first
     FfnDown,
     PostFfnNorm,
     FfnGateInp,       // MoE router [n_embd, n_expert]

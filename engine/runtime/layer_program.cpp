@@ -251,7 +251,13 @@ void LayerProgram::gated_ffn(int il, const FfnPart& p, int pb, const Tensor& in,
     observe(il, ActivationSite::FfnGateAct, gate);
     b.gated_activation(gate, up, config_.activation, gate);
     observe(il, ActivationSite::FfnDownInput, gate);
-    exec_.matmul_local(p.down, pb, gate, out);
+    // phi3's gate/up (one fused tensor) and down are separate placement units: down may sit on
+    // the other processor, and matmul() moves its input and output there and back.
+    if (is_host(*p.down.backend) != is_host(b)) {
+        exec_.matmul(p.down, pb, gate, out);
+    } else {
+        exec_.matmul_local(p.down, pb, gate, out);
+    }
 }
 
 // logits [n_vocab, n] = softcap(output · hidden [n_embd, n]), kLogitRows rows at a time, on the

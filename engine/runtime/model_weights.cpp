@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/gguf/model_file.h"
+#include "engine/model/fused_tensors.h"
 #include "engine/model/model_config.h"
 
 namespace strata {
@@ -53,8 +54,11 @@ ModelWeights bind_weights(const ModelFile& file, const ModelConfig& config) {
     w.rope_freqs = optional_view(file, "rope_freqs.weight");
     w.layers.resize(static_cast<size_t>(config.n_layer));
     for (int il = 0; il < config.n_layer; ++il) {
-        const std::string p = "blk." + std::to_string(il) + ".";
-        auto get = [&](const char* suffix) { return optional_view(file, p + suffix); };
+        auto get = [&](const char* suffix) {  // a fused weight (phi3) is a row view of its file tensor
+            const WeightSource src = weight_source(config, il, suffix);
+            const Tensor t = optional_view(file, src.tensor);
+            return src.rows && present(t) ? t.rows(src.rows->first, src.rows->count) : t;
+        };
         LayerWeights& l = w.layers[static_cast<size_t>(il)];
         l.attn_norm = get("attn_norm.weight");
         l.attn_q = get("attn_q.weight");

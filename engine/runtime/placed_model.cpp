@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "engine/core/error.h"
+#include "engine/model/fused_tensors.h"
 #include "engine/runtime/model.h"
 
 namespace strata {
@@ -31,8 +32,10 @@ void drop_mapped_pages(const Tensor& view) {
     if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
-// A disk read must cover the tensor's bytes in its shard.
-const TensorInfo& info_of(const Model& model, const std::string& name) { return model.file().tensor(name); }
+// A disk read must cover the tensor's bytes in its shard (a fused one's, for phi3's q/k/v and gate/up).
+const TensorInfo& info_of(const Model& model, const std::string& name) {
+    return model.file().tensor(file_tensor_name(model.config(), name));
+}
 
 }  // namespace
 
@@ -170,7 +173,7 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
     const ModelConfig& config = model.config();
     const ModelWeights& w = model.weights();
     auto tier_of = [&](const std::string& name) {
-        auto t = placement.tier_of(name);
+        auto t = placement.tier_of(file_tensor_name(config, name));  // a fused weight goes with its tensor
         if (!t) throw FormatError(cat("the placement does not place ", name));
         return *t;
     };

@@ -24,7 +24,8 @@ struct Shape {
     double rms_eps;
     double rope_base;
     bool tied = false;
-    int64_t sliding_window = 0;  // gemma3: every 6th layer global, the rest local; gemma2: every other
+    int64_t sliding_window = 0;  // gemma3: every 6th layer global, the rest local; gemma2: every other;
+                                 // phi3: every layer local
     int64_t n_expert = 0;        // MoE: experts per layer, used per token, width of one
     int64_t n_expert_used = 0;
     int64_t n_ff_exp = 0;
@@ -61,6 +62,10 @@ ModelConfig from_shape(const Shape& s) {
         c.activation = Activation::GeluTanh;
         c.embd_scale = std::sqrt(static_cast<double>(s.n_embd));
     }
+    if (s.arch == "phi3") {  // q/k/v in attn_qkv, gate/up in ffn_up; one rotary base (arch_phi3.cpp)
+        c.fused_qkv = c.fused_gate_up = true;
+        c.rope.freq_base_swa = s.rope_base;
+    }
     if (s.arch == "gemma2") {  // the published configs' caps
         c.attn_logit_softcap = 50.0;
         c.final_logit_softcap = 30.0;
@@ -78,6 +83,9 @@ const std::vector<SynthPreset> kPresets = {
      [] { return from_shape({"qwen3", "Tiny Qwen3", 4096, 256, 4, 4, 2, 128, 768, 512, 1e-6, 1e6}); }},
     {"tiny-gemma3", "gemma3, 6 layers, n_embd 384, window 64, tied, vocab 512 (tests)", VocabStyle::Gemma3Spm,
      [] { return from_shape({"gemma3", "Tiny Gemma 3", 4096, 384, 6, 4, 1, 128, 768, 512, 1e-6, 1e6, true, 64}); }},
+    {"tiny-phi3", "phi3, 4 layers, n_embd 256, GQA 4/2, fused qkv and gate/up, window 64, vocab 512 (tests)",
+     VocabStyle::Llama2Spm,
+     [] { return from_shape({"phi3", "Tiny Phi 3", 4096, 256, 4, 4, 2, 64, 768, 512, 1e-5, 10000.0, false, 64}); }},
     {"tiny-qwen3moe", "qwen3moe, 4 layers, n_embd 256, 8 experts of 256, top-2, vocab 512 (tests)", VocabStyle::Qwen3Bpe,
      [] { return from_shape({"qwen3moe", "Tiny Qwen3 MoE", 4096, 256, 4, 4, 2, 64, 512, 512, 1e-6, 1e6, false, 0, 8, 2, 256}); }},
     {"tiny-mixtral", "llama with experts, 4 layers, n_embd 256, 4 experts of 512, top-2, vocab 512 (tests)",
@@ -93,6 +101,9 @@ const std::vector<SynthPreset> kPresets = {
     {"mistral-nemo-12b", "Mistral-Nemo-12B: 40 layers, n_embd 5120, GQA 32/8 heads of 128, n_ff 14336, vocab 131072",
      VocabStyle::Llama3Bpe,
      [] { return from_shape({"llama", "Mistral Nemo 12B", 131072, 5120, 40, 32, 8, 128, 14336, 131072, 1e-5, 1e6}); }},
+    {"phi3-mini", "Phi-3-mini-4k (3.8B): 32 layers, n_embd 3072, 32 heads of 96, n_ff 8192, window 2047, vocab 32064",
+     VocabStyle::Llama2Spm,
+     [] { return from_shape({"phi3", "Phi 3 mini 4k", 4096, 3072, 32, 32, 32, 96, 8192, 32064, 1e-5, 10000.0, false, 2047}); }},
     {"llama2-7b", "Llama-2-7B: 32 layers, n_embd 4096, 32 heads, n_ff 11008, vocab 32000", VocabStyle::Llama2Spm,
      [] { return from_shape({"llama", "Llama 2 7B", 4096, 4096, 32, 32, 32, 128, 11008, 32000, 1e-5, 10000.0}); }},
     {"llama2-13b", "Llama-2-13B: 40 layers, n_embd 5120, 40 heads, n_ff 13824, vocab 32000", VocabStyle::Llama2Spm,
@@ -157,7 +168,7 @@ ModelConfig synth_config(const SynthPreset& preset, int64_t n_layer, int64_t n_v
     if (c.sliding_window > 0) {
         const int64_t period = c.architecture == "gemma2" ? 2 : kGemma3SwaPeriod;
         for (int64_t il = 0; il < c.n_layer; ++il) {
-            c.is_swa[il] = (il % period) < period - 1;
+            c.is_swa[il] = c.architecture == "phi3" || (il % period) < period - 1;  // phi3: every layer
         }
     }
     return c;

@@ -103,6 +103,8 @@ GgmlType q4_k_m_type(const TensorSpec& spec, const ModelConfig& c) {
         }
         case TensorRole::AttnK:
             return eight_experts ? GgmlType::Q8_0 : GgmlType::Q4_K;
+        case TensorRole::AttnQkv:  // llama.cpp: Q5_K in Q4_K_M
+            return GgmlType::Q5_K;
         case TensorRole::AttnOutput:
             return eight_experts ? GgmlType::Q5_K : GgmlType::Q4_K;
         case TensorRole::FfnDown:

@@ -18,7 +18,7 @@ namespace {
 
 // The Q4_K_M rule for one tensor, written out from docs/FORMATS.md §2.6 for this test; MoE files
 // (llama-quant.cpp): the router unquantized, ffn_down_exps as ffn_down, and with exactly 8
-// experts attn_k / attn_v Q8_0 and attn_output Q5_K.
+// experts attn_k / attn_v Q8_0 and attn_output Q5_K; a fused attn_qkv (phi3) Q5_K.
 GgmlType expected_q4_k_m(const TensorInfo& t, const ModelConfig& c) {
     if (t.n_dims < 2 || t.name.find(".ffn_gate_inp.") != std::string::npos) return GgmlType::F32;
     GgmlType type = GgmlType::Q4_K;
@@ -30,6 +30,8 @@ GgmlType expected_q4_k_m(const TensorInfo& t, const ModelConfig& c) {
         type = GgmlType::Q6_K;
     } else if (t.name.find(".attn_v.") != std::string::npos) {
         type = eight ? GgmlType::Q8_0 : more ? GgmlType::Q6_K : GgmlType::Q4_K;
+    } else if (t.name.find(".attn_qkv.") != std::string::npos) {  // phi3's fused q/k/v
+        type = GgmlType::Q5_K;
     } else if (t.name.find(".attn_k.") != std::string::npos && eight) {
         type = GgmlType::Q8_0;
     } else if (t.name.find(".attn_output.") != std::string::npos && eight) {
