@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "engine/core/device_scratch.h"
 #include "engine/core/error.h"
 #include "engine/core/sparse_scratch.h"
 

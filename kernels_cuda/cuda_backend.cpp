@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "engine/core/device_scratch.h"
 #include "engine/core/error.h"
 #include "engine/core/rope_yarn.h"
 #include "kernels_cuda/backend_impl.h"

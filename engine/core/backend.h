@@ -109,11 +109,6 @@ struct BackendCapabilities {
     bool runs_weight_type(GgmlType type) const;
 };
 
-// Device bytes the CUDA backend's ops keep as scratch beyond the activations (its
-// op_scratch_bytes: the cuBLAS path's f16 weight tile, attention partials, argument buffers).
-// The fake device reports the same, so a budget that holds on it holds on CUDA.
-inline constexpr uint64_t kDeviceOpScratchBytes = 96ull << 20;
-
 // The types quant/ has a reference dequantizer for: what a backend that dequantizes any
 // weight (the CPU) runs.
 std::vector<GgmlType> reference_weight_types();
