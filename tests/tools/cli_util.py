@@ -8,7 +8,7 @@ import os
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 FAILURES = []
 # The op scratch a GPU backend reserves beyond the activations, the fake device's as CUDA's
-# (engine/core/backend.h kDeviceOpScratchBytes).
+# (engine/core/device_scratch.h kDeviceOpScratchBytes).
 OP_SCRATCH_BYTES = 96 << 20
 
 
