@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "engine/core/device_scratch.h"
 #include "engine/core/error.h"
 #include "engine/core/sparse_scratch.h"
 
@@ -15,6 +16,7 @@ FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
     capabilities_.device_name = "fake-gpu";
     capabilities_.weight_types = cpu_.capabilities().weight_types;
     capabilities_.sparse_ffn = true;
+    capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // as CUDA's: budgets tested here hold there
 }
 
 BackendMemory FakeDeviceBackend::memory() const {

@@ -44,8 +44,8 @@ class FakeDeviceBackend : public Backend {
     // total = budget = limit: the pool; used and peak its blocks.
     BackendMemory memory() const override;
     // Device name "fake-gpu", the CPU's weight types, the sparse FFN ops, no graphs. Its op scratch
-    // is what matmul_scratch() holds (allocated from the pool, sized by the model): nothing to
-    // reserve beyond it, so budgets of a few MiB work for tiny test models.
+    // is the CUDA backend's (kDeviceOpScratchBytes), though what matmul_scratch() holds is sized
+    // by the model: the runtime reserves as much on both, so a budget that holds here holds on CUDA.
     const BackendCapabilities& capabilities() const override { return capabilities_; }
 
     // BudgetError when the pool would pass its budget.

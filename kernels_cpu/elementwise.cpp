@@ -36,29 +36,30 @@ void add(const Tensor& a, const Tensor& b, Tensor& y, int n_threads) {
         ops.add(f32_row(a, r), f32_row(b, broadcast ? 0 : r), f32_row(y, r), ne0);
 }
 
-// x [ne0, rows] *= s
-void scale(Tensor& x, float s, int n_threads) {
-    check_f32("scale", "x", x);
+// f(row, ne0) on each row of the f32 x [ne0, rows], in parallel when x is large.
+template <class F>
+void each_row(Tensor& x, int n_threads, F f) {
     const int64_t ne0 = x.ne[0];
     const int64_t n_rows = x.n_rows();
-    const RowOps& ops = row_ops();
 #pragma omp parallel for num_threads(n_threads) \
     schedule(static) if (n_rows * ne0 > kParallelElements)
     for (int64_t r = 0; r < n_rows; ++r)
-        ops.scale(f32_row(x, r), s, ne0);
+        f(f32_row(x, r), ne0);
+}
+
+// x [ne0, rows] *= s
+void scale(Tensor& x, float s, int n_threads) {
+    check_f32("scale", "x", x);
+    const RowOps& ops = row_ops();
+    each_row(x, n_threads, [&](float* row, int64_t ne0) { ops.scale(row, s, ne0); });
 }
 
 // x [ne0, rows] = cap · tanh(x / cap)
 void softcap(Tensor& x, float cap, int n_threads) {
     check_f32("softcap", "x", x);
     if (!(cap > 0.0f)) throw ArgumentError(cat("softcap: cap = ", cap, ", expected > 0"));
-    const int64_t ne0 = x.ne[0];
-    const int64_t n_rows = x.n_rows();
     const RowOps& ops = row_ops();
-#pragma omp parallel for num_threads(n_threads) \
-    schedule(static) if (n_rows * ne0 > kParallelElements)
-    for (int64_t r = 0; r < n_rows; ++r)
-        ops.softcap(f32_row(x, r), cap, ne0);
+    each_row(x, n_threads, [&](float* row, int64_t ne0) { ops.softcap(row, cap, ne0); });
 }
 
 // y [n_ff, n] = act(gate) ⊙ up; y may alias gate or up (each element is read before written).

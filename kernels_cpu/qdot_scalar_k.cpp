@@ -59,22 +59,9 @@ float block_dot(const BlockQ3_K& w, const BlockQ8_K& x) {
     return x.d * (f16(w.d) * static_cast<float>(isum));
 }
 
-float block_dot(const BlockQ4_K& w, const BlockQ8_K& x) {
-    int32_t isum = 0, imin = 0;
-    for (int s = 0; s < 8; ++s) {
-        const ScaleMin sm = unpack_scale_min_k4(w.scales, s);
-        const uint8_t* qs = w.qs + 32 * (s / 2);
-        const int shift = 4 * (s % 2);
-        int32_t part = 0;
-        for (int l = 0; l < 32; ++l)
-            part += ((qs[l] >> shift) & 0xF) * x.qs[32 * s + l];
-        isum += sm.sc * part;
-        imin += sm.m * bsum32(x, s);
-    }
-    return x.d * (f16(w.d) * static_cast<float>(isum) - f16(w.dmin) * static_cast<float>(imin));
-}
-
-float block_dot(const BlockQ5_K& w, const BlockQ8_K& x) {
+// Q4_K and Q5_K share everything but the fifth bit (HasHigh: Q5_K's qh).
+template <bool HasHigh, typename Block>
+float block_dot_k4(const Block& w, const BlockQ8_K& x) {
     int32_t isum = 0, imin = 0;
     for (int s = 0; s < 8; ++s) {
         const ScaleMin sm = unpack_scale_min_k4(w.scales, s);
@@ -82,7 +69,8 @@ float block_dot(const BlockQ5_K& w, const BlockQ8_K& x) {
         const int shift = 4 * (s % 2);
         int32_t part = 0;
         for (int l = 0; l < 32; ++l) {
-            const int q = ((qs[l] >> shift) & 0xF) | (((w.qh[l] >> s) & 1) << 4);
+            int q = (qs[l] >> shift) & 0xF;
+            if constexpr (HasHigh) q |= ((w.qh[l] >> s) & 1) << 4;
             part += q * x.qs[32 * s + l];
         }
         isum += sm.sc * part;
@@ -90,6 +78,10 @@ float block_dot(const BlockQ5_K& w, const BlockQ8_K& x) {
     }
     return x.d * (f16(w.d) * static_cast<float>(isum) - f16(w.dmin) * static_cast<float>(imin));
 }
+
+float block_dot(const BlockQ4_K& w, const BlockQ8_K& x) { return block_dot_k4<false>(w, x); }
+
+float block_dot(const BlockQ5_K& w, const BlockQ8_K& x) { return block_dot_k4<true>(w, x); }
 
 // q is stored with a +32 bias: Σ (q − 32)·x = Σ q·x − 32·bsum.
 float block_dot(const BlockQ6_K& w, const BlockQ8_K& x) {

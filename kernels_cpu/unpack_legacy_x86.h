@@ -13,6 +13,15 @@ namespace strata::cpu::x86 {
 
 // Decoders: one weight block -> 32 int8 weights, signed (Signed = true, partner Q8_0) or
 // unsigned (partner Q8_1, whose blocks carry s = d·Σq for the weight minimum m).
+// The 5-bit quants 0..31 of a Q5_0 or Q5_1 block: the nibbles with bit i of qh as element i's fifth.
+template <typename Block>
+inline __m256i unpack_q5(const Block& b) {
+    uint32_t qh;
+    __builtin_memcpy(&qh, b.qh, sizeof(qh));
+    const __m256i high = _mm256_and_si256(expand_bits32(qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(unpack_nibbles16(b.qs), high);
+}
+
 struct DecodeQ4_0 {
     using Block = BlockQ4_0;
     static constexpr bool Signed = true;
@@ -24,13 +33,7 @@ struct DecodeQ4_0 {
 struct DecodeQ5_0 {
     using Block = BlockQ5_0;
     static constexpr bool Signed = true;
-    static __m256i decode(const Block& b) {
-        uint32_t qh;
-        __builtin_memcpy(&qh, b.qh, sizeof(qh));
-        const __m256i high = _mm256_and_si256(expand_bits32(qh), _mm256_set1_epi8(0x10));
-        const __m256i q = _mm256_or_si256(unpack_nibbles16(b.qs), high);
-        return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
-    }
+    static __m256i decode(const Block& b) { return _mm256_sub_epi8(unpack_q5(b), _mm256_set1_epi8(16)); }
 };
 
 struct DecodeQ8_0 {
@@ -60,12 +63,7 @@ struct DecodeQ4_1 {
 struct DecodeQ5_1 {
     using Block = BlockQ5_1;
     static constexpr bool Signed = false;
-    static __m256i decode(const Block& b) {
-        uint32_t qh;
-        __builtin_memcpy(&qh, b.qh, sizeof(qh));
-        const __m256i high = _mm256_and_si256(expand_bits32(qh), _mm256_set1_epi8(0x10));
-        return _mm256_or_si256(unpack_nibbles16(b.qs), high);
-    }
+    static __m256i decode(const Block& b) { return unpack_q5(b); }
 };
 
 }  // namespace strata::cpu::x86

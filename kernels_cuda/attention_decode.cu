@@ -74,6 +74,67 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
     }
 }
 
+// A tile's p·V into this thread's accumulators acc[head][i] (element e0 + kThreads·i of each
+// head), rescaled first by the tile's corr rc[head]: the thread's value group vg takes every
+// n_vg-th of the tile's n cells from ct (p in sc[cell][head]).
+template <bool kF16>
+__device__ __forceinline__ void accumulate_values(const AttentionLaunch& a, int kvh, int gb, int64_t ct, int n, int n_vg,
+                                                  int vg, int e0, const float* sc, const float* rc,
+                                                  float (&acc)[kMaxGroup][kMaxVE]) {
+    const int dv = a.dv;
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= gb) break;
+#pragma unroll
+        for (int i = 0; i < kMaxVE; ++i) acc[g][i] *= rc[g];
+    }
+    // kVBatch cells' values loaded before any is used: the loads overlap.
+    for (int j0 = vg; j0 < n; j0 += n_vg * kVBatch) {
+        float vf[kVBatch][kMaxVE];
+#pragma unroll
+        for (int u = 0; u < kVBatch; ++u) {
+            const int j = j0 + u * n_vg;
+#pragma unroll
+            for (int i = 0; i < kMaxVE; ++i) {
+                const int e = e0 + kThreads * i;
+                vf[u][i] = j < n && e < dv ? kv_value<kF16>(a.v, ct + j, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kVBatch; ++u) {
+            const int j = j0 + u * n_vg;
+            if (j >= n) break;
+#pragma unroll
+            for (int g = 0; g < kMaxGroup; ++g) {
+                if (g >= gb) break;
+                const float p = sc[j * kMaxGroup + g];
+#pragma unroll
+                for (int i = 0; i < kMaxVE; ++i) acc[g][i] += p * vf[u][i];
+            }
+        }
+    }
+}
+
+// With n_vg > 1 value groups (dv < 128): the groups' sums of each element through red
+// [kThreads][kMaxGroup], into acc[head][0] of the threads tid < dv.
+__device__ __forceinline__ void sum_value_groups(int gb, int dv, int n_vg, bool v_active, float* red,
+                                                 float (&acc)[kMaxGroup][kMaxVE]) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g)
+        if (g < gb) red[tid * kMaxGroup + g] = v_active ? acc[g][0] : 0.0f;
+    __syncthreads();
+    if (tid < dv) {
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+            if (g >= gb) break;
+            float s = 0.0f;
+            for (int w = 0; w < n_vg; ++w) s += red[(w * dv + tid) * kMaxGroup + g];
+            acc[g][0] = s;
+        }
+    }
+}
+
 template <bool kF16>
 __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_kernel(AttentionLaunch a, int n_hgroups) {
@@ -127,58 +188,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         __syncthreads();
         softmax_tile(gb, n, sc, rm, rl, rc);
         __syncthreads();
-        if (v_active) {
-#pragma unroll
-            for (int g = 0; g < kMaxGroup; ++g) {
-                if (g >= gb) break;
-#pragma unroll
-                for (int i = 0; i < kMaxVE; ++i) acc[g][i] *= rc[g];
-            }
-            // kVBatch cells' values loaded before any is used: the loads overlap.
-            for (int j0 = vg; j0 < n; j0 += n_vg * kVBatch) {
-                float vf[kVBatch][kMaxVE];
-#pragma unroll
-                for (int u = 0; u < kVBatch; ++u) {
-                    const int j = j0 + u * n_vg;
-#pragma unroll
-                    for (int i = 0; i < kMaxVE; ++i) {
-                        const int e = e0 + kThreads * i;
-                        vf[u][i] = j < n && e < dv ? kv_value<kF16>(a.v, ct + j, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < kVBatch; ++u) {
-                    const int j = j0 + u * n_vg;
-                    if (j >= n) break;
-#pragma unroll
-                    for (int g = 0; g < kMaxGroup; ++g) {
-                        if (g >= gb) break;
-                        const float p = sc[j * kMaxGroup + g];
-#pragma unroll
-                        for (int i = 0; i < kMaxVE; ++i) acc[g][i] += p * vf[u][i];
-                    }
-                }
-            }
-        }
+        if (v_active) accumulate_values<kF16>(a, kvh, gb, ct, n, n_vg, vg, e0, sc, rc, acc);
         __syncthreads();  // sc and rc are rewritten by the next tile
     }
 
     // Sum the value groups (dv < 128) through shared memory, then write.
-    if (n_vg > 1) {
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g)
-            if (g < gb) red[tid * kMaxGroup + g] = v_active ? acc[g][0] : 0.0f;
-        __syncthreads();
-        if (tid < dv) {
-#pragma unroll
-            for (int g = 0; g < kMaxGroup; ++g) {
-                if (g >= gb) break;
-                float s = 0.0f;
-                for (int w = 0; w < n_vg; ++w) s += red[(w * dv + tid) * kMaxGroup + g];
-                acc[g][0] = s;
-            }
-        }
-    }
+    if (n_vg > 1) sum_value_groups(gb, dv, n_vg, v_active, red, acc);
     if (vg != 0 || !v_active) return;
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {

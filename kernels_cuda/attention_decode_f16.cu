@@ -69,6 +69,56 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
     }
 }
 
+// A tile's p·V into this thread's accumulators acc[head][8] (its 8 value elements): rescaled
+// first by the tile's corr rc[head], then the values vr of its cells vcg + r·CV of the tile's n
+// (p in sc[cell][head]).
+template <int RV, int CV>
+__device__ __forceinline__ void accumulate_values(int gb, int n, int vcg, const uint4 (&vr)[RV], const float* sc,
+                                                  const float* rc, float (&acc)[kG][8]) {
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+        if (g >= gb) break;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[g][i] *= rc[g];
+    }
+#pragma unroll
+    for (int r = 0; r < RV; ++r) {
+        const int j = vcg + r * CV;
+        if (j >= n) break;
+        float vf[8];
+        unpack8(vr[r], vf);
+#pragma unroll
+        for (int g = 0; g < kG; ++g) {
+            if (g >= gb) break;
+            const float p = sc[j * kG + g];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[g][i] += p * vf[i];
+        }
+    }
+}
+
+// Per head g < gb (output row row0 + g): the CV cell groups' accumulators summed through red
+// [CV][DV], then written (write_result).
+template <int DV, int CV>
+__device__ __forceinline__ void write_heads(const AttentionLaunch& a, int64_t row0, int split, int gb, int vpart,
+                                            int vcg, const float* rm, const float* rl, float* red,
+                                            const float (&acc)[kG][8]) {
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+        if (g >= gb) break;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) red[vcg * DV + vpart * 8 + i] = acc[g][i];
+        __syncthreads();
+        for (int e = threadIdx.x; e < DV; e += kThreads) {
+            float s = 0.0f;
+#pragma unroll
+            for (int c = 0; c < CV; ++c) s += red[c * DV + e];
+            write_result(a, row0 + g, split, e, rm[g], rl[g], s);
+        }
+        __syncthreads();
+    }
+}
+
 template <int DK, int DV>
 __global__ void __launch_bounds__(kThreads, 2) attention_decode_f16_kernel(AttentionLaunch a, int n_hgroups) {
     constexpr int LV = DV / 8;       // threads per cell's values
@@ -124,45 +174,13 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_f16_kernel(Atten
         __syncthreads();
         softmax_tile(gb, n, sc, rm, rl, rc);
         __syncthreads();
-#pragma unroll
-        for (int g = 0; g < kG; ++g) {
-            if (g >= gb) break;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) acc[g][i] *= rc[g];
-        }
-#pragma unroll
-        for (int r = 0; r < RV; ++r) {
-            const int j = vcg + r * CV;
-            if (j >= n) break;
-            float vf[8];
-            unpack8(vr[r], vf);
-#pragma unroll
-            for (int g = 0; g < kG; ++g) {
-                if (g >= gb) break;
-                const float p = sc[j * kG + g];
-#pragma unroll
-                for (int i = 0; i < 8; ++i) acc[g][i] += p * vf[i];
-            }
-        }
+        accumulate_values<RV, CV>(gb, n, vcg, vr, sc, rc, acc);
         __syncthreads();  // sc and rc are rewritten by the next tile
     }
 
     // Per head: sum the CV cell groups' accumulators through shared memory and write.
-#pragma unroll
-    for (int g = 0; g < kG; ++g) {
-        if (g >= gb) break;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) red[vcg * DV + vpart * 8 + i] = acc[g][i];
-        __syncthreads();
-        const int64_t row = static_cast<int64_t>(t) * a.n_head + h0 + g;
-        for (int e = tid; e < DV; e += kThreads) {
-            float s = 0.0f;
-#pragma unroll
-            for (int c = 0; c < CV; ++c) s += red[c * DV + e];
-            write_result(a, row, split, e, rm[g], rl[g], s);
-        }
-        __syncthreads();
-    }
+    const int64_t row0 = static_cast<int64_t>(t) * a.n_head + h0;
+    write_heads<DV, CV>(a, row0, split, gb, vpart, vcg, rm, rl, red, acc);
 }
 
 template <int DK, int DV>

@@ -18,6 +18,85 @@ size_t tiled_smem_bytes(int dk, int dv) {
            sizeof(int64_t) * 2 * kRows;
 }
 
+// The tile of kTk key and value cells from c0 (none past c_end: zeros) of kv head kvh,
+// dequantized to f32: ks [kTk][dk + 1], vs [kTk][dv].
+__device__ __forceinline__ void load_kv_tile(const AttentionLaunch& a, int kvh, int64_t c0, int64_t c_end, float* ks,
+                                             float* vs) {
+    const int dk = a.dk, dv = a.dv;
+    for (int i = threadIdx.x; i < kTk * dk; i += kThreads) {
+        const int c = i / dk, e = i % dk;
+        ks[c * (dk + 1) + e] = c0 + c <= c_end ? cache_value(a.k, c0 + c, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
+    }
+    for (int i = threadIdx.x; i < kTk * dv; i += kThreads) {
+        const int c = i / dv, e = i % dv;
+        vs[c * dv + e] = c0 + c <= c_end ? cache_value(a.v, c0 + c, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
+    }
+}
+
+// ps [kRows][kTk + 1]: each row's softcapped, scaled score of each cell of the tile, -inf where
+// the row does not see the cell.
+__device__ __forceinline__ void tile_scores(const AttentionLaunch& a, int64_t c0, int64_t c_end, const int64_t* rfirst,
+                                            const int64_t* rlast, const float* qs, const float* ks, float inv_cap,
+                                            float* ps) {
+    const int dk = a.dk;
+    for (int i = threadIdx.x; i < kRows * kTk; i += kThreads) {
+        const int r = i / kTk, c = i % kTk;
+        const int64_t cell = c0 + c;
+        float s = -CUDART_INF_F;
+        if (cell <= c_end && cell >= rfirst[r] && cell <= rlast[r]) {
+            float dot = 0.0f;
+            for (int e = 0; e < dk; ++e) dot += qs[r * (dk + 1) + e] * ks[c * (dk + 1) + e];
+            s = softcapped(dot * a.scale, a.softcap, inv_cap);
+        }
+        ps[r * (kTk + 1) + c] = s;
+    }
+}
+
+// One row's online softmax over a tile: its scores p[kTk] become probabilities against the
+// running max m, the running sum l takes them, and corr is what earlier sums are rescaled by.
+__device__ __forceinline__ void online_softmax_row(float* p, float& m, float& l, float& corr_out) {
+    float mx = m;
+    for (int c = 0; c < kTk; ++c) mx = fmaxf(mx, p[c]);
+    float corr = 1.0f, sum = 0.0f;
+    if (mx != -CUDART_INF_F) {
+        corr = expf(m - mx);
+        for (int c = 0; c < kTk; ++c) {
+            p[c] = p[c] == -CUDART_INF_F ? 0.0f : expf(p[c] - mx);
+            sum += p[c];
+        }
+        m = mx;
+    } else {
+        for (int c = 0; c < kTk; ++c) p[c] = 0.0f;
+    }
+    l = l * corr + sum;
+    corr_out = corr;
+}
+
+// This thread's outputs ocol, ocol + 8, ... of its row: rescaled by corr, plus the tile's
+// probabilities p[kTk] times its values vs [kTk][dv].
+__device__ __forceinline__ void accumulate_values(const float* p, const float* vs, float corr, int dv, int ocol,
+                                                  float (&o)[kOPerThread]) {
+#pragma unroll
+    for (int i = 0; i < kOPerThread; ++i) {
+        const int e = ocol + 8 * i;
+        if (e >= dv) break;
+        float acc = o[i] * corr;
+        for (int c = 0; c < kTk; ++c) acc += p[c] * vs[c * dv + e];
+        o[i] = acc;
+    }
+}
+
+// Output row `row`: this thread's sums of its outputs ocol, ocol + 8, ... (write_result).
+__device__ __forceinline__ void store_row(const AttentionLaunch& a, int64_t row, float m, float l, int ocol,
+                                          const float (&o)[kOPerThread]) {
+#pragma unroll
+    for (int i = 0; i < kOPerThread; ++i) {
+        const int e = ocol + 8 * i;
+        if (e >= a.dv) break;
+        write_result(a, row, static_cast<int>(blockIdx.z), e, m, l, o[i]);
+    }
+}
+
 __global__ void __launch_bounds__(kThreads)
     attention_tiled_kernel(AttentionLaunch a, int n_hgroups, int gb, int tt) {
     extern __shared__ int64_t smem_i64[];
@@ -74,77 +153,18 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < kOPerThread; ++i) o[i] = 0.0f;
 
     for (int64_t c0 = c_begin; c0 <= c_end; c0 += kTk) {
-        for (int i = tid; i < kTk * dk; i += kThreads) {
-            const int c = i / dk, e = i % dk;
-            ks[c * (dk + 1) + e] = c0 + c <= c_end ? cache_value(a.k, c0 + c, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
-        }
-        for (int i = tid; i < kTk * dv; i += kThreads) {
-            const int c = i / dv, e = i % dv;
-            vs[c * dv + e] = c0 + c <= c_end ? cache_value(a.v, c0 + c, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
-        }
+        load_kv_tile(a, kvh, c0, c_end, ks, vs);
         __syncthreads();
-        for (int i = tid; i < kRows * kTk; i += kThreads) {
-            const int r = i / kTk, c = i % kTk;
-            const int64_t cell = c0 + c;
-            float s = -CUDART_INF_F;
-            if (cell <= c_end && cell >= rfirst[r] && cell <= rlast[r]) {
-                float dot = 0.0f;
-                for (int e = 0; e < dk; ++e) dot += qs[r * (dk + 1) + e] * ks[c * (dk + 1) + e];
-                s = softcapped(dot * a.scale, a.softcap, inv_cap);
-            }
-            ps[r * (kTk + 1) + c] = s;
-        }
+        tile_scores(a, c0, c_end, rfirst, rlast, qs, ks, inv_cap, ps);
         __syncthreads();
-        if (tid < kRows) {
-            float* p = ps + tid * (kTk + 1);
-            float mx = rm[tid];
-            for (int c = 0; c < kTk; ++c) mx = fmaxf(mx, p[c]);
-            float corr = 1.0f, sum = 0.0f;
-            if (mx != -CUDART_INF_F) {
-                corr = expf(rm[tid] - mx);
-                for (int c = 0; c < kTk; ++c) {
-                    p[c] = p[c] == -CUDART_INF_F ? 0.0f : expf(p[c] - mx);
-                    sum += p[c];
-                }
-                rm[tid] = mx;
-            } else {
-                for (int c = 0; c < kTk; ++c) p[c] = 0.0f;
-            }
-            rl[tid] = rl[tid] * corr + sum;
-            rc[tid] = corr;
-        }
+        if (tid < kRows) online_softmax_row(ps + tid * (kTk + 1), rm[tid], rl[tid], rc[tid]);
         __syncthreads();
-        const float corr = rc[orow];
-        const float* p = ps + orow * (kTk + 1);
-#pragma unroll
-        for (int i = 0; i < kOPerThread; ++i) {
-            const int e = ocol + 8 * i;
-            if (e >= dv) break;
-            float acc = o[i] * corr;
-            for (int c = 0; c < kTk; ++c) acc += p[c] * vs[c * dv + e];
-            o[i] = acc;
-        }
+        accumulate_values(ps + orow * (kTk + 1), vs, rc[orow], dv, ocol, o);
         __syncthreads();  // tiles and probabilities are rewritten next
     }
 
     if (!row_valid(orow)) return;
-    const int64_t row = out_row(orow);
-    const float inv = rl[orow] > 0.0f ? 1.0f / rl[orow] : 0.0f;
-#pragma unroll
-    for (int i = 0; i < kOPerThread; ++i) {
-        const int e = ocol + 8 * i;
-        if (e >= dv) break;
-        if (a.n_splits == 1) {
-            a.out.row(row)[e] = o[i] * inv;
-        } else {
-            const int64_t slot = row * a.n_splits + blockIdx.z;
-            a.part_acc[slot * dv + e] = o[i];
-            if (e == 0) {
-                a.part_ml[2 * slot] = rm[orow];
-                a.part_ml[2 * slot + 1] = rl[orow];
-            }
-        }
-    }
+    store_row(a, out_row(orow), rm[orow], rl[orow], ocol, o);
 }
 
 }  // namespace

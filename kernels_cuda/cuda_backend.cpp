@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "engine/core/device_scratch.h"
 #include "engine/core/error.h"
 #include "engine/core/rope_yarn.h"
 #include "kernels_cuda/backend_impl.h"
@@ -143,10 +144,6 @@ void* CudaBackend::Impl::scratch(ArenaBuffer& buf, uint64_t bytes, std::string_v
     return buf.data();
 }
 
-// The device's scratch beyond the activations: the cuBLAS path's f16 weight tile, attention
-// partials and argument buffers (the runtime reserves it before placing weights).
-constexpr uint64_t kOpScratchBytes = 96 * kMiB;
-
 CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_unique<Impl>(options)) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -157,7 +154,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
     capabilities_.graphs = true;
     capabilities_.step_graphs = true;
     capabilities_.sparse_ffn = true;
-    capabilities_.op_scratch_bytes = kOpScratchBytes;
+    capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // the runtime reserves it before placing weights
 }
 
 BackendMemory CudaBackend::memory() const {

@@ -42,6 +42,36 @@ struct Stage {
     static constexpr int kVecsPerLane = (kVecs + 31) / 32;
 };
 
+// Chunk c of the R staged rows: this lane's items (every 32nd) decoded and dotted with the q8
+// activations of the m columns into acc[row][col].
+template <class C, int NC, int R>
+__device__ __forceinline__ void dot_chunk(const uint8_t* const (&staged)[R], int64_t c, int64_t n_items,
+                                          const int8_t* __restrict__ xq, const float2* __restrict__ xds, int64_t m,
+                                          float (&acc)[R][NC]) {
+    using S = Stage<C, R>;
+    const int lane = threadIdx.x % 32;
+#pragma unroll 1  // one item at a time keeps the decoded quants' registers few
+    for (int u = 0; u < S::kChunkItems / 32; ++u) {
+        const int it = 32 * u + lane;
+        const int64_t gi = c * S::kChunkItems + it;
+        if (gi >= n_items) break;
+        const int offset = (it / S::kItemsPerBlock) * C::kBlockBytes, sub = it % S::kItemsPerBlock;
+        Q8Item q[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) q[r] = C::decode(staged[r] + offset, sub);
+#pragma unroll
+        for (int col = 0; col < NC; ++col) {
+            if (col >= m) break;
+            const int4* xp = reinterpret_cast<const int4*>(xq + (col * n_items + gi) * 32);
+            const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+            const int xw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            const float2 ds = __ldg(xds + col * n_items + gi);
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r][col] += dot_q8(q[r], xw, ds.x, ds.y);
+        }
+    }
+}
+
 // R consecutive rows per warp, NC (>= m) columns. At most 128 registers, so at least 4 blocks
 // (16 warps) share a multiprocessor and keep enough loads in flight.
 template <class C, int NC, int R, class Out>
@@ -108,26 +138,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
         __syncwarp();
         if (c + 1 < n_chunks) load(c + 1);  // in flight while this chunk is computed
 
-#pragma unroll 1  // one item at a time keeps the decoded quants' registers few
-        for (int u = 0; u < S::kChunkItems / 32; ++u) {
-            const int it = 32 * u + lane;
-            const int64_t gi = c * S::kChunkItems + it;
-            if (gi >= n_items) break;
-            const int offset = (it / S::kItemsPerBlock) * C::kBlockBytes, sub = it % S::kItemsPerBlock;
-            Q8Item q[R];
-#pragma unroll
-            for (int r = 0; r < R; ++r) q[r] = C::decode(staged[r] + offset, sub);
-#pragma unroll
-            for (int col = 0; col < NC; ++col) {
-                if (col >= m) break;
-                const int4* xp = reinterpret_cast<const int4*>(xq + (col * n_items + gi) * 32);
-                const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
-                const int xw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-                const float2 ds = __ldg(xds + col * n_items + gi);
-#pragma unroll
-                for (int r = 0; r < R; ++r) acc[r][col] += dot_q8(q[r], xw, ds.x, ds.y);
-            }
-        }
+        dot_chunk<C, NC, R>(staged, c, n_items, xq, xds, m, acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {

@@ -109,13 +109,7 @@ class Planner {
         must_left_ = small + embd + out + kv;
 
         const Budgets& b = params_.budgets;
-        const uint64_t gpu_reserved = b.gpu_bytes > 0 ? params_.gpu_reserved_bytes : 0;
-        if (b.gpu_bytes > 0 && b.gpu_bytes < gpu_reserved) {
-            throw BudgetError(cat("the GPU budget ", format_bytes(b.gpu_bytes), " is below the ",
-                                  format_bytes(gpu_reserved),
-                                  " the GPU needs for activations and workspace; give it at "
-                                  "least that, or 0 to run without the GPU"));
-        }
+        const uint64_t gpu_reserved = checked_gpu_reserve(b, params_.gpu_reserved_bytes);
         gpu_left_ = b.gpu_bytes - gpu_reserved;
         gpu_open_ = gpu_left_ > 0;
         const uint64_t ram_reserved = params_.ram_reserved_bytes;
@@ -389,6 +383,17 @@ class Planner {
 };
 
 }  // namespace
+
+uint64_t checked_gpu_reserve(const Budgets& b, uint64_t gpu_reserved_bytes) {
+    const uint64_t gpu_reserved = b.gpu_bytes > 0 ? gpu_reserved_bytes : 0;
+    if (b.gpu_bytes > 0 && b.gpu_bytes < gpu_reserved) {
+        throw BudgetError(cat("the GPU budget ", format_bytes(b.gpu_bytes), " is below the ",
+                              format_bytes(gpu_reserved),
+                              " the GPU needs for activations and workspace; give it at "
+                              "least that, or 0 to run without the GPU"));
+    }
+    return gpu_reserved;
+}
 
 Placement builtin_placement(const TensorTable& table, const BuiltinPlacementParams& params) {
     return Planner(table, params).run();

@@ -49,4 +49,8 @@ struct BuiltinPlacementParams {
 // The result's model, hardware and predicted fields are left for the caller to fill.
 Placement builtin_placement(const TensorTable& table, const BuiltinPlacementParams& params);
 
+// What the GPU reserves of budgets `b` (gpu_reserved_bytes, 0 without a GPU budget); BudgetError
+// when a GPU budget is below it. Shared with the planner.
+uint64_t checked_gpu_reserve(const Budgets& b, uint64_t gpu_reserved_bytes);
+
 }  // namespace strata

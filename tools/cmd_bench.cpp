@@ -266,10 +266,17 @@ struct ConfigResult {
     nlohmann::json cost_model = nlohmann::json::array();
 };
 
-ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
+// The longest test of the lists: a prompt, or a generation after its one-token prompt.
+int64_t longest_test(const BenchArgs& args) {
     int64_t longest = 1;
     for (int64_t n : args.n_prompt) longest = std::max(longest, n);
     for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
+    return longest;
+}
+
+// The runtime's options for a configuration whose longest test is `longest` tokens; sets
+// engine.n_ctx to the context used.
+RuntimeOptions bench_runtime_options(const BenchArgs& args, EngineOptions& engine, int64_t longest) {
     // The context is the longest test unless -c asks for more, as llama-bench sizes it: the KV
     // cache then takes what the test needs, not the default 4096 cells (at 70B and --gpu-mem 6G
     // a 4096-cell f16 cache held 1.25 GiB; the planner left it in RAM, and pp512 then ran its
@@ -282,6 +289,21 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     if (!args.batch_given && engine.llama.n_ubatch == 0) {
         for (int64_t n : args.n_prompt) ro.session.n_batch = std::max(ro.session.n_batch, n);
     }
+    return ro;
+}
+
+// The cost model's terms for one gen run, as the JSON output lists them.
+nlohmann::json cost_model_entry(const TgRun& r) {
+    const CostEstimate& e = *r.estimate;
+    return {{"test", r.test}, {"kv_cells", r.params.n_ctx_used}, {"decode_s", e.decode_s_per_token},
+            {"gpu_s", e.gpu_s}, {"cpu_s", e.cpu_s}, {"disk_s", e.disk_s},
+            {"disk_exposed_s", e.disk_exposed_s}, {"transfer_s", e.transfer_s},
+            {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"fixed_s", e.fixed_s}};
+}
+
+ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
+    const int64_t longest = longest_test(args);
+    const RuntimeOptions ro = bench_runtime_options(args, engine, longest);
     SpecParams spec = resolve_spec(args.spec, engine, "bench");
     const Engines engines = load_engines(engine.model, ro, args.spec, spec);
     const Runtime& runtime = *engines.target;
@@ -352,12 +374,7 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     }
     for (const TgRun& r : tg_runs) {
         if (args.fit && args.format == "md" && !args.json) print_fit(runtime, r);
-        if (!r.estimate) continue;
-        const CostEstimate& e = *r.estimate;
-        out.cost_model.push_back({{"test", r.test}, {"kv_cells", r.params.n_ctx_used}, {"decode_s", e.decode_s_per_token},
-                                  {"gpu_s", e.gpu_s}, {"cpu_s", e.cpu_s}, {"disk_s", e.disk_s},
-                                  {"disk_exposed_s", e.disk_exposed_s}, {"transfer_s", e.transfer_s},
-                                  {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"fixed_s", e.fixed_s}});
+        if (r.estimate) out.cost_model.push_back(cost_model_entry(r));
     }
     if (args.fit) record_fit(runtime, table, engine.model, tg_runs, args.json || args.format != "md");
     if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());

@@ -215,6 +215,62 @@ void print_hot_neurons(const EngineOptions& engine, const Runtime& runtime, cons
                              engine.sparsity.hot_neurons ? &hot : nullptr});
 }
 
+// The MoE line: experts per layer, active per token, and the bytes a token reads.
+void print_experts(const Runtime& runtime) {
+    const ModelConfig& mc = runtime.model().config();
+    if (!mc.is_moe()) return;
+    const ExpertSummary e = summarize_experts(runtime.model().file().tensors(), mc);
+    std::printf("experts: %lld per layer, %lld active per token, %s per expert (gate+up+down); a token reads %s"
+                " of %s\n",
+                static_cast<long long>(e.n_expert), static_cast<long long>(e.n_expert_used),
+                format_bytes(e.bytes_per_expert).c_str(), format_bytes(e.active_bytes).c_str(),
+                format_bytes(e.total_bytes).c_str());
+}
+
+// --explain: why each row of layers went where it did, by the cost model.
+void print_why(const Runtime& runtime, const TensorTable& table, const Placement& p, const std::vector<PlanRow>& rows) {
+    const Explainer explainer(runtime, table, p);
+    std::printf("\nwhy, by the cost model:\n");
+    for (const PlanRow& r : rows) {
+        if (r.layers == "output") continue;
+        for (const std::string& why : explainer.layer(r.first)) std::printf("  layers %s: %s\n", r.layers.c_str(), why.c_str());
+    }
+}
+
+// The cost model's constants and the placement's predicted speeds.
+void print_cost_model(const Runtime& runtime, const Placement& p) {
+    const CostParams& c = runtime.cost_params();
+    if (runtime.calibration_runs() > 0) {
+        std::printf("cost model: fitted to %d measured run(s): %s\n", runtime.calibration_runs(),
+                    describe_fit(c).c_str());
+    } else {
+        std::printf("cost model: default constants (`strata bench --fit` records runs to fit them to)\n");
+    }
+    if (p.predicted.decode_tok_s > 0) {
+        std::printf("predicted: prompt %.1f tok/s, decode %.2f tok/s\n", p.predicted.prefill_tok_s, p.predicted.decode_tok_s);
+    }
+}
+
+// --explain: the decode time's terms and the planner's candidates.
+void print_explanation(const Runtime& runtime) {
+    const std::optional<CostEstimate>& e = runtime.cost_estimate();
+    if (!e) {
+        std::printf("explain: no hardware profile, so no cost model (run with --reprofile)\n");
+        return;
+    }
+    print_disk(runtime);
+    std::printf("decode per token: gpu %.3f ms + cpu %.3f ms + exposed disk %.3f ms (of %.3f ms read) +"
+                " %d transfers %.3f ms + overhead %.3f ms\n",
+                e->gpu_s * 1e3, e->cpu_s * 1e3, e->disk_exposed_s * 1e3, e->disk_s * 1e3, e->transfers,
+                e->transfer_s * 1e3, e->overhead_s * 1e3);
+    if (const std::optional<PlanReport>& r = runtime.plan_report()) {
+        std::printf("candidates (chosen: %s):\n", r->chosen.c_str());
+        print_estimate("greedy", r->greedy);
+        print_estimate(cat("first ", r->whole_layers_k, " layers"), r->whole_layers);
+        print_estimate("built-in", r->builtin);
+    }
+}
+
 void plan(const PlanArgs& args) {
     EngineOptions engine = args.engine;
     const bool sparse = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
@@ -263,51 +319,12 @@ void plan(const PlanArgs& args) {
                 static_cast<long long>(p.n_ctx), std::string(type_traits(p.kv_type).name).c_str());
     print_tier_table(p, table);
     if (!stats_path.empty()) print_hot_neurons(args.engine, runtime, p, stats_path, hot);
-    if (const ModelConfig& mc = runtime.model().config(); mc.is_moe()) {
-        const ExpertSummary e = summarize_experts(runtime.model().file().tensors(), mc);
-        std::printf("experts: %lld per layer, %lld active per token, %s per expert (gate+up+down); a token reads %s"
-                    " of %s\n",
-                    static_cast<long long>(e.n_expert), static_cast<long long>(e.n_expert_used),
-                    format_bytes(e.bytes_per_expert).c_str(), format_bytes(e.active_bytes).c_str(),
-                    format_bytes(e.total_bytes).c_str());
-    }
+    print_experts(runtime);
     std::printf("\n");
     print_plan_table(rows);
-    if (args.explain && runtime.cost_estimate()) {
-        const Explainer explainer(runtime, table, p);
-        std::printf("\nwhy, by the cost model:\n");
-        for (const PlanRow& r : rows) {
-            if (r.layers == "output") continue;
-            for (const std::string& why : explainer.layer(r.first)) std::printf("  layers %s: %s\n", r.layers.c_str(), why.c_str());
-        }
-    }
-    const CostParams& c = runtime.cost_params();
-    if (runtime.calibration_runs() > 0) {
-        std::printf("cost model: fitted to %d measured run(s): %s\n", runtime.calibration_runs(),
-                    describe_fit(c).c_str());
-    } else {
-        std::printf("cost model: default constants (`strata bench --fit` records runs to fit them to)\n");
-    }
-    if (p.predicted.decode_tok_s > 0) {
-        std::printf("predicted: prompt %.1f tok/s, decode %.2f tok/s\n", p.predicted.prefill_tok_s, p.predicted.decode_tok_s);
-    }
-    if (!args.explain) return;
-    const std::optional<CostEstimate>& e = runtime.cost_estimate();
-    if (!e) {
-        std::printf("explain: no hardware profile, so no cost model (run with --reprofile)\n");
-        return;
-    }
-    print_disk(runtime);
-    std::printf("decode per token: gpu %.3f ms + cpu %.3f ms + exposed disk %.3f ms (of %.3f ms read) +"
-                " %d transfers %.3f ms + overhead %.3f ms\n",
-                e->gpu_s * 1e3, e->cpu_s * 1e3, e->disk_exposed_s * 1e3, e->disk_s * 1e3, e->transfers,
-                e->transfer_s * 1e3, e->overhead_s * 1e3);
-    if (const std::optional<PlanReport>& r = runtime.plan_report()) {
-        std::printf("candidates (chosen: %s):\n", r->chosen.c_str());
-        print_estimate("greedy", r->greedy);
-        print_estimate(cat("first ", r->whole_layers_k, " layers"), r->whole_layers);
-        print_estimate("built-in", r->builtin);
-    }
+    if (args.explain && runtime.cost_estimate()) print_why(runtime, table, p, rows);
+    print_cost_model(runtime, p);
+    if (args.explain) print_explanation(runtime);
 }
 
 }  // namespace

@@ -2,16 +2,10 @@
 // n_embd wide (head_dim = n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
 // "qwen2moe" (Qwen1.5-MoE): the same blocks with a mixture-of-experts FFN whose top-k softmax
 // probabilities are used as they are, plus a shared expert scaled by sigmoid(ffn_gate_inp_shexp·x).
-#include <cmath>
-
 #include "engine/model/arch_spec.h"
 
 namespace strata {
 namespace {
-
-void read_qwen2_keys(const KeyReader&, ModelConfig& c) {
-    c.kq_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim_k));
-}
 
 void list_qwen2_tensors(const ModelConfig& c, TensorListBuilder& out) {
     add_token_embd(c, out);
@@ -38,7 +32,7 @@ const ArchSpec& qwen2_arch() {
         .post_norms = false,
         .q_width_is_n_embd = true,
         .rope_full_head = false,
-        .read_keys = read_qwen2_keys,
+        .read_keys = read_head_dim_kq_scale,
         .list_tensors = list_qwen2_tensors,
     };
     return spec;
@@ -46,15 +40,10 @@ const ArchSpec& qwen2_arch() {
 
 // The dense spec with every block's FFN a mixture of experts.
 const ArchSpec& qwen2moe_arch() {
-    static const ArchSpec spec = [] {
-        ArchSpec s = qwen2_arch();
-        s.name = "qwen2moe";
-        s.description = "Qwen1.5-MoE, Qwen2-MoE";
-        s.moe = MoeSupport::Required;
-        s.moe_norm_topk = false;
-        s.moe_shared_expert = true;
-        return s;
-    }();
+    static const ArchSpec spec = moe_variant(qwen2_arch(), {.name = "qwen2moe",
+                                                            .description = "Qwen1.5-MoE, Qwen2-MoE",
+                                                            .norm_topk = false,
+                                                            .shared_expert = true});
     return spec;
 }
 

@@ -3,16 +3,10 @@
 // from n_embd / n_head). Optional output (absent => tied). docs/FORMATS.md §3.4.
 // "qwen3moe" (Qwen3-30B-A3B): the same blocks with a mixture-of-experts FFN: softmax router, top-k
 // renormalised (HF norm_topk_prob; llama.cpp always renormalises), no shared expert.
-#include <cmath>
-
 #include "engine/model/arch_spec.h"
 
 namespace strata {
 namespace {
-
-void read_qwen3_keys(const KeyReader&, ModelConfig& c) {
-    c.kq_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim_k));
-}
 
 void list_qwen3_tensors(const ModelConfig& c, TensorListBuilder& out) {
     add_token_embd(c, out);
@@ -39,7 +33,7 @@ const ArchSpec& qwen3_arch() {
         .post_norms = false,
         .q_width_is_n_embd = false,
         .rope_full_head = false,
-        .read_keys = read_qwen3_keys,
+        .read_keys = read_head_dim_kq_scale,
         .list_tensors = list_qwen3_tensors,
     };
     return spec;
@@ -47,15 +41,10 @@ const ArchSpec& qwen3_arch() {
 
 // The dense spec with every block's FFN a mixture of experts.
 const ArchSpec& qwen3moe_arch() {
-    static const ArchSpec spec = [] {
-        ArchSpec s = qwen3_arch();
-        s.name = "qwen3moe";
-        s.description = "Qwen3 MoE (Qwen3-30B-A3B)";
-        s.moe = MoeSupport::Required;
-        s.moe_norm_topk = true;
-        s.moe_shared_expert = false;
-        return s;
-    }();
+    static const ArchSpec spec = moe_variant(qwen3_arch(), {.name = "qwen3moe",
+                                                            .description = "Qwen3 MoE (Qwen3-30B-A3B)",
+                                                            .norm_topk = true,
+                                                            .shared_expert = false});
     return spec;
 }
 

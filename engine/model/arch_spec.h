@@ -64,6 +64,21 @@ const ArchSpec& phi3_arch();
 const ArchSpec& qwen2moe_arch();
 const ArchSpec& qwen3moe_arch();
 
+// A mixture-of-experts variant of a dense architecture (arch_registry.cpp): `dense` with every
+// block's FFN routed over experts (MoeSupport::Required), its top-k probabilities renormalised
+// or not by default, with or without a shared expert.
+struct MoeVariant {
+    std::string_view name;
+    std::string_view description;
+    bool norm_topk;
+    bool shared_expert;
+};
+ArchSpec moe_variant(const ArchSpec& dense, const MoeVariant& moe);
+
+// read_keys of the architectures whose attention scale is 1/sqrt(head_dim_k) with no key of
+// their own (qwen2, qwen3; arch_registry.cpp).
+void read_head_dim_kq_scale(const KeyReader& keys, ModelConfig& config);
+
 // Building blocks shared by the architecture files (tensor_spec.cpp).
 // token_embd.weight [n_embd, n_vocab]
 void add_token_embd(const ModelConfig& c, TensorListBuilder& out);

@@ -50,6 +50,30 @@ double nll(const float* logits, int64_t n_vocab, TokenId target) {
     return std::log(sum) - static_cast<double>(logits[target] - max);
 }
 
+// The windows of n_ctx tokens to score (at most max_chunks); ArgumentError for a context under
+// 4, a batch under 1 or a text shorter than two windows.
+int64_t count_chunks(const PerplexityParams& params, int64_t n_tokens) {
+    const int64_t n_ctx = params.n_ctx;
+    if (n_ctx < 4) throw ArgumentError(cat("perplexity needs a context of at least 4, got ", n_ctx));
+    if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
+    if (n_tokens < 2 * n_ctx) {
+        throw ArgumentError(cat("the text has ", n_tokens, " tokens; perplexity with -c ", n_ctx,
+                                " needs at least ", 2 * n_ctx));
+    }
+    const int64_t n_chunks = n_tokens / n_ctx;
+    return params.max_chunks > 0 ? std::min(n_chunks, params.max_chunks) : n_chunks;
+}
+
+// The share of FFN neurons the sparse program skipped; `none` when it evaluated none.
+double achieved_sparsity(const LayerProgram& program, double none) {
+    uint64_t evaluated = 0, active = 0;
+    for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) {
+        evaluated += c.evaluated;
+        active += c.active;
+    }
+    return evaluated > 0 ? 1.0 - static_cast<double>(active) / static_cast<double>(evaluated) : none;
+}
+
 }  // namespace
 
 PerplexityResult perplexity(const Model& model, Backend& backend, std::span<const TokenId> tokens,
@@ -74,15 +98,7 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
                             const PerplexityParams& params, const ChunkCallback& on_chunk) {
     const Model& model = placed.model();
     const int64_t n_ctx = params.n_ctx;
-    if (n_ctx < 4) throw ArgumentError(cat("perplexity needs a context of at least 4, got ", n_ctx));
-    if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
-    const int64_t n_tokens = static_cast<int64_t>(tokens.size());
-    if (n_tokens < 2 * n_ctx) {
-        throw ArgumentError(cat("the text has ", n_tokens, " tokens; perplexity with -c ", n_ctx,
-                                " needs at least ", 2 * n_ctx));
-    }
-    int64_t n_chunks = n_tokens / n_ctx;
-    if (params.max_chunks > 0) n_chunks = std::min(n_chunks, params.max_chunks);
+    const int64_t n_chunks = count_chunks(params, static_cast<int64_t>(tokens.size()));
 
     const ModelConfig& config = model.config();
     const Vocab& vocab = model.tokenizer().vocab();
@@ -139,14 +155,7 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     const double var = sum_sq / static_cast<double>(count) - mean * mean;
     result.n_scored = count;
     if (dense) result.top1_agreement = static_cast<double>(agree) / static_cast<double>(count);
-    if (params.sparse != nullptr) {
-        uint64_t evaluated = 0, active = 0;
-        for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) {
-            evaluated += c.evaluated;
-            active += c.active;
-        }
-        if (evaluated > 0) result.achieved_sparsity = 1.0 - static_cast<double>(active) / static_cast<double>(evaluated);
-    }
+    if (params.sparse != nullptr) result.achieved_sparsity = achieved_sparsity(program, result.achieved_sparsity);
     result.ppl = std::exp(mean);
     result.ppl_error = var > 0 ? result.ppl * std::sqrt(var / static_cast<double>(count - 1)) : 0.0;
     return result;

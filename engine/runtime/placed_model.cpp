@@ -164,19 +164,8 @@ void PlacedModel::finish_small_weights() {
     }
 }
 
-PlacedModel::PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
-                         const DiskStreamOptions& disk, const std::function<void(int, int)>& on_layer)
-    : model_(model) {
-    if (tiers.cpu == nullptr || !is_host(*tiers.cpu)) {
-        throw ArgumentError("PlacedModel: the RAM tier needs a host (CPU) backend");
-    }
-    const ModelConfig& config = model.config();
-    const ModelWeights& w = model.weights();
-    auto tier_of = [&](const std::string& name) {
-        auto t = placement.tier_of(file_tensor_name(config, name));  // a fused weight goes with its tensor
-        if (!t) throw FormatError(cat("the placement does not place ", name));
-        return *t;
-    };
+void PlacedModel::open_disk_stream(const Placement& placement, const DiskStreamOptions& disk) {
+    const ModelConfig& config = model_.config();
     bool any_disk = false;
     for (const TensorPlacement& t : placement.tensors) any_disk |= t.tier == Tier::Disk;
     for (const ExpertTiers& x : placement.expert_tiers)
@@ -190,9 +179,56 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
     }
     if (any_disk) {
         std::vector<std::string> paths;
-        for (int i = 0; i < model.file().n_shards(); ++i) paths.push_back(model.file().shard(i).path());
+        for (int i = 0; i < model_.file().n_shards(); ++i) paths.push_back(model_.file().shard(i).path());
         stream_ = std::make_unique<DiskStream>(std::move(paths), disk);
     }
+}
+
+void PlacedModel::place_dense_ffn(int il, const LayerWeights& lw, const FfnSplit* s,
+                                  const std::function<Tier(const std::string&)>& tier_of, const TierBackends& tiers,
+                                  PlacedLayer& l) {
+    const int64_t n_ff = model_.config().n_ff[static_cast<size_t>(il)];
+    if (s == nullptr) {  // whole tensors, each in its tier
+        FfnPart p{0, n_ff, {}, {}, {}};
+        p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier_of(layer_name(il, "ffn_gate.weight")), tiers);
+        p.up = place(lw.ffn_up, layer_name(il, "ffn_up.weight"), tier_of(layer_name(il, "ffn_up.weight")), tiers);
+        p.down = place(lw.ffn_down, layer_name(il, "ffn_down.weight"), tier_of(layer_name(il, "ffn_down.weight")), tiers);
+        l.ffn.push_back(p);
+        return;
+    }
+    if (s->gpu_end > 0) {
+        FfnPart p{0, s->gpu_end, {}, {}, {}};
+        p.gate = place(lw.ffn_gate.rows(0, s->gpu_end), layer_name(il, "ffn_gate.weight"), Tier::Gpu, tiers);
+        p.up = place(lw.ffn_up.rows(0, s->gpu_end), layer_name(il, "ffn_up.weight"), Tier::Gpu, tiers);
+        p.down = place(lw.ffn_down.columns(0, s->gpu_end), layer_name(il, "ffn_down.weight"), Tier::Gpu, tiers);
+        l.ffn.push_back(p);
+    }
+    if (s->gpu_end < n_ff) {
+        FfnPart p{s->gpu_end, n_ff, {}, {}, {}};
+        const int64_t len = n_ff - s->gpu_end;
+        p.gate = place(lw.ffn_gate.rows(s->gpu_end, len), layer_name(il, "ffn_gate.weight"), Tier::Ram, tiers);
+        p.up = place(lw.ffn_up.rows(s->gpu_end, len), layer_name(il, "ffn_up.weight"), Tier::Ram, tiers);
+        p.down = place(lw.ffn_down.columns(s->gpu_end, len), layer_name(il, "ffn_down.weight"), Tier::Ram, tiers);
+        l.ffn.push_back(p);
+    }
+    // With a GPU part, both parts of ffn_down are copies (GPU memory, a packed RAM copy).
+    if (s->gpu_end > 0) drop_mapped_pages(lw.ffn_down);
+}
+
+PlacedModel::PlacedModel(const Model& model, const Placement& placement, const TierBackends& tiers,
+                         const DiskStreamOptions& disk, const std::function<void(int, int)>& on_layer)
+    : model_(model) {
+    if (tiers.cpu == nullptr || !is_host(*tiers.cpu)) {
+        throw ArgumentError("PlacedModel: the RAM tier needs a host (CPU) backend");
+    }
+    const ModelConfig& config = model.config();
+    const ModelWeights& w = model.weights();
+    const std::function<Tier(const std::string&)> tier_of = [&](const std::string& name) {
+        auto t = placement.tier_of(file_tensor_name(config, name));  // a fused weight goes with its tensor
+        if (!t) throw FormatError(cat("the placement does not place ", name));
+        return *t;
+    };
+    open_disk_stream(placement, disk);
     use_backend(tiers.cpu);
     if (tiers.gpu != nullptr) use_backend(tiers.gpu);
 
@@ -220,33 +256,10 @@ PlacedModel::PlacedModel(const Model& model, const Placement& placement, const T
             const std::string name = layer_name(il, suffix);
             *dst = place(*src, name, tier_of(name), tiers);
         }
-        const int64_t n_ff = config.n_ff[static_cast<size_t>(il)];
         if (config.is_moe()) {
             place_moe(il, lw, tier_of, placement.experts_of(il), tiers, l.moe);
-        } else if (const FfnSplit* s = placement.ffn_split(il)) {
-            if (s->gpu_end > 0) {
-                FfnPart p{0, s->gpu_end, {}, {}, {}};
-                p.gate = place(lw.ffn_gate.rows(0, s->gpu_end), layer_name(il, "ffn_gate.weight"), Tier::Gpu, tiers);
-                p.up = place(lw.ffn_up.rows(0, s->gpu_end), layer_name(il, "ffn_up.weight"), Tier::Gpu, tiers);
-                p.down = place(lw.ffn_down.columns(0, s->gpu_end), layer_name(il, "ffn_down.weight"), Tier::Gpu, tiers);
-                l.ffn.push_back(p);
-            }
-            if (s->gpu_end < n_ff) {
-                FfnPart p{s->gpu_end, n_ff, {}, {}, {}};
-                const int64_t len = n_ff - s->gpu_end;
-                p.gate = place(lw.ffn_gate.rows(s->gpu_end, len), layer_name(il, "ffn_gate.weight"), Tier::Ram, tiers);
-                p.up = place(lw.ffn_up.rows(s->gpu_end, len), layer_name(il, "ffn_up.weight"), Tier::Ram, tiers);
-                p.down = place(lw.ffn_down.columns(s->gpu_end, len), layer_name(il, "ffn_down.weight"), Tier::Ram, tiers);
-                l.ffn.push_back(p);
-            }
-            // With a GPU part, both parts of ffn_down are copies (GPU memory, a packed RAM copy).
-            if (s->gpu_end > 0) drop_mapped_pages(lw.ffn_down);
         } else {
-            FfnPart p{0, n_ff, {}, {}, {}};
-            p.gate = place(lw.ffn_gate, layer_name(il, "ffn_gate.weight"), tier_of(layer_name(il, "ffn_gate.weight")), tiers);
-            p.up = place(lw.ffn_up, layer_name(il, "ffn_up.weight"), tier_of(layer_name(il, "ffn_up.weight")), tiers);
-            p.down = place(lw.ffn_down, layer_name(il, "ffn_down.weight"), tier_of(layer_name(il, "ffn_down.weight")), tiers);
-            l.ffn.push_back(p);
+            place_dense_ffn(il, lw, placement.ffn_split(il), tier_of, tiers, l);
         }
         bind_small_weights(l, lw);
         if (on_layer) on_layer(il + 1, config.n_layer);

@@ -135,6 +135,14 @@ class PlacedModel {
     void place_moe(int il, const LayerWeights& lw, const std::function<Tier(const std::string&)>& tier_of,
                    const ExpertTiers* per_expert, const TierBackends& tiers, PlacedMoe& out);
     void finish_small_weights();
+    // A disk stream over the model's shards when the placement puts anything on DISK (whole
+    // tensors only: UnsupportedError for a split FFN with a part there).
+    void open_disk_stream(const Placement& placement, const DiskStreamOptions& disk);
+    // Layer il's dense FFN: whole tensors in the tiers tier_of gives, or the split `s` (may be
+    // null) as a GPU part and a RAM part.
+    void place_dense_ffn(int il, const LayerWeights& lw, const FfnSplit* s,
+                         const std::function<Tier(const std::string&)>& tier_of, const TierBackends& tiers,
+                         PlacedLayer& l);
 
     const Model& model_;
     std::vector<Backend*> backends_;

@@ -28,6 +28,8 @@
 
 namespace strata {
 
+struct RuntimeBudgets;  // runtime_budget.h
+
 // --gpu as the runtime takes it: "auto" (the first GPU backend that can run here, else none),
 // "none" (or "cpu"), or the name of a GPU backend this binary has (backends/builtin_backends.h:
 // "cuda" when built, "fake"). UnsupportedError listing those for any other name.
@@ -132,8 +134,17 @@ class Runtime {
     const HotColdFfn* hot_cold() const { return hot_cold_.get(); }
 
   private:
+    // The constructor's steps, in order (runtime.cpp; the placement's in runtime_placement.cpp).
     void make_gpu(const RuntimeOptions& options);
+    int64_t settle_session();  // the batch within the context; returns the context
     void find_profile(const std::string& model_path, std::ostream& log);
+    void calibrate(int64_t n_ctx, std::ostream& log);
+    void place_from_file(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets);
+    void place_weights(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);
+    void predict_speeds(const TensorTable& table);
+    void load_placed(const std::string& model_path, std::ostream& log);
+    void set_staging_limit(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);
+    void load_hot_neurons(const std::string& model_path);
 
     RuntimeOptions options_;
     std::unique_ptr<Model> model_;

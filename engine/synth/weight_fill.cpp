@@ -259,6 +259,35 @@ double random_block_mean_square(GgmlType type) {
     return cache[static_cast<uint32_t>(type)];
 }
 
+// The block scales that give quantized weights of `type` the standard deviation `std`: the mean
+// square of the dequantized value per unit of d, see each format's fill above.
+BlockScales block_scales(GgmlType type, float std) {
+    double quant_ms = 1.0, dmin_ratio = 0.0;
+    switch (type) {
+        case GgmlType::Q8_0:
+            quant_ms = mean_square(-128, 127);
+            break;
+        case GgmlType::Q5_0:
+            quant_ms = mean_square(-16, 15);
+            break;
+        case GgmlType::Q4_K:
+            quant_ms = mean_square(16, 23) * 255.0 / 12.0;
+            dmin_ratio = 4;
+            break;
+        case GgmlType::Q5_K:
+            quant_ms = mean_square(16, 23) * 1023.0 / 12.0;
+            dmin_ratio = 8;
+            break;
+        case GgmlType::Q6_K:
+            quant_ms = mean_square(8, 15) * mean_square(-32, 31);
+            break;
+        default:
+            if (is_random_block_type(type)) quant_ms = random_block_mean_square(type);
+            break;
+    }
+    return BlockScales(std, quant_ms, dmin_ratio);
+}
+
 }  // namespace
 
 bool can_fill(GgmlType type) {
@@ -301,31 +330,7 @@ void fill_rows(GgmlType type, WeightDist dist, uint64_t seed, int64_t row0, int6
             f16[i] = type == GgmlType::BF16 ? fp32_to_bf16(f32[i]) : fp32_to_fp16(f32[i]);
         }
     }
-    // Mean square of the dequantized value per unit of d, see each format's fill above.
-    double quant_ms = 1.0, dmin_ratio = 0.0;
-    switch (type) {
-        case GgmlType::Q8_0:
-            quant_ms = mean_square(-128, 127);
-            break;
-        case GgmlType::Q5_0:
-            quant_ms = mean_square(-16, 15);
-            break;
-        case GgmlType::Q4_K:
-            quant_ms = mean_square(16, 23) * 255.0 / 12.0;
-            dmin_ratio = 4;
-            break;
-        case GgmlType::Q5_K:
-            quant_ms = mean_square(16, 23) * 1023.0 / 12.0;
-            dmin_ratio = 8;
-            break;
-        case GgmlType::Q6_K:
-            quant_ms = mean_square(8, 15) * mean_square(-32, 31);
-            break;
-        default:
-            if (is_random_block_type(type)) quant_ms = random_block_mean_square(type);
-            break;
-    }
-    BlockScales bs(dist.std, quant_ms, dmin_ratio);
+    const BlockScales bs = block_scales(type, dist.std);
 
     for (int64_t r = 0; r < n_rows; ++r) {
         Rng rng(mix_seed(seed, static_cast<uint64_t>(row0 + r)));

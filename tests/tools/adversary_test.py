@@ -17,16 +17,10 @@ import sys
 import tempfile
 import time
 
-FAILURES = []
+from cli_util import FAILURES, expect
+
 ENV = dict(os.environ)
 STRATA = None
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
 
 
 def run(*args, input=None, timeout=120, prefix=()):

@@ -6,7 +6,6 @@ fake, --ctk, --gpu-mem and --plan apply to it, and its result on the fake device
 (the fake computes with the CPU's kernels) for each KV type.
 
 usage: backends_cli_test.py --strata BUILD/bin/strata"""
-import argparse
 import os
 import random
 import re
@@ -15,14 +14,9 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
+from cli_util import FAILURES, expect, gpu_mem, strata_arg
+
 ENV = dict(os.environ)
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(strata, *args):
@@ -51,9 +45,7 @@ def gpu_visible():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     with tempfile.TemporaryDirectory() as tmp:
         ENV["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
         ENV["STRATA_QUICK_PROFILE"] = "1"
@@ -80,7 +72,7 @@ def main():
         for kv in ("f16", "q8_0"):
             rc, cpu_out, err = run(strata, *common, "--gpu", "none", "--ctk", kv)
             expect(rc == 0 and ppl(cpu_out) is not None, f"cpu perplexity --ctk {kv}: {rc} {err}")
-            rc, fake_out, err = run(strata, *common, "--gpu", "fake", "--gpu-mem", "64M", "--ctk", kv, "-v")
+            rc, fake_out, err = run(strata, *common, "--gpu", "fake", "--gpu-mem", gpu_mem(64), "--ctk", kv, "-v")
             expect(rc == 0 and ppl(fake_out) is not None, f"fake perplexity --ctk {kv}: {rc} {err}")
             weights = next((l for l in err.splitlines() if l.startswith("weights:")), "")
             expect("gpu 0 B" not in weights and "vram (fake" in err, f"perplexity --gpu fake ran no weights there: {err}")
@@ -92,9 +84,9 @@ def main():
 
         # --plan: a placement made by strata plan for the fake device is used by perplexity.
         plan = os.path.join(tmp, "tiny.plan.json")
-        rc, _, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "3M", "-c", "32", "-o", plan)
+        rc, _, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", gpu_mem(3), "-c", "32", "-o", plan)
         expect(rc == 0, f"plan: {err}")
-        rc, out, err = run(strata, *common, "--gpu", "fake", "--gpu-mem", "64M", "--plan", plan, "-v")
+        rc, out, err = run(strata, *common, "--gpu", "fake", "--gpu-mem", gpu_mem(64), "--plan", plan, "-v")
         expect(rc == 0 and ppl(out) == results.get("f16"), f"perplexity --plan: {ppl(out)} vs {results} ({err})")
         expect(f"placement: plan {plan}" in err, f"perplexity --plan: the plan is not used: {err}")
         expect_one_error(strata, [*common, "--gpu", "none", "--gpu-mem", "1G"], "--gpu none")

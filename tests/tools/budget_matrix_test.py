@@ -7,22 +7,15 @@ scaled to a synthetic model of a few MiB; the prompt lengths straddle the batch 
 GEMV/GEMM switch and the prefill-shipping threshold (64), up to the context less one.
 
 usage: budget_matrix_test.py --strata BUILD/bin/strata"""
-import argparse
 import os
 import re
 import subprocess
 import sys
 import tempfile
 
-FAILURES = []
+from cli_util import FAILURES, OP_SCRATCH_BYTES, expect, strata_arg
+
 ENV = dict(os.environ)
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
 
 
 def bench(strata, model, budget, batch, prompts, ctx):
@@ -38,9 +31,7 @@ def parse_bytes(text):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     with tempfile.TemporaryDirectory() as tmp:
         ENV["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
         ENV["STRATA_QUICK_PROFILE"] = "1"
@@ -48,12 +39,12 @@ def main():
         subprocess.run([strata, "synth", "--preset", "tiny", "-o", model], check=True, capture_output=True, env=ENV)
         ctx = 2048  # the tiny preset's training context
         # The minimum feasible budget: bisected on the smallest prompt.
-        lo, hi = 1 << 10, 64 << 20
+        lo, hi = OP_SCRATCH_BYTES + (1 << 10), OP_SCRATCH_BYTES + (64 << 20)
         while hi - lo > 4 << 10:
             mid = (lo + hi) // 2
             rc, _, _ = bench(strata, model, mid, 1, [1], ctx)
             lo, hi = (lo, mid) if rc == 0 else (mid, hi)
-        budgets = [hi, hi + (256 << 10), 16 << 20, 64 << 20, 128 << 20]
+        budgets = [hi, hi + (256 << 10), *(OP_SCRATCH_BYTES + (m << 20) for m in (16, 64, 128))]
         prompts = [1, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 2048, ctx - 1]
         on_gpu = 0
         for budget in budgets:

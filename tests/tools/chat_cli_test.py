@@ -15,14 +15,7 @@ import sys
 import tempfile
 import time
 
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
+from cli_util import FAILURES, expect
 
 
 def piped(strata, model):

@@ -8,20 +8,12 @@ jinja2 by tests/engine/chat/jinja/jinja_oracle.py.
 usage: chat_template_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL; the instruct model from scripts/second-model.py when installed
 (exit 77 = skipped without the default model)."""
-import argparse
 import os
 import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
+from cli_util import SKIP, FAILURES, expect, strata_arg
 
 
 def chat(strata, model, *flags, stdin=b"Hi\n"):
@@ -31,9 +23,7 @@ def chat(strata, model, *flags, stdin=b"Hi\n"):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     default = os.environ.get("STRATA_DEFAULT_MODEL", "")
     if not default or not os.path.exists(default):
         print("skipped: $STRATA_DEFAULT_MODEL is not set")

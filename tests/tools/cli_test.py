@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 
+from cli_util import FAILURES, expect
+
 try:
     import numpy as np
     import gguf
@@ -22,18 +24,11 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 STRATA = None
-FAILURES = []
 
 
 def run(*args):
     p = subprocess.run([STRATA, *args], capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def expect_error(args, code, fragment):

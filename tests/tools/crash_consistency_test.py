@@ -15,15 +15,9 @@ import sys
 import tempfile
 import time
 
-FAILURES = []
+from cli_util import FAILURES, expect
+
 ENV = dict(os.environ)
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
 
 
 def digest(path):

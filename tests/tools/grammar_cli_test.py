@@ -7,7 +7,6 @@ response_format json_schema / json_object with content that parses and matches.
 
 usage: grammar_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset or missing)."""
-import argparse
 import json
 import os
 import re
@@ -17,17 +16,11 @@ import sys
 import tempfile
 import urllib.request
 
-SKIP = 77
-FAILURES = []
+from cli_util import SKIP, FAILURES, expect, strata_arg
+
 SCHEMA = {"type": "object", "properties": {
     "color": {"enum": ["red", "green", "blue"]}, "count": {"type": "integer"},
     "ok": {"type": "boolean"}, "note": {"type": "null"}}, "required": ["color", "count", "ok"]}
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(strata, model, prompt, *flags, seed="1"):
@@ -75,9 +68,7 @@ def serve_json_modes(strata, model):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     model = os.environ.get("STRATA_DEFAULT_MODEL", "")
     if not model or not os.path.exists(model):
         print("skipped: $STRATA_DEFAULT_MODEL is not set")

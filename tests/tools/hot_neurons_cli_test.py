@@ -7,7 +7,6 @@ input gives one clear error line: a schema-1 plan with --hot-neurons names the c
 one, --hot-neurons without --sparsity or without a GPU names the missing flag.
 
 usage: hot_neurons_cli_test.py --strata BUILD/bin/strata"""
-import argparse
 import json
 import math
 import os
@@ -16,13 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
+from cli_util import expect, expect_error_line, finish, gpu_mem, strata_arg
 
 
 def run(strata, *args):
@@ -32,12 +25,7 @@ def run(strata, *args):
 
 
 def expect_error(strata, args, *fragments):
-    rc, out, err = run(strata, *args)
-    lines = err.strip().splitlines()
-    expect(rc != 0 and rc < 128, f"{args}: exit {rc} (crash or success), stderr {err!r}")
-    expect(len(lines) >= 1 and lines[-1].startswith("strata: error: "), f"{args}: no error line: {err!r}")
-    for f in fragments:
-        expect(f.lower() in err.lower(), f"{args}: {f!r} not in {err!r}")
+    expect_error_line(args, run(strata, *args), *fragments)
 
 
 def top_shares(counts, fractions):
@@ -47,9 +35,7 @@ def top_shares(counts, fractions):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_CACHE_HOME"] = tmp
         a = os.path.join(tmp, "a.gguf")
@@ -75,7 +61,7 @@ def main():
                 got = [float(x.rstrip("%")) for x in row[3:6]]
                 expect(all(abs(g - w) < 0.051 for g, w in zip(got, want)), f"--skew S = {s} layer {row[0]}: {got} != {want}")
 
-        gpu = ["--gpu", "fake", "--gpu-mem", "64M", "-c", "64", "-t", "1"]
+        gpu = ["--gpu", "fake", "--gpu-mem", gpu_mem(64), "-c", "64", "-t", "1"]
         rc, out, err = run(strata, "run", "-m", a, "-p", "In the beginning", "-n", "4", *gpu, "--sparsity", "0.5",
                            "--stats", stats, "--hot-neurons", "-v")
         expect(rc == 0 and re.search(r"hot neurons: fake [0-9.]+% of neurons", err), f"run --hot-neurons: {err}")
@@ -100,11 +86,7 @@ def main():
                               "--stats", stats, "--hot-neurons"], "needs a GPU")
         expect_error(strata, ["profile", "--skew", os.path.join(tmp, "none.stats")], "strata profile")
         expect_error(strata, ["profile", "-m", a], "-f/--file")
-    if FAILURES:
-        print(f"{len(FAILURES)} failure(s)")
-        return 1
-    print("ok")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

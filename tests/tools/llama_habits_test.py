@@ -19,6 +19,8 @@ import tempfile
 import time
 import urllib.request
 
+from cli_util import FAILURES, expect, gpu_mem
+
 try:
     import gguf
 except ImportError as e:  # pragma: no cover
@@ -26,14 +28,6 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 STRATA = None
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
 
 
 def run(args, stdin="", timeout=300):
@@ -154,7 +148,7 @@ def placement_effects(model):
     q8 = plan_json(model, "--gpu-mem", "512M", "-ctk", "q8_0", "-ctv", "q8_0")
     expect(q8 and q8["kv_type"] == "q8_0", f"-ctk q8_0: {q8 and q8['kv_type']}")
     # Plan output for people: headers, "layers 6" not "6-6", -o optional.
-    rc, out, err = run(["plan", "-m", model, "--gpu", "fake", "--gpu-mem", "6M", "--placement", "builtin", "-c", "256"])
+    rc, out, err = run(["plan", "-m", model, "--gpu", "fake", "--gpu-mem", gpu_mem(6), "--placement", "builtin", "-c", "256"])
     expect(rc == 0 and "layers" in out and "token time" in out and "KV cache" in out, f"plan table: {out!r} {err!r}")
     for line in out.splitlines():
         parts = line.split()

@@ -6,23 +6,17 @@ per-expert tiers (when it places experts one by one) put every layer's most used
 GPU (the fake device), and greedy text under that plan equals the CPU's.
 
 usage: moe_placement_cli_test.py --strata BUILD/bin/strata"""
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-FAILURES = []
+from cli_util import expect, finish, gpu_mem, strata_arg
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKEW = os.path.join(HERE, "..", "..", "scripts", "skew_routing.py")
 ENV = dict(os.environ)
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(strata, *args):
@@ -31,9 +25,7 @@ def run(strata, *args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     with tempfile.TemporaryDirectory() as tmp:
         ENV["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
         ENV["STRATA_QUICK_PROFILE"] = "1"
@@ -55,7 +47,7 @@ def main():
         use = json.load(open(stats))["experts"]["counts"]
 
         plan = os.path.join(tmp, "moe.plan.json")
-        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "5M", "-c", "64", "-o", plan, "-t", "2")
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "-c", "64", "-o", plan, "-t", "2")
         expect(rc == 0, f"plan: rc {rc} {err}")
         expect("routing: expert use per layer measured in" in err + out, f"plan did not read {stats}: {err}")
         p = json.load(open(plan))
@@ -70,14 +62,10 @@ def main():
         gen = ["run", "-m", model, "-p", "word1 and thing2", "-n", "12", "--temp", "0", "-c", "64", "-t", "2", "--ignore-eos"]
         rc, cpu_text, err = run(strata, *gen, "--gpu", "none")
         expect(rc == 0, f"run on the CPU: {err}")
-        rc, plan_text, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "5M", "--plan", plan)
+        rc, plan_text, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--plan", plan)
         expect(rc == 0, f"run --plan: {err}")
         expect(plan_text == cpu_text, f"text under the plan differs: {plan_text!r} vs {cpu_text!r}")
-    if FAILURES:
-        print(f"{len(FAILURES)} failure(s)")
-        return 1
-    print("ok")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ built-in placement give the same text; strata plan predicts speeds and explains 
 bench --fit prints the cost model's terms.
 
 usage: offload_cli_test.py --strata BUILD/bin/strata"""
-import argparse
 import json
 import os
 import re
@@ -17,13 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
+from cli_util import FAILURES, expect, gpu_mem, strata_arg
 
 
 ENV = dict(os.environ)
@@ -48,9 +41,7 @@ def accounting(err):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     # On a real disk (not tmpfs), so O_DIRECT streaming is exercised where the filesystem allows.
     with tempfile.TemporaryDirectory(dir=os.environ.get("STRATA_TEST_DISK_DIR", "/var/tmp")) as tmp:
         # The hardware profile: measured briefly, cached here rather than in the user's ~/.cache.
@@ -110,12 +101,12 @@ def main():
                 expect(queue is not None and 1 <= int(queue.group(1)) <= max(1, json.load(open(profile))["disk_queue_depth"]),
                        f"no queue depth in {weights!r}")
         # The built-in placement with a small GPU and a small RAM budget: GPU, RAM and DISK at once.
-        rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", "2M", "--ram-mem", "1600K", "-v")
+        rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(2), "--ram-mem", "1600K", "-v")
         expect(rc == 0 and out.strip(), f"three tiers failed: {err}")
 
         # The planner (default) and the built-in placement: the same text, all on the fake GPU and
         # on three tiers (a split FFN sums its parts in another order: only that both run there).
-        for budgets, same in ((["--gpu-mem", "512M"], True), (["--gpu-mem", "2M", "--ram-mem", "1600K"], False)):
+        for budgets, same in ((["--gpu-mem", "512M"], True), (["--gpu-mem", gpu_mem(2), "--ram-mem", "1600K"], False)):
             texts = {}
             for placer in ("plan", "builtin"):
                 rc, out, err = run(strata, *gen, "--gpu", "fake", *budgets, "--placement", placer, "-v")
@@ -131,12 +122,12 @@ def main():
         # A stats file that is not one: refused, naming the file (plan --stats reads it now).
         stats = os.path.join(tmp, "stats.bin")
         open(stats, "wb").write(b"\0")
-        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "3M", "-c", "128",
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", gpu_mem(3), "-c", "128",
                            "-o", os.path.join(tmp, "refused.plan.json"), "--stats", stats)
         expect(rc != 0 and stats in err and "not valid JSON" in err, f"plan --stats garbage: rc {rc} {err!r}")
         # strata plan predicts speeds from the profile and explains its choices.
         explained = os.path.join(tmp, "explained.plan.json")
-        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", "3M", "--ram-mem", "1600K",
+        rc, out, err = run(strata, "plan", "-m", model, "--gpu", "fake", "--gpu-mem", gpu_mem(3), "--ram-mem", "1600K",
                            "-c", "128", "-o", explained, "--explain")
         expect(rc == 0, f"plan --explain failed: {err}")
         predicted = json.load(open(explained))["predicted"]

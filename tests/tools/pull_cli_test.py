@@ -9,7 +9,6 @@ nothing (lists the models and the places looked), and progress: none when stderr
 bar when it is a terminal (a pty).
 
 usage: pull_cli_test.py --strata BUILD/bin/strata"""
-import argparse
 import fcntl
 import hashlib
 import http.server
@@ -23,14 +22,9 @@ import sys
 import tempfile
 import threading
 
-FAILURES = []
+from cli_util import FAILURES, expect, strata_arg
+
 ENV = dict(os.environ)
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(strata, *args, env=None):
@@ -318,9 +312,7 @@ def check_https(strata, hub, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     with tempfile.TemporaryDirectory() as tmp:
         for var, sub in (("HOME", "home"), ("XDG_CACHE_HOME", "cache"), ("HF_HUB_CACHE", "hf"),
                          ("OLLAMA_MODELS", "ollama"), ("STRATA_MODELS", "models")):

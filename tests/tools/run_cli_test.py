@@ -6,19 +6,12 @@ logits oracle's job: tests/engine/runtime.)
 
 usage: run_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset); $STRATA_PPL_TEXT adds perplexity."""
-import argparse
 import os
 import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
+from cli_util import SKIP, FAILURES, default_model, expect, strata_arg
 
 
 def run(strata, *args, stdin=None):
@@ -38,13 +31,10 @@ def expect_error(strata, args, fragment, code=None):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
-    model = os.environ.get("STRATA_DEFAULT_MODEL")
+    strata = strata_arg()
+    model = default_model()
     if not model:
-        print("skipping: STRATA_DEFAULT_MODEL is not set")
-        return 77
+        return SKIP
     m = ["-m", model, "-t", "2"]
     # The first run may measure the hardware for the planner (messages on stderr): done here, so
     # the error checks below see one line.

@@ -19,14 +19,7 @@ import threading
 import time
 import urllib.request
 
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
+from cli_util import FAILURES, expect
 
 
 def start_browser():

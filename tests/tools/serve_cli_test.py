@@ -30,15 +30,9 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-FAILURES = []
+from cli_util import FAILURES, expect
+
 KEY = "test-key-123"
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
-    return cond
 
 
 class Server:

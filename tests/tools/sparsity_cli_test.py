@@ -6,7 +6,6 @@ error line: S outside [0, 1) and missing stats name `strata profile`, stats of a
 name both files, a GPU (fake) placement is refused.
 
 usage: sparsity_cli_test.py --strata BUILD/bin/strata"""
-import argparse
 import hashlib
 import json
 import os
@@ -14,13 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
+from cli_util import expect, expect_error_line, finish, strata_arg
 
 
 def run(strata, *args):
@@ -29,12 +22,7 @@ def run(strata, *args):
 
 
 def expect_error(strata, args, *fragments):
-    rc, out, err = run(strata, *args)
-    lines = err.strip().splitlines()
-    expect(rc != 0 and rc < 128, f"{args}: exit {rc} (crash or success), stderr {err!r}")
-    expect(len(lines) >= 1 and lines[-1].startswith("strata: error: "), f"{args}: no error line: {err!r}")
-    for f in fragments:
-        expect(f.lower() in err.lower(), f"{args}: {f!r} not in {err!r}")
+    expect_error_line(args, run(strata, *args), *fragments)
 
 
 def sha(path):
@@ -42,9 +30,7 @@ def sha(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
+    strata = strata_arg()
     with tempfile.TemporaryDirectory() as tmp:
         a, b = os.path.join(tmp, "a.gguf"), os.path.join(tmp, "b.gguf")
         for path, seed in ((a, "1"), (b, "2")):
@@ -94,11 +80,7 @@ def main():
             expect(0.3 < res["sparsity"]["achieved"] < 0.7, f"bench --gpu fake --sparsity: {res.get('sparsity')}")
         else:
             expect(False, f"bench --gpu fake --sparsity: {err}")
-    if FAILURES:
-        print(f"{len(FAILURES)} failure(s)")
-        return 1
-    print("ok")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

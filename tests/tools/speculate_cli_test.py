@@ -8,13 +8,13 @@ draft of another vocabulary names both files); chat and bench take the same flag
 
 usage: speculate_cli_test.py --strata BUILD/bin/strata
 Needs $STRATA_DEFAULT_MODEL (exit 77 = skipped when unset)."""
-import argparse
 import os
 import re
 import subprocess
 import sys
 
-FAILURES = []
+from cli_util import SKIP, default_model, expect, finish, strata_arg
+
 
 PROMPT = """Rename the variable `x` to `count` in this function.
 
@@ -28,12 +28,6 @@ def total(x):
 Here is the function with `x` renamed to `count`:
 
 def total("""
-
-
-def expect(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(strata, *args):
@@ -50,13 +44,10 @@ def expect_error(strata, args, fragment):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--strata", required=True)
-    strata = ap.parse_args().strata
-    model = os.environ.get("STRATA_DEFAULT_MODEL")
+    strata = strata_arg()
+    model = default_model()
     if not model:
-        print("skipping: STRATA_DEFAULT_MODEL is not set")
-        return 77
+        return SKIP
     m = ["-m", model, "-t", "2", "--no-escape"]
     run(strata, "run", *m, "-n", "0", "-p", "Hello")  # a first run may measure the hardware
 
@@ -115,11 +106,7 @@ def main():
     expect_error(strata, [*base, "--spec", "lookup", "--draft-max", "4", "--draft-min", "5"],
                  "--draft-min must be in 0..4")
 
-    if FAILURES:
-        print(f"{len(FAILURES)} failure(s)")
-        return 1
-    print("ok")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

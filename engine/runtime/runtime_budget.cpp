@@ -1,0 +1,86 @@
+// The budgets a Runtime places a model within (runtime_budget.h).
+#include "engine/runtime/runtime_budget.h"
+
+#include <algorithm>
+
+#include "engine/core/host_info.h"
+#include "engine/runtime/batch_step.h"
+#include "engine/runtime/session.h"
+
+namespace strata {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+// Host RAM kept free when --ram-mem is not given.
+constexpr uint64_t kRamMargin = 2 * kGiB;
+
+}  // namespace
+
+uint64_t largest_streamed_bytes(const TensorTable& table) {
+    uint64_t largest = 0;
+    for (const TensorEntry& t : table.tensors) {
+        // Never streamed: the embedding and output matrices, and 1-D weights.
+        if (t.name == "token_embd.weight" || t.name == "output.weight" || t.ne[1] == 1) continue;
+        largest = std::max(largest, t.bytes);
+    }
+    return largest;
+}
+
+uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_vocab, int64_t n_sequences,
+                              uint64_t op_scratch_bytes) {
+    int64_t width = c.n_embd;
+    for (int il = 0; il < c.n_layer; ++il) {
+        width = std::max({width, c.n_head[static_cast<size_t>(il)] * c.head_dim_k,
+                          c.n_head[static_cast<size_t>(il)] * c.head_dim_v});
+    }
+    const int64_t n_ff = *std::max_element(c.n_ff.begin(), c.n_ff.end());
+    const uint64_t per_token = static_cast<uint64_t>(10 * width + 3 * n_ff) * sizeof(float) +
+                               static_cast<uint64_t>(std::max(width, n_ff)) * 4;  // q8 + f16 inputs
+    const uint64_t activations = static_cast<uint64_t>(n_sequences) *
+        (static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float));
+    // Several sequences: the serve scheduler's batch step (batch_step.h) holds one decode row
+    // per sequence (in groups of at most BatchStep::kMaxRows) and its logits rows.
+    const uint64_t batch_rows = static_cast<uint64_t>(std::min(n_sequences, BatchStep::kMaxRows));
+    const uint64_t batch = n_sequences > 1
+        ? batch_rows * per_token + static_cast<uint64_t>(n_vocab) * std::min<uint64_t>(batch_rows, 32) * sizeof(float)
+        : 0;
+    return activations + batch + op_scratch_bytes;
+}
+
+uint64_t gpu_free_bytes(const Backend* gpu) { return gpu != nullptr ? gpu->memory().allocatable_bytes() : 0; }
+
+KvTierBytes kv_tier_bytes(const Placement& placement, const TensorTable& table, int64_t kv_cells, GgmlType kv_type) {
+    KvTierBytes bytes;
+    for (int il = 0; il < table.n_layer; ++il) {
+        const uint64_t b = kv_bytes_per_layer(table, il, kv_cells, kv_type);
+        (placement.kv.at(static_cast<size_t>(il)) == Tier::Gpu ? bytes.gpu : bytes.ram) += b;
+    }
+    return bytes;
+}
+
+RuntimeBudgets runtime_budgets(const ModelConfig& config, const TensorTable& table, const SessionParams& session,
+                               int64_t n_vocab, const Backend* gpu, uint64_t ram_mem) {
+    RuntimeBudgets b;
+    // GPU bytes free for the placement: the backend's memory now, less activations and scratch.
+    b.gpu_free = gpu_free_bytes(gpu);
+    b.activation_reserve = gpu != nullptr ? gpu_scratch_estimate(config, session.n_batch, n_vocab, session.n_sequences,
+                                                                 gpu->capabilities().op_scratch_bytes)
+                                          : 0;
+    // Prompt batches ship host weights to the GPU one matrix at a time (layer_program.h). Room
+    // for the largest layer matrix is kept out of the placement, else the placement fills the GPU
+    // and prefill falls back to the CPU (70B at --gpu-mem 6G on an H100: pp512 7.8 tok/s without
+    // the room, 103.8 with it).
+    b.ships = gpu != nullptr && session.gpu_prefill_min_tokens > 0 && session.n_batch >= session.gpu_prefill_min_tokens;
+    const uint64_t staging = b.ships ? largest_streamed_bytes(table) * static_cast<uint64_t>(session.n_sequences) : 0;
+    // With slack for what the placement's sum leaves out (allocation rounding, norm copies): a
+    // quarter of the matrix, at most 64 MiB (at 70B and 6 GiB the room came out 3.75 MiB short of
+    // the largest matrix without it). Kept only where it is a small share of the budget.
+    const uint64_t with_slack = staging + std::min<uint64_t>(staging / 4, 64ull << 20);
+    const uint64_t staging_reserve = with_slack * 4 <= b.gpu_free ? with_slack : 0;
+    b.gpu_reserved = b.activation_reserve + staging_reserve;
+    const uint64_t available = host_ram_available_bytes();
+    b.ram = ram_mem > 0 ? ram_mem : (available > kRamMargin ? available - kRamMargin : 0);
+    return b;
+}
+
+}  // namespace strata
