@@ -156,8 +156,12 @@ TEST(Request, ChatMessagesAreChecked) {
 
 TEST(Request, UnsupportedFeaturesAreRefused) {
     const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
-    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 2})", "n");
-    expect_refused(Endpoint::Chat, "{" + m + R"(, "tools": [{"type": "function"}]})", "tools");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 0})", "n");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 17})", "n");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 2.5})", "n");
+    expect_refused(Endpoint::Completion, R"({"prompt": "x", "n": "2"})", "n");
+    EXPECT_EQ(parse_request(Endpoint::Completion, R"({"prompt": "x", "n": 3})", defaults()).n, 3);
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "tools": [{"type": "function"}]})", "tools[0].function");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "xml"}})", "response_format");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_schema", "json_schema": {}}})",
                    "response_format");
