@@ -145,7 +145,7 @@ TEST(Request, ChatMessagesAreChecked) {
     expect_refused(C, R"({"messages": "hi"})", "messages");
     expect_refused(C, R"({"messages": [1]})", "messages[0]");
     expect_refused(C, R"({"messages": [{"content": "x"}]})", "messages[0].role");
-    expect_refused(C, R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].role");
+    expect_refused(C, R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id");
     expect_refused(C, R"({"messages": [{"role": "user", "content": "x"}, {"role": "user"}]})", "messages[1].content");
     expect_refused(C, R"({"messages": [{"role": "user", "content": 7}]})", "messages[0].content");
     expect_refused(C, R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",

@@ -163,8 +163,8 @@ TEST(Tools, AnswersReadAsCalls) {
     EXPECT_EQ(bare.content, "");
 
     // Unknown functions, broken JSON and non-object arguments stay text.
-    for (const std::string text : {R"(<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>)",
-                                   R"(<tool_call>{"name": "get_time", "arguments": [1]}</tool_call>)",
+    for (const std::string& text : {std::string(R"(<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>)"),
+                                    std::string(R"(<tool_call>{"name": "get_time", "arguments": [1]}</tool_call>)"),
                                    std::string(R"(<tool_call>{"name": "get_time")"), std::string("Sunny, 21 C.")}) {
         const ToolOutput out = parse_tool_output(text, tools);
         EXPECT_TRUE(out.calls.empty()) << text;
@@ -184,7 +184,7 @@ TEST(Tools, AnswersReadAsCalls) {
 
 TEST(Tools, StreamHoldsBackCallsAndEndsLikeTheWholeAnswer) {
     const ToolRequest tools = parse(kTools).tools;
-    for (const std::string text : {std::string("Checking <tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
+    for (const std::string& text : {std::string("Checking <tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
                                                "</tool_call> done"),
                                    std::string("A < B and <tool_ca are fine"),
                                    std::string("  {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"),
