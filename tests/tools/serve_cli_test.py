@@ -127,8 +127,8 @@ def sse_events(url, body, key=KEY):
     return events
 
 
-def complete(srv, prompt, n, **extra):
-    body = {"prompt": prompt, "max_tokens": n, "temperature": 0, **extra}
+def complete(srv, prompt, max_tokens, **extra):
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, **extra}
     status, data = http(srv.url + "/v1/completions", "POST", body)
     expect(status == 200, f"completion {prompt!r}: status {status} {data[:300]!r}")
     return json.loads(data) if status == 200 else None
@@ -364,7 +364,7 @@ def check_choices(srv):
     """n > 1: n choices with their indexes (whole and streamed), each greedy one the text of an
     n = 1 request, completion tokens summed over the choices; n beyond --parallel is a 400."""
     alone = complete(srv, "Water boils at", 8)
-    many = complete(srv, "Water boils at", 8, n=3)
+    many = complete(srv, "Water boils at", 8, **{"n": 3})
     if alone and many:
         texts = [c["text"] for c in sorted(many["choices"], key=lambda c: c["index"])]
         expect([c["index"] for c in many["choices"]] == [0, 1, 2], f"n=3 indexes {many['choices']}")
