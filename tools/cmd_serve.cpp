@@ -34,6 +34,7 @@ struct ServeArgs {
     std::string alias;
     std::string max_body = "4M";
     bool no_batch_decode = false;
+    std::string spec_mode = "off";  // --spec
 };
 
 // SIGINT and SIGTERM are blocked in every thread and taken by one waiting thread, so no
@@ -153,12 +154,23 @@ void add_serve_command(CLI::App& app) {
                     "seconds a request may take from arrival to its last token, queue included; past it the "
                     "request ends with 504 (0 = no limit)")
         ->capture_default_str()->check(real_in(0.0, 1e6));
+    cmd->add_option("--spec", args->spec_mode,
+                    "speculative decoding: lookup = prompt lookup for greedy requests served alone (the output "
+                    "is the same), off")
+        ->capture_default_str();
+    cmd->add_option("--draft-max", args->server.spec.draft_max, "most draft tokens a speculative pass checks")
+        ->capture_default_str()->check(int_in(1, SpecParams::kMaxDraft));
     cmd->add_flag("--no-batch-decode", args->no_batch_decode,
                   "decode each request in its own forward pass instead of one pass for all (for comparisons)");
     add_chat_template_options(*cmd, args->chat_template);
     cmd->callback([args] {
         args->server.chunk_tokens = args->engine.n_batch;
         args->server.batch_decode = !args->no_batch_decode;
+        args->server.spec.mode = parse_spec_mode(args->spec_mode);
+        if (args->server.spec.mode == SpecMode::Draft) {
+            throw ArgumentError("strata serve speculates with --spec lookup only (no draft model is served)");
+        }
+        if (args->server.spec.mode != SpecMode::Off) args->server.spec.validate(args->engine.n_batch);
         serve(*args);
     });
 }

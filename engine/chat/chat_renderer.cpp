@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/chat/jinja/jinja_template.h"
 #include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
@@ -40,6 +42,22 @@ std::string ChatRenderer::render_strict(std::span<const ChatMessage> messages, b
                      {"bos_token", jinja::Value(options_.bos_text)},
                      {"eos_token", jinja::Value(options_.eos_text)}};
     return jinja_->render(context);
+}
+
+std::string ChatRenderer::render_with_tools(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                            bool gen) const {
+    if (!is_jinja()) throw ArgumentError(cat("the built-in ", chat_format_name(fallback_), " format has no tools"));
+    jinja::Object context;
+    context.items = {{"messages", jinja::from_json(messages)},
+                     {"add_generation_prompt", jinja::Value(gen)},
+                     {"bos_token", jinja::Value(options_.bos_text)},
+                     {"eos_token", jinja::Value(options_.eos_text)}};
+    if (!tools.empty()) context.items.emplace_back("tools", jinja::from_json(tools));
+    return jinja_->render(context);
+}
+
+bool ChatRenderer::reads_tools() const {
+    return is_jinja() && jinja_->source().find("tools") != std::string::npos;
 }
 
 std::string ChatRenderer::render(std::span<const ChatMessage> messages, bool gen) const {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "engine/chat/chat_template.h"
 
 namespace strata {
@@ -43,6 +45,15 @@ public:
     std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
     // As render(), but a Jinja failure throws jinja::TemplateError instead of falling back.
     std::string render_strict(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+
+    // For a Jinja template that reads `tools` (reads_tools()): the prompt text of `messages` and
+    // `tools` given as JSON in the shapes templates read (tool calls, tool results; Hugging
+    // Face's apply_chat_template(messages, tools=...)). Throws jinja::TemplateError when it fails
+    // to render, ArgumentError for a built-in format. No fallback: the caller has its own.
+    std::string render_with_tools(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                  bool add_generation_prompt) const;
+    // Whether this is a Jinja template that mentions `tools` (so renders tool definitions itself).
+    bool reads_tools() const;
 
     bool is_jinja() const { return jinja_ != nullptr; }
     ChatFormat fallback() const { return fallback_; }

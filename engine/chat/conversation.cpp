@@ -31,7 +31,10 @@ std::vector<ChatMessage> Conversation::with_system(std::vector<ChatMessage> mess
 std::vector<TokenId> render_chat_tokens(const Tokenizer& tok, const ChatRenderer& renderer,
                                         std::span<const ChatMessage> messages,
                                         bool add_generation_prompt) {
-    const std::string text = renderer.render(messages, add_generation_prompt);
+    return chat_text_tokens(tok, renderer.render(messages, add_generation_prompt));
+}
+
+std::vector<TokenId> chat_text_tokens(const Tokenizer& tok, std::string_view text) {
     // The tokenizer adds BOS itself when the vocabulary asks for it: no second BOS.
     std::string_view body = text;
     if (tok.vocab().add_bos && tok.bos() != kNoToken) {

@@ -26,6 +26,9 @@ std::vector<TokenId> render_chat_tokens(const Tokenizer& tokenizer, const ChatRe
                                         std::span<const ChatMessage> messages,
                                         bool add_generation_prompt);
 
+// The prompt tokens of a rendered chat text (as render_chat_tokens, after the rendering).
+std::vector<TokenId> chat_text_tokens(const Tokenizer& tokenizer, std::string_view text);
+
 struct TurnStats {
     int64_t n_reused = 0;     // prompt tokens whose KV was kept from earlier turns
     int64_t n_prompt = 0;     // prompt tokens fed this turn

@@ -4,7 +4,11 @@
 namespace strata::server {
 
 const char* finish_reason_name(FinishReason reason) {
-    return reason == FinishReason::Length ? "length" : "stop";
+    switch (reason) {
+        case FinishReason::Length: return "length";
+        case FinishReason::ToolCalls: return "tool_calls";
+        default: return "stop";
+    }
 }
 
 Job::Job(JobSpec spec) : spec_(std::move(spec)), queued_at_(std::chrono::steady_clock::now()) {}

@@ -28,8 +28,9 @@ struct JobSpec {
     int logprobs = -1;               // -1: none; else the chosen token's and this many alternatives
 };
 
-enum class FinishReason { Stop, Length };
-const char* finish_reason_name(FinishReason reason);  // "stop", "length"
+// ToolCalls: the answer was read as tool calls (set by the response, never by the engine).
+enum class FinishReason { Stop, Length, ToolCalls };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "tool_calls"
 
 struct JobResult {
     FinishReason finish = FinishReason::Stop;

@@ -5,12 +5,14 @@
 
 #include "engine/chat/conversation.h"
 #include "engine/server/api_error.h"
+#include "engine/server/tool_prompt.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace strata::server {
 namespace {
 
 std::vector<TokenId> prompt_tokens(const CompletionRequest& r, const PromptContext& c) {
+    if (r.endpoint == Endpoint::Chat && r.tool_view) return tool_chat_tokens(*c.tokenizer, c.chat, r);
     if (r.endpoint == Endpoint::Chat) {
         return render_chat_tokens(*c.tokenizer, c.chat, r.messages, /*add_generation_prompt=*/true);
     }
@@ -59,6 +61,7 @@ JobSpec make_job_spec(const CompletionRequest& r, const PromptContext& c) {
         }
     }
     spec.sampler = r.sampler;
+    if (r.tools.choice.forced()) spec.sampler.grammar = forced_call_grammar(r.tools);
     spec.stop = r.stop;
     spec.ignore_eos = r.ignore_eos;
     spec.logprobs = r.logprobs;

@@ -7,6 +7,7 @@
 #include "engine/server/api_error.h"
 #include "engine/server/json_fields.h"
 #include "engine/server/logprobs.h"
+#include "engine/server/tool_request.h"
 #include "engine/sampler/json_schema_grammar.h"
 
 namespace strata::server {
@@ -49,7 +50,10 @@ std::string message_content(const json& m, const std::string& where, bool may_be
     return text;
 }
 
-std::vector<ChatMessage> parse_messages(const json& body, const RequestLimits& limits) {
+// `ordered`: the body with its key order kept, when the messages are also wanted as the
+// template's JSON (tools given, or tool calls and results in the history); else null.
+std::vector<ChatMessage> parse_messages(const json& body, const RequestLimits& limits, const nlohmann::ordered_json* ordered,
+                                        nlohmann::ordered_json* chat_json) {
     const auto it = body.find("messages");
     if (it == body.end() || it->is_null()) throw ApiError(400, "'messages' is missing", "messages");
     if (!it->is_array()) throw ApiError(400, cat("'messages' must be an array, got ", json_kind(*it)), "messages");
@@ -66,11 +70,14 @@ std::vector<ChatMessage> parse_messages(const json& body, const RequestLimits& l
         std::optional<std::string> role = FieldReader(m, where).string("role", 64);
         if (!role) throw ApiError(400, cat("'", where, ".role' is missing"), where + ".role");
         if (*role == "developer") role = "system";
-        if (*role != "system" && *role != "user" && *role != "assistant") {
-            throw ApiError(400, cat("'", where, ".role' is \"", *role, "\"; this server takes system, developer, user ",
-                                    "and assistant messages"), where + ".role");
+        if (*role != "system" && *role != "user" && *role != "assistant" && *role != "tool") {
+            throw ApiError(400, cat("'", where, ".role' is \"", *role, "\"; this server takes system, developer, user, ",
+                                    "assistant and tool messages"), where + ".role");
         }
         out.push_back({*role, message_content(m, where, *role == "assistant")});
+        if (ordered != nullptr) {
+            chat_json->push_back(tool_history_message((*ordered)["messages"][i], where, *role, out.back().content));
+        }
     }
     return out;
 }
@@ -92,7 +99,7 @@ void parse_prompt(const json& body, CompletionRequest& r) {
     if (p->empty()) throw ApiError(400, "'prompt' is empty", "prompt");
     for (size_t i = 0; i < p->size(); ++i) {
         const json& t = (*p)[i];
-        if (t.is_string()) throw ApiError(400, "'prompt' holds several prompts; this server takes one (n = 1)", "prompt");
+        if (t.is_string()) throw ApiError(400, "'prompt' holds several prompts; this server takes one per request", "prompt");
         if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > kMaxInt32) {
             throw ApiError(400, cat("'", item("prompt", i), "' must be a token id (an integer >= 0), got ", t.dump()),
                            item("prompt", i));
@@ -154,13 +161,12 @@ std::map<int32_t, float> parse_logit_bias(const json& body, const RequestLimits&
 }
 
 void refuse_unsupported(const FieldReader& r, Endpoint endpoint) {
-    if (const json* n = r.find("n"); n && !(n->is_number_integer() && n->get<int64_t>() == 1)) {
-        throw ApiError(400, cat("'n' must be 1: this server returns one choice per request, got ", n->dump()), "n");
-    }
-    if (const json* tools = r.find("tools"); tools && !(tools->is_array() && tools->empty())) {
-        throw ApiError(400, "'tools' is not supported by this server (no constrained sampling yet)", "tools");
-    }
     if (endpoint == Endpoint::Completion) {
+        for (const char* field : {"tools", "tool_choice"}) {
+            if (r.find(field) != nullptr) {
+                throw ApiError(400, cat("'", field, "' belongs to /v1/chat/completions, not /v1/completions"), field);
+            }
+        }
         if (r.boolean("echo").value_or(false)) throw ApiError(400, "'echo' is not supported by this server", "echo");
         if (const json* b = r.find("best_of"); b && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
             throw ApiError(400, cat("'best_of' must be 1, got ", b->dump()), "best_of");
@@ -199,6 +205,29 @@ SamplerParams parse_sampler(const FieldReader& r, const SamplerParams& defaults)
     return s;
 }
 
+// Whether the chat needs the template's JSON view: tools, or tool calls and results in the history.
+bool needs_tool_view(const json& body) {
+    if (body.contains("tools") || body.contains("tool_choice")) return true;
+    const auto it = body.find("messages");
+    if (it == body.end() || !it->is_array()) return false;
+    for (const json& m : *it) {
+        if (m.is_object() && (m.contains("tool_calls") || m.value("role", json()) == "tool")) return true;
+    }
+    return false;
+}
+
+void parse_chat(const json& j, std::string_view body, const RequestLimits& limits, CompletionRequest& req) {
+    if (!needs_tool_view(j)) {
+        req.messages = parse_messages(j, limits, nullptr, nullptr);
+        return;
+    }
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);  // valid: parsed once already
+    req.tools = parse_tool_request(ordered);
+    req.chat_json = nlohmann::ordered_json::array();
+    req.messages = parse_messages(j, limits, &ordered, &req.chat_json);
+    req.tool_view = true;
+}
+
 }  // namespace
 
 // response_format: "text", "json_object" (any JSON object) or "json_schema" with
@@ -235,7 +264,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const 
     r.string("user", 1024);
     refuse_unsupported(r, endpoint);
     if (endpoint == Endpoint::Chat) {
-        req.messages = parse_messages(j, limits);
+        parse_chat(j, body, limits, req);
     } else {
         parse_prompt(j, req);
     }
@@ -246,13 +275,20 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const 
         }
         req.include_usage = FieldReader(*so, "stream_options").boolean("include_usage").value_or(false);
     }
+    req.n = r.integer("n", 1, kMaxChoices).value_or(1);
     req.max_tokens = r.integer("max_tokens", 1, kMaxInt32);
     if (endpoint == Endpoint::Chat) {
         if (const auto m = r.integer("max_completion_tokens", 1, kMaxInt32)) req.max_tokens = m;
     }
     req.sampler = parse_sampler(r, defaults);
     req.sampler.logit_bias = parse_logit_bias(j, limits);
-    if (const auto grammar = parse_response_format(r)) req.sampler.grammar = grammar;
+    if (const auto grammar = parse_response_format(r)) {
+        if (req.tools.choice.forced()) {
+            throw ApiError(400, "'response_format' cannot be combined with a tool_choice that forces a call (the call's "
+                                "arguments follow the function's schema)", "response_format");
+        }
+        req.sampler.grammar = grammar;
+    }
     req.stop = parse_stop(j, limits);
     req.ignore_eos = r.boolean("ignore_eos").value_or(false);
     req.logprobs = parse_logprobs(r, endpoint);

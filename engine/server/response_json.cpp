@@ -9,14 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string random_hex(int n) {
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string s(static_cast<size_t>(n), '0');
-    for (char& c : s) c = kHex[rng() & 15];
-    return s;
-}
-
 bool is_chat(const ResponseInfo& info) { return info.endpoint == Endpoint::Chat; }
 
 json envelope(const ResponseInfo& info, const char* object) {
@@ -26,10 +18,18 @@ json envelope(const ResponseInfo& info, const char* object) {
 
 }  // namespace
 
+std::string random_id(std::string_view prefix, int n) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s(prefix);
+    for (int i = 0; i < n; ++i) s += kHex[rng() & 15];
+    return s;
+}
+
 ResponseInfo new_response_info(Endpoint endpoint, std::string model) {
     ResponseInfo info;
     info.endpoint = endpoint;
-    info.id = (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
+    info.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-", 24);
     info.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
     info.model = std::move(model);
@@ -43,24 +43,31 @@ json usage_json(const JobResult& r) {
                 {"prompt_tokens_details", {{"cached_tokens", r.n_reused}}}};
 }
 
-json full_response(const ResponseInfo& info, std::string_view text, const JobResult& result, const json& logprobs) {
-    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(result.finish)}};
-    json out;
-    if (is_chat(info)) {
-        out = envelope(info, "chat.completion");
-        choice["message"] = {{"role", "assistant"}, {"content", text}};
-    } else {
-        out = envelope(info, "text_completion");
+json choice_json(const ResponseInfo& info, int index, std::string_view text, const JobResult& result,
+                 const json& logprobs, const json& tool_calls) {
+    json choice = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(result.finish)}};
+    if (!is_chat(info)) {
         choice["text"] = text;
+        return choice;
     }
-    out["choices"] = json::array({std::move(choice)});
-    out["usage"] = usage_json(result);
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    if (!tool_calls.is_null()) {
+        if (text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = tool_calls;
+    }
+    return choice;
+}
+
+json full_response(const ResponseInfo& info, json choices, const JobResult& total) {
+    json out = envelope(info, is_chat(info) ? "chat.completion" : "text_completion");
+    out["choices"] = std::move(choices);
+    out["usage"] = usage_json(total);
     return out;
 }
 
 json stream_chunk(const ResponseInfo& info, std::string_view text, bool first, const FinishReason* finish,
-                  const json& logprobs) {
-    json choice = {{"index", 0}, {"logprobs", logprobs},
+                  const json& logprobs, int index) {
+    json choice = {{"index", index}, {"logprobs", logprobs},
                    {"finish_reason", finish ? json(finish_reason_name(*finish)) : json(nullptr)}};
     json out;
     if (is_chat(info)) {
@@ -74,6 +81,13 @@ json stream_chunk(const ResponseInfo& info, std::string_view text, bool first, c
         choice["text"] = text;
     }
     out["choices"] = json::array({std::move(choice)});
+    return out;
+}
+
+json tool_calls_chunk(const ResponseInfo& info, const json& tool_calls, int index) {
+    json out = envelope(info, "chat.completion.chunk");
+    out["choices"] = json::array({json{{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr},
+                                       {"delta", {{"tool_calls", tool_calls}}}}});
     return out;
 }
 

@@ -19,7 +19,7 @@ Scheduler::Scheduler(std::vector<std::unique_ptr<Session>> sessions, const Sched
         if (s->n_ctx() != n_ctx_) {
             throw ArgumentError(cat("scheduler sessions differ in context: ", s->n_ctx(), " and ", n_ctx_));
         }
-        slots_.emplace_back(std::move(s), options.chunk_tokens);
+        slots_.emplace_back(std::move(s), options.chunk_tokens, options.spec);
     }
     Session& first = slots_.front().session();
     bool shared = slots_.size() > 1 && options.batch_decode;
@@ -65,6 +65,9 @@ SchedulerGauges Scheduler::gauges() const {
     g.kv_cells_total = n_ctx_ * g.n_slots;
     g.batched_passes = batched_passes_;
     g.batched_rows = batched_rows_;
+    g.spec_passes = spec_passes_;
+    g.spec_proposed = spec_proposed_;
+    g.spec_accepted = spec_accepted_;
     return g;
 }
 
@@ -112,22 +115,35 @@ void Scheduler::admit_locked() {
 StepStats Scheduler::step_all() {
     StepStats total;
     std::vector<Slot*> decoding;
+    int64_t n_busy = 0;
+    for (Slot& s : slots_) n_busy += s.busy() ? 1 : 0;
+    auto add = [&](const StepStats& st) {
+        total.n_prefilled += st.n_prefilled;
+        total.n_decoded += st.n_decoded;
+        total.n_spec_passes += st.n_spec_passes;
+        total.n_spec_proposed += st.n_spec_proposed;
+        total.n_spec_accepted += st.n_spec_accepted;
+    };
     for (Slot& s : slots_) {
         if (s.drop_if_gone(options_.request_timeout_s)) continue;
         if (batch_ && s.decoding()) {
             decoding.push_back(&s);
             continue;
         }
-        const StepStats st = s.step();
-        total.n_prefilled += st.n_prefilled;
-        total.n_decoded += st.n_decoded;
+        add(s.step(/*alone=*/n_busy == 1));
     }
-    if (!decoding.empty()) total.n_decoded += decode_batch(decoding).n_decoded;
+    if (!decoding.empty()) add(decode_batch(decoding, /*alone=*/n_busy == 1));
+    if (total.n_spec_passes > 0) {
+        std::lock_guard lock(mutex_);
+        spec_passes_ += total.n_spec_passes;
+        spec_proposed_ += total.n_spec_proposed;
+        spec_accepted_ += total.n_spec_accepted;
+    }
     return total;
 }
 
-StepStats Scheduler::decode_batch(const std::vector<Slot*>& slots) {
-    if (slots.size() == 1) return slots.front()->step();  // keeps the session's own step graph
+StepStats Scheduler::decode_batch(const std::vector<Slot*>& slots, bool alone) {
+    if (slots.size() == 1) return slots.front()->step(alone);  // keeps the session's own step graph
     std::vector<Session*> sessions;
     std::vector<TokenId> tokens;
     for (Slot* s : slots) {

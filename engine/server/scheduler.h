@@ -32,6 +32,7 @@ struct SchedulerOptions {
     int64_t chunk_tokens = 256;  // prompt tokens per step of one slot
     bool batch_decode = true;    // false: every slot decodes in its own pass (for comparisons)
     double request_timeout_s = 0;  // a job running longer since it was queued ends with 504; 0: none
+    SpecParams spec;             // SpecMode::Lookup: a greedy job alone in the server speculates (slot.h)
 };
 
 class Scheduler {
@@ -60,7 +61,7 @@ private:
     void admit_locked();     // queued jobs into free slots (mutex_ held)
     Slot& pick_slot(const JobSpec& spec);
     StepStats step_all();    // one iteration: prompt chunks per slot, decodes batched
-    StepStats decode_batch(const std::vector<Slot*>& slots);
+    StepStats decode_batch(const std::vector<Slot*>& slots, bool alone);
 
     SchedulerOptions options_;
     Metrics* metrics_;
@@ -77,6 +78,7 @@ private:
     int64_t n_active_ = 0;       // busy slots, as of the last iteration
     int64_t kv_cells_used_ = 0;  // as of the last iteration
     int64_t batched_passes_ = 0, batched_rows_ = 0;  // SchedulerGauges
+    int64_t spec_passes_ = 0, spec_proposed_ = 0, spec_accepted_ = 0;
     std::thread engine_;
 };
 

@@ -170,6 +170,7 @@ Server::Server(const Runtime& runtime, const ServerOptions& options) : impl_(std
     so.chunk_tokens = options.chunk_tokens;
     so.request_timeout_s = options.request_timeout_s;
     so.batch_decode = options.batch_decode;
+    so.spec = options.spec;
     s.scheduler = std::make_unique<Scheduler>(make_sessions(runtime, options.n_parallel), so, &s.metrics);
     const Model& model = runtime.model();
     s.endpoint_context.scheduler = s.scheduler.get();

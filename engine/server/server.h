@@ -12,6 +12,7 @@
 
 #include "engine/chat/chat_renderer.h"
 #include "engine/sampler/sampler_params.h"
+#include "engine/runtime/speculate.h"
 
 namespace strata {
 class Runtime;
@@ -33,6 +34,7 @@ struct ServerOptions {
     SamplerParams sampler;              // defaults of every request
     double request_timeout_s = 0;       // a request running longer ends with 504; 0: no limit
     bool batch_decode = true;           // false: each slot decodes in its own pass (comparisons)
+    SpecParams spec;                    // --spec lookup: greedy requests served alone speculate
 };
 
 class Server {

@@ -5,11 +5,16 @@
 
 #include "engine/core/error.h"
 #include "engine/runtime/model.h"
+#include "engine/runtime/speculate.h"
 
 namespace strata::server {
 
-Slot::Slot(std::unique_ptr<Session> session, int64_t chunk_tokens)
-    : session_(std::move(session)), chunk_tokens_(std::max<int64_t>(1, chunk_tokens)) {}
+Slot::Slot(std::unique_ptr<Session> session, int64_t chunk_tokens, SpecParams spec)
+    : session_(std::move(session)), chunk_tokens_(std::max<int64_t>(1, chunk_tokens)), spec_(spec) {
+    if (spec_.mode != SpecMode::Lookup) spec_.mode = SpecMode::Off;
+    spec_.draft_max = std::min(spec_.draft_max, chunk_tokens_ - 1);  // the verifying pass fits a chunk
+    if (spec_.draft_max < 1) spec_.mode = SpecMode::Off;
+}
 
 int64_t Slot::reusable_prefix(std::span<const TokenId> prompt) const {
     const std::vector<TokenId>& held = session_->tokens();
@@ -39,7 +44,7 @@ void Slot::start(std::shared_ptr<Job> job) {
     stop_ = std::make_unique<StopMatcher>(spec.stop);
 }
 
-StepStats Slot::step() {
+StepStats Slot::step(bool alone) {
     StepStats stats;
     if (!busy()) return stats;
     if (job_->cancelled()) {
@@ -58,12 +63,52 @@ StepStats Slot::step() {
                 return stats;
             }
             emit(session_->feed(chunk));
+        } else if (alone && speculates()) {
+            stats = decode_lookup();
         } else {
             stats.n_decoded = 1;
             emit(session_->feed({&next_token_, 1}));
         }
     } catch (const std::exception& e) {
         fail(e.what());  // the session may hold part of a chunk's KV: forget it all
+    }
+    return stats;
+}
+
+bool Slot::speculates() const {
+    return spec_.mode == SpecMode::Lookup && job_->spec().sampler.temperature <= 0;
+}
+
+StepStats Slot::decode_lookup() {
+    std::vector<TokenId> tokens = session_->tokens();
+    const int64_t base = static_cast<int64_t>(tokens.size());
+    tokens.push_back(next_token_);
+    // No draft beyond what the job may still generate or the context hold.
+    // The cache stays below full while the rows are sampled (a full one ends a job early).
+    const int64_t room = std::min(job_->spec().max_tokens - result_.n_generated - 1, session_->n_ctx() - base - 2);
+    const std::vector<TokenId> draft =
+        room >= 1 ? propose_lookup(tokens, std::min(spec_.draft_max, room), spec_.max_ngram) : std::vector<TokenId>{};
+    StepStats stats;
+    stats.n_decoded = 1;  // tokens produced (rejected draft tokens are not counted)
+    if (draft.empty() || static_cast<int64_t>(draft.size()) < spec_.draft_min) {
+        emit(session_->feed({&next_token_, 1}));
+        return stats;
+    }
+    std::vector<TokenId> batch{next_token_};
+    batch.insert(batch.end(), draft.begin(), draft.end());
+    const std::span<const float> logits = session_->feed_all(batch);  // [batch.size(), n_vocab]
+    const size_t n_vocab = logits.size() / batch.size();
+    stats.n_spec_passes = 1;
+    stats.n_spec_proposed = static_cast<int64_t>(draft.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+        emit(logits.subspan(i * n_vocab, n_vocab));
+        // Row i's token is in the cache when it equals draft[i]; the rest of the draft is not.
+        if (!busy() || i == draft.size() || next_token_ != draft[i]) {
+            session_->truncate(base + static_cast<int64_t>(i) + 1);
+            return stats;
+        }
+        ++stats.n_spec_accepted;
+        ++stats.n_decoded;
     }
     return stats;
 }

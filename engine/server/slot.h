@@ -10,6 +10,7 @@
 #include <span>
 
 #include "engine/runtime/session.h"
+#include "engine/runtime/speculate.h"
 #include "engine/sampler/sampler.h"
 #include "engine/server/job.h"
 #include "engine/server/stop_matcher.h"
@@ -19,13 +20,18 @@ namespace strata::server {
 
 struct StepStats {
     int64_t n_prefilled = 0;  // prompt tokens evaluated
-    int64_t n_decoded = 0;    // single tokens evaluated
+    int64_t n_decoded = 0;    // single tokens evaluated (a speculative pass: the token and its draft)
+    int64_t n_spec_passes = 0;    // speculative passes (prompt lookup) ...
+    int64_t n_spec_proposed = 0;  // ... the draft tokens they checked ...
+    int64_t n_spec_accepted = 0;  // ... and kept
 };
 
 class Slot {
 public:
-    // chunk_tokens: the most prompt tokens one step evaluates (>= 1).
-    Slot(std::unique_ptr<Session> session, int64_t chunk_tokens);
+    // chunk_tokens: the most prompt tokens one step evaluates (>= 1). spec: SpecMode::Lookup lets
+    // a greedy job decode speculatively while it is alone (prompt lookup, issue 25; the output
+    // is the same as without); other modes are off. 1 + spec.draft_max <= chunk_tokens.
+    Slot(std::unique_ptr<Session> session, int64_t chunk_tokens, SpecParams spec = {});
 
     bool busy() const { return job_ != nullptr; }
     // Prompt tokens whose KV this slot would keep for `prompt` (at most prompt.size() - 1, so
@@ -35,8 +41,9 @@ public:
     // Takes a job (the slot must be free): keeps the reusable prefix, forgets the rest.
     void start(std::shared_ptr<Job> job);
     // One forward pass. Finishes the job when it ends (end of generation, a stop string,
-    // max_tokens), was cancelled, or failed (status 500 with the error).
-    StepStats step();
+    // max_tokens), was cancelled, or failed (status 500 with the error). `alone`: no other slot
+    // is busy, so a decode step may check a draft in the same pass (speculation).
+    StepStats step(bool alone = false);
     // Ends the current job, if any, with a failure (503 at shutdown).
     void abort(int status, const std::string& message);
 
@@ -60,11 +67,16 @@ public:
 
 private:
     void emit(std::span<const float> logits);  // samples, streams the text, maybe ends
+    bool speculates() const;  // lookup speculation on and the job greedy
+    // The waiting token and a prompt-lookup draft in one pass; rows sampled in order while they
+    // agree with the draft; the KV of the rejected draft tokens dropped.
+    StepStats decode_lookup();
     void end(FinishReason reason);  // flushes held text, finishes the job, frees the slot
     void release();
 
     std::unique_ptr<Session> session_;
     int64_t chunk_tokens_;
+    SpecParams spec_;
     std::shared_ptr<Job> job_;
     std::unique_ptr<Sampler> sampler_;
     std::shared_ptr<const GrammarVocab> grammar_vocab_;  // built at the first constrained request

@@ -3,7 +3,7 @@
 
 --suite api: /health, /v1/models, the chat page, chat and text completions (whole and
 streamed) through the `openai` Python package and plain HTTP, stop strings, usage counts,
-logprobs in the chat and completion shapes,
+logprobs in the chat and completion shapes, n > 1 choices, --spec lookup (same greedy text),
 the same greedy text as `strata run` (an independent path), greedy output identical alone and
 among concurrent requests, OpenAI-shaped 4xx errors naming the field (bad JSON, wrong types,
 huge numbers, invalid UTF-8, oversized bodies, prompts beyond the context, a missing or wrong
@@ -121,8 +121,8 @@ def sse_events(url, body, key=KEY):
     return events
 
 
-def complete(srv, prompt, n, **extra):
-    body = {"prompt": prompt, "max_tokens": n, "temperature": 0, **extra}
+def complete(srv, prompt, max_tokens, **extra):
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, **extra}
     status, data = http(srv.url + "/v1/completions", "POST", body)
     expect(status == 200, f"completion {prompt!r}: status {status} {data[:300]!r}")
     return json.loads(data) if status == 200 else None
@@ -291,7 +291,7 @@ def check_openai_client(srv):
     l = tl.choices[0].logprobs
     expect(l is not None and len(l.tokens) == tl.usage.completion_tokens == len(l.token_logprobs) and
            all(len(top) <= 2 for top in l.top_logprobs) and l.text_offset[0] == 0, f"completion logprobs {l}")
-    for bad, param in [({"max_tokens": -3}, "max_tokens"), ({"temperature": 9}, "temperature"), ({"n": 2}, "n")]:
+    for bad, param in [({"max_tokens": -3}, "max_tokens"), ({"temperature": 9}, "temperature"), ({"n": 9}, "n")]:
         try:
             client.chat.completions.create(model="any", messages=msgs, **bad)
             expect(False, f"openai: {bad} was accepted")
@@ -352,6 +352,67 @@ def check_concurrency(srv):
                        f"concurrent {p!r}: {got['choices'][0]['text']!r} != alone {want['choices'][0]['text']!r}")
         for p, f in stream.items():
             expect(alone[p] and f.result() == alone[p]["choices"][0]["text"], f"concurrent stream {p!r}: {f.result()!r}")
+
+
+def check_choices(srv):
+    """n > 1: n choices with their indexes (whole and streamed), each greedy one the text of an
+    n = 1 request, completion tokens summed over the choices; n beyond --parallel is a 400."""
+    alone = complete(srv, "Water boils at", 8)
+    many = complete(srv, "Water boils at", 8, **{"n": 3})
+    if alone and many:
+        texts = [c["text"] for c in sorted(many["choices"], key=lambda c: c["index"])]
+        expect([c["index"] for c in many["choices"]] == [0, 1, 2], f"n=3 indexes {many['choices']}")
+        expect(texts == [alone["choices"][0]["text"]] * 3, f"n=3 greedy texts {texts} vs {alone['choices'][0]['text']!r}")
+        expect(many["usage"]["completion_tokens"] == 3 * alone["usage"]["completion_tokens"] and
+               many["usage"]["prompt_tokens"] == alone["usage"]["prompt_tokens"], f"n=3 usage {many['usage']}")
+    msgs = [{"role": "user", "content": "Say hi."}]
+    events = sse_events(srv.url + "/v1/chat/completions", {"messages": msgs, "max_tokens": 6, "temperature": 0,
+                                                           "n": 2, "stream": True,
+                                                           "stream_options": {"include_usage": True}})
+    parts, finish, usage = {0: "", 1: ""}, {}, None
+    for e in events[:-1]:
+        j = json.loads(e)
+        usage = j.get("usage") or usage
+        for ch in j["choices"]:
+            parts[ch["index"]] += ch["delta"].get("content") or ""
+            finish[ch["index"]] = ch["finish_reason"] or finish.get(ch["index"])
+    status, data = http(srv.url + "/v1/chat/completions", "POST", {"messages": msgs, "max_tokens": 6, "temperature": 0})
+    one = json.loads(data)["choices"][0] if status == 200 else {}
+    expect(parts == {0: one.get("message", {}).get("content"), 1: one.get("message", {}).get("content")} and
+           set(finish) == {0, 1} and all(finish.values()), f"n=2 stream {parts} {finish} vs {one}")
+    expect(usage is not None and usage["completion_tokens"] == 2 * json.loads(data)["usage"]["completion_tokens"],
+           f"n=2 stream usage {usage}")
+    status, data = http(srv.url + "/v1/completions", "POST", {"prompt": "x", "n": 5})
+    error_of(status, data, 400, "n", "--parallel", "n beyond --parallel")
+
+
+def check_spec(strata, model, srv):
+    """--spec lookup: greedy answers of requests served alone equal the plain server's (whole,
+    streamed, chat), drafts were checked and some kept (/metrics); a sampled request still runs."""
+    spec = Server(strata, model, "--parallel", "2", "-c", "512", "--spec", "lookup", "--draft-max", "6")
+    try:
+        code = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n"
+        for prompt in [code, "One, two, three, one, two, three, one, two,"]:
+            want, got = complete(srv, prompt, 24), complete(spec, prompt, 24)
+            if want and got:
+                expect(got["choices"][0]["text"] == want["choices"][0]["text"] and got["usage"]["completion_tokens"] == want["usage"]["completion_tokens"],
+                       f"spec {prompt!r}: {got['choices'][0]['text']!r} != {want['choices'][0]['text']!r}")
+                events = sse_events(spec.url + "/v1/completions",
+                                    {"prompt": prompt, "max_tokens": 24, "temperature": 0, "stream": True})
+                text = "".join(json.loads(e)["choices"][0]["text"] for e in events[:-1] if json.loads(e)["choices"])
+                expect(text == want["choices"][0]["text"], f"spec stream {prompt!r}: {text!r}")
+        msgs = {"messages": [{"role": "user", "content": "Repeat: red green blue red green blue"}], "max_tokens": 20,
+                "temperature": 0}
+        a = http(srv.url + "/v1/chat/completions", "POST", msgs)
+        b = http(spec.url + "/v1/chat/completions", "POST", msgs)
+        expect(a[0] == b[0] == 200 and json.loads(a[1])["choices"] == json.loads(b[1])["choices"], f"spec chat {a} {b}")
+        passes, accepted = metric(spec, "strata_spec_passes_total"), metric(spec, "strata_spec_accepted_tokens_total")
+        print(f"spec lookup: {passes} passes, {accepted} draft tokens accepted")
+        expect(passes and passes > 0 and accepted and accepted > 0, f"spec metrics: {passes} passes, {accepted} accepted")
+        sampled = complete(spec, "The sky is", 8, temperature=0.9, seed=3)
+        expect(sampled and sampled["usage"]["completion_tokens"] >= 1, f"spec sampled {sampled}")
+    finally:
+        spec.stop()
 
 
 def check_disconnect(srv):
@@ -417,6 +478,8 @@ def api_suite(strata, model):
         check_openai_client(srv)
         check_errors(srv)
         check_concurrency(srv)
+        check_choices(srv)
+        check_spec(strata, model, srv)
         check_disconnect(srv)
         check_sigint(srv)
     finally:

@@ -145,7 +145,7 @@ TEST(Request, ChatMessagesAreChecked) {
     expect_refused(C, R"({"messages": "hi"})", "messages");
     expect_refused(C, R"({"messages": [1]})", "messages[0]");
     expect_refused(C, R"({"messages": [{"content": "x"}]})", "messages[0].role");
-    expect_refused(C, R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].role");
+    expect_refused(C, R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id");
     expect_refused(C, R"({"messages": [{"role": "user", "content": "x"}, {"role": "user"}]})", "messages[1].content");
     expect_refused(C, R"({"messages": [{"role": "user", "content": 7}]})", "messages[0].content");
     expect_refused(C, R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
@@ -156,8 +156,12 @@ TEST(Request, ChatMessagesAreChecked) {
 
 TEST(Request, UnsupportedFeaturesAreRefused) {
     const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
-    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 2})", "n");
-    expect_refused(Endpoint::Chat, "{" + m + R"(, "tools": [{"type": "function"}]})", "tools");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 0})", "n");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 17})", "n");
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "n": 2.5})", "n");
+    expect_refused(Endpoint::Completion, R"({"prompt": "x", "n": "2"})", "n");
+    EXPECT_EQ(parse_request(Endpoint::Completion, R"({"prompt": "x", "n": 3})", defaults()).n, 3);
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "tools": [{"type": "function"}]})", "tools[0].function");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "xml"}})", "response_format");
     expect_refused(Endpoint::Chat, "{" + m + R"(, "response_format": {"type": "json_schema", "json_schema": {}}})",
                    "response_format");

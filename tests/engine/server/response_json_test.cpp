@@ -34,7 +34,7 @@ TEST(ResponseJson, WholeAnswers) {
     const ResponseInfo chat = new_response_info(Endpoint::Chat, "m");
     EXPECT_EQ(chat.id.rfind("chatcmpl-", 0), 0u);
     EXPECT_NE(chat.id, new_response_info(Endpoint::Chat, "m").id);
-    const json c = full_response(chat, "Hi\n\"there\"", result());
+    const json c = full_response(chat, json::array({choice_json(chat, 0, "Hi\n\"there\"", result())}), result());
     EXPECT_EQ(c["object"], "chat.completion");
     EXPECT_EQ(c["model"], "m");
     EXPECT_EQ(c["choices"][0]["message"]["role"], "assistant");
@@ -49,10 +49,30 @@ TEST(ResponseJson, WholeAnswers) {
     EXPECT_EQ(text.id.rfind("cmpl-", 0), 0u);
     JobResult r = result();
     r.finish = FinishReason::Stop;
-    const json t = full_response(text, "abc", r);
+    const json t = full_response(text, json::array({choice_json(text, 0, "abc", r)}), r);
     EXPECT_EQ(t["object"], "text_completion");
     EXPECT_EQ(t["choices"][0]["text"], "abc");
     EXPECT_EQ(t["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ResponseJson, ChoicesAndToolCalls) {
+    const ResponseInfo chat = new_response_info(Endpoint::Chat, "m");
+    JobResult r = result();
+    r.finish = FinishReason::ToolCalls;
+    const json calls = json::array({json{{"id", "call_1"}, {"type", "function"},
+                                         {"function", {{"name", "f"}, {"arguments", "{}"}}}}});
+    const json called = choice_json(chat, 2, "", r, nullptr, calls);
+    EXPECT_EQ(called["index"], 2);
+    EXPECT_EQ(called["finish_reason"], "tool_calls");
+    EXPECT_TRUE(called["message"]["content"].is_null());
+    EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["name"], "f");
+    EXPECT_EQ(choice_json(chat, 0, "see:", r, nullptr, calls)["message"]["content"], "see:");
+    EXPECT_FALSE(choice_json(chat, 0, "x", result())["message"].contains("tool_calls"));
+    const json chunk = tool_calls_chunk(chat, calls, 1);
+    EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+    EXPECT_EQ(chunk["choices"][0]["index"], 1);
+    EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["id"], "call_1");
+    EXPECT_EQ(stream_chunk(chat, "a", false, nullptr, nullptr, 3)["choices"][0]["index"], 3);
 }
 
 TEST(ResponseJson, StreamEvents) {

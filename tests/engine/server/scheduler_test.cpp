@@ -307,5 +307,36 @@ TEST_F(SchedulerTest, FullQueueIs429AndShutdownIs503) {
     }
 }
 
+TEST_F(SchedulerTest, LookupSpeculationKeepsGreedyOutput) {
+    SchedulerOptions options;
+    options.spec.mode = SpecMode::Lookup;
+    options.spec.draft_max = 6;
+    options.chunk_tokens = 16;
+    Scheduler scheduler(sessions(2), options);
+    std::string repeat;
+    for (int i = 0; i < 6; ++i) repeat += "the quick brown fox jumps over the lazy dog ";
+    // Alone: speculation runs (the prompt repeats itself, so lookup finds drafts).
+    for (const std::string& text : {repeat, std::string("Hello there, how are you")}) {
+        const JobSpec spec = greedy(prompt(text), 24);
+        auto job = std::make_shared<Job>(spec);
+        scheduler.submit(job);
+        const Answer got = collect(*job);
+        const Answer want = oracle(spec);
+        EXPECT_EQ(got.result.status, 200) << got.result.error;
+        EXPECT_EQ(got.text, want.text) << text;
+        EXPECT_EQ(got.result.n_generated, want.result.n_generated);
+    }
+    const SchedulerGauges g = scheduler.gauges();
+    EXPECT_GT(g.spec_passes, 0);
+    EXPECT_LE(g.spec_accepted, g.spec_proposed);
+    // Two at once: batched without speculation, the same text.
+    const JobSpec a = greedy(prompt(repeat), 16), b = greedy(prompt("Once upon a time in a land"), 16);
+    auto ja = std::make_shared<Job>(a), jb = std::make_shared<Job>(b);
+    scheduler.submit(ja);
+    scheduler.submit(jb);
+    EXPECT_EQ(collect(*ja).text, oracle(a).text);
+    EXPECT_EQ(collect(*jb).text, oracle(b).text);
+}
+
 }  // namespace
 }  // namespace strata::server
