@@ -12,7 +12,7 @@ namespace {
 TEST(HparamErrors, UnknownArchitectureListsSupported) {
     TestModel m = TestModel::from_preset("tiny");
     m.set("general.architecture", GgufValue::string("mamba"));
-    expect_load_error<UnsupportedError>(m, {"'mamba'", "gemma3, llama, qwen2, qwen2moe, qwen3, qwen3moe"});
+    expect_load_error<UnsupportedError>(m, {"'mamba'", "gemma3, llama, phi3, qwen2, qwen2moe, qwen3, qwen3moe"});
 }
 
 TEST(HparamErrors, MissingArchitecture) {

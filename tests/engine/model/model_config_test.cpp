@@ -187,7 +187,7 @@ TEST(ModelConfig, ExpectedTensorsFollowTheArchitecture) {
 
 TEST(ModelConfig, SupportedArchitectures) {
     std::vector<std::string_view> names = supported_architectures();
-    EXPECT_EQ(names, (std::vector<std::string_view>{"gemma2", "gemma3", "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe"}));
+    EXPECT_EQ(names, (std::vector<std::string_view>{"gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen2moe", "qwen3", "qwen3moe"}));
     EXPECT_EQ(find_arch("mamba"), nullptr);
     EXPECT_EQ(arch_spec("qwen3").name, "qwen3");
 }
