@@ -151,7 +151,10 @@ TEST_P(SparseFfnTest, DecodeMatchesBatchesWithTheSameMask) {
     const SparseFfn sparse(placed, profile_, 0.5, GgmlType::F32);
     const std::vector<float> decode = last_logits(placed, &sparse, prompt, 1);
     const std::vector<float> batch = last_logits(placed, &sparse, prompt, 12);
-    EXPECT_LT(rel_max_diff(decode, batch), 1e-4);
+    // Decode and batch compute act(gate) with different kernels, so a neuron within rounding of
+    // the threshold can fall on either side: on an AVX2-only host one such flip on tiny-gemma3
+    // moves the logits by 2.9e-3 (AVX-512 hosts measured below 1e-4). Dense is 5x further away.
+    EXPECT_LT(rel_max_diff(decode, batch), 1e-2);
     // ... and the mask matters: dense differs by far more.
     EXPECT_GT(rel_max_diff(last_logits(placed, nullptr, prompt, 12), batch), 5e-2);
 }
