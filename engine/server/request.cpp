@@ -231,8 +231,10 @@ void parse_chat(const json& j, std::string_view body, const RequestLimits& limit
 }  // namespace
 
 // response_format: "text", "json_object" (any JSON object) or "json_schema" with
-// {"json_schema": {"schema": {...}}}: a grammar that constrains sampling; nullptr for text.
-static std::shared_ptr<const Grammar> parse_response_format(const FieldReader& r) {
+// {"json_schema": {"schema": {...}}}: a grammar that constrains sampling; nullptr for text. The
+// schema is read from `body` again with its key order kept: properties are written in the order
+// the schema declares them (as `run --json-schema` does), not alphabetically.
+static std::shared_ptr<const Grammar> parse_response_format(const FieldReader& r, std::string_view body) {
     const json* f = r.find("response_format");
     if (f == nullptr) return nullptr;
     const std::optional<std::string> type =
@@ -245,7 +247,9 @@ static std::shared_ptr<const Grammar> parse_response_format(const FieldReader& r
     const json* spec = type == "json_schema" && f->contains("json_schema") ? &f->at("json_schema") : nullptr;
     if (spec != nullptr && spec->is_object() && spec->contains("schema")) {
         try {
-            return std::make_shared<const Grammar>(parse_gbnf(json_schema_to_gbnf((*spec)["schema"].dump()), "json_schema"));
+            const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);  // valid: parsed once already
+            const std::string schema = ordered["response_format"]["json_schema"]["schema"].dump();
+            return std::make_shared<const Grammar>(parse_gbnf(json_schema_to_gbnf(schema), "json_schema"));
         } catch (const ArgumentError& e) {
             throw ApiError(400, cat("'response_format.json_schema.schema': ", e.what()), "response_format");
         }
@@ -282,7 +286,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const 
     }
     req.sampler = parse_sampler(r, defaults);
     req.sampler.logit_bias = parse_logit_bias(j, limits);
-    if (const auto grammar = parse_response_format(r)) {
+    if (const auto grammar = parse_response_format(r, body)) {
         if (req.tools.choice.forced()) {
             throw ApiError(400, "'response_format' cannot be combined with a tool_choice that forces a call (the call's "
                                 "arguments follow the function's schema)", "response_format");
