@@ -459,6 +459,8 @@ def check_flags(strata, model, srv):
     for args, fragment in [(["--parallel", "0"], "--parallel"), (["--port", "70000"], "--port"),
                            (["-n", "0"], "-n 0"), (["--max-body", "lots"], "lots"),
                            (["--request-timeout", "-1"], "--request-timeout"),
+                           (["--spec", "draft"], "--spec lookup only"), (["--spec", "often"], "often"),
+                           (["--spec", "lookup", "--draft-max", "0"], "--draft-max"),
                            # The budgets hold --parallel KV caches: 64 x 32768 cells do not fit 1 GiB.
                            (["--parallel", "64", "-c", "32768", "--ram-mem", "1G", "--gpu", "none"],
                             "KV cache of 2097152 cells"),
