@@ -24,18 +24,18 @@ count() {  # reads ctest output on stdin, adds its totals
 
 echo "== build (release)"
 if scripts/build.sh; then
-  echo "== tests (release)"
-  out=$(ctest --test-dir build --output-on-failure -j "$jobs" 2>&1); echo "$out"; count <<<"$out"
+  echo "== tests (release) at ${SECONDS}s"
+  ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee build/ctest.log; count <build/ctest.log
 else
   failed=$((failed + 1)); echo "release build FAILED"
 fi
 
-echo "== build (ASan + UBSan)"
+echo "== build (ASan + UBSan) at ${SECONDS}s"
 if STRATA_BUILD_DIR=build-asan scripts/build.sh -DSTRATA_SANITIZE=ON -DSTRATA_CUDA=OFF; then
-  echo "== tests (ASan + UBSan)"
-  out=$(ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow 2>&1)
-  echo "$out"; count <<<"$out"
+  echo "== tests (ASan + UBSan) at ${SECONDS}s"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow 2>&1 | tee build-asan/ctest.log
+  count <build-asan/ctest.log
 else
   failed=$((failed + 1)); echo "sanitizer build FAILED"
 fi
@@ -43,7 +43,7 @@ fi
 # run_fuzzer TARGET CORPUS SECONDS: builds one libFuzzer target and runs it on a copy of its corpus.
 run_fuzzer() {
   local target=$1 seeds=$2 seconds=$3
-  echo "== fuzz: $target (libFuzzer, ${seconds}s)"
+  echo "== fuzz: $target (libFuzzer, ${seconds}s) at ${SECONDS}s"
   if STRATA_BUILD_DIR=build-fuzz STRATA_BUILD_TARGET=$target scripts/build.sh -DSTRATA_FUZZ=ON -DSTRATA_CUDA=OFF \
        -DSTRATA_TESTS=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++; then
     local corpus; corpus=$(mktemp -d); cp "$seeds"/* "$corpus"/
@@ -62,5 +62,5 @@ run_fuzzer gguf_fuzz tests/fuzz/corpus "$fuzz_seconds"
 run_fuzzer request_fuzz tests/fuzz/request_corpus "$((fuzz_seconds / 2))"
 run_fuzzer jinja_fuzz tests/engine/chat/templates "$((fuzz_seconds / 2))"  # seeds: the oracle's model templates
 
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed (${SECONDS}s)"
 [ "$failed" -eq 0 ]
