@@ -25,7 +25,7 @@ count() {  # reads ctest output on stdin, adds its totals
 echo "== build (release)"
 if scripts/build.sh; then
   echo "== tests (release) at ${SECONDS}s"
-  ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee build/ctest.log; count <build/ctest.log
+  ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 2>&1 | tee build/ctest.log; count <build/ctest.log
 else
   failed=$((failed + 1)); echo "release build FAILED"
 fi
@@ -34,7 +34,7 @@ echo "== build (ASan + UBSan) at ${SECONDS}s"
 if STRATA_BUILD_DIR=build-asan scripts/build.sh -DSTRATA_SANITIZE=ON -DSTRATA_CUDA=OFF; then
   echo "== tests (ASan + UBSan) at ${SECONDS}s"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow 2>&1 | tee build-asan/ctest.log
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600 -LE slow 2>&1 | tee build-asan/ctest.log
   count <build-asan/ctest.log
 else
   failed=$((failed + 1)); echo "sanitizer build FAILED"
