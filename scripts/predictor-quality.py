@@ -9,6 +9,7 @@ usage: scripts/predictor-quality.py [--strata build/bin/strata] [--chunks 4] [--
            [--models qwen2.5-coder-0.5b] [--texts genesis] [--sparsity 0.25,0.5] [--rank 64]
            [--threads 2] [--out docs/plots/predictor_quality.json]"""
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -17,22 +18,18 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CODE_TEXT = "/usr/lib/python3.11/_pydecimal.py"
 
 
-def sh(cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+def _sparsity_quality():
+    """scripts/sparsity-quality.py as a module (its name has a dash): sh() and halves()."""
+    spec = importlib.util.spec_from_file_location("sparsity_quality", os.path.join(ROOT, "scripts/sparsity-quality.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def halves(path, tmp, name):
-    lines = open(path, encoding="utf-8").read().splitlines(keepends=True)
-    h = len(lines) // 2
-    out = []
-    for part, chunk in (("calib", lines[:h]), ("eval", lines[h:])):
-        p = os.path.join(tmp, f"{name}-{part}.txt")
-        open(p, "w", encoding="utf-8").write("".join(chunk))
-        out.append(p)
-    return out
+_SQ = _sparsity_quality()
+sh, halves = _SQ.sh, _SQ.halves
 
 
 def perplexity(args, model, text, extra):
@@ -62,7 +59,7 @@ def main():
         "gemma3-270m": lambda: sh([os.path.join(ROOT, "scripts/default-model.sh")]).strip(),
         "qwen2.5-coder-0.5b": lambda: sh([sys.executable, os.path.join(ROOT, "scripts/second-model.py")]).strip(),
     }
-    texts = {"genesis": lambda: sh([os.path.join(ROOT, "scripts/perplexity-text.sh")]).strip(), "code": lambda: CODE_TEXT}
+    texts = {"genesis": lambda: sh([os.path.join(ROOT, "scripts/perplexity-text.sh")]).strip(), "code": lambda: _SQ.CODE_TEXT}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for mname in args.models.split(","):

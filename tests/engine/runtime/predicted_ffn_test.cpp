@@ -27,6 +27,7 @@
 #include "predictor/predictor_file.h"
 #include "predictor/predictor_train.h"
 #include "tests/engine/synth/scratch_file.h"
+#include "tests/engine/runtime/rel_diff.h"
 
 namespace strata {
 namespace {
@@ -64,14 +65,7 @@ Decode decode(const PlacedModel& placed, const SparseFfn* sparse, const std::vec
     return d;
 }
 
-double rel_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-        m = std::max(m, std::fabs(static_cast<double>(b[i])));
-    }
-    return d / m;
-}
+using testing::rel_max_diff;
 
 class PredictedFfnTest : public ::testing::Test {
   protected:
