@@ -4,6 +4,7 @@
 #include "engine/core/host_info.h"
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
+#include "kernels_cpu/predicted_ffn.h"
 
 namespace strata::cpu {
 
@@ -14,6 +15,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options)
     capabilities_.device_name = cpu_model_name();
     capabilities_.weight_types = reference_weight_types();
     capabilities_.sparse_ffn = true;
+    capabilities_.predicted_ffn = true;
     capabilities_.host_threads = n_threads_;
 }
 
@@ -69,6 +71,10 @@ int64_t CpuBackend::thresholded_gated_activation(const Tensor& gate, const Tenso
 
 int64_t CpuBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
     return cpu::sparse_gated_ffn(args, y, n_threads_, options_.quantize_activations);
+}
+
+int64_t CpuBackend::predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {
+    return cpu::predicted_sparse_gated_ffn(args, y, n_threads_, options_.quantize_activations);
 }
 
 }  // namespace strata::cpu

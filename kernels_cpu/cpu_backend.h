@@ -58,7 +58,7 @@ class CpuBackend : public Backend {
     MemoryKind memory_kind() const override { return MemoryKind::Host; }
     // The host's RAM; used and peak are this backend's allocations. No limit of its own.
     BackendMemory memory() const override;
-    // Every type with a reference dequantizer, sparse FFN ops, no graphs.
+    // Every type with a reference dequantizer, sparse FFN ops (predicted too), no graphs.
     const BackendCapabilities& capabilities() const override { return capabilities_; }
 
     // Host memory, 64-byte aligned; counted (allocated_bytes) but not limited here: the RAM
@@ -83,6 +83,7 @@ class CpuBackend : public Backend {
     int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
+    int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) override;
     void synchronize() override {}
 
   private:

@@ -7,22 +7,10 @@
 
 #include <cstdint>
 
-#include "engine/core/op_types.h"
+#include "engine/core/backend.h"  // PredictedFfnArgs
 #include "engine/core/tensor.h"
 
 namespace strata::cpu {
-
-struct PredictedFfnArgs {
-    const Tensor* x = nullptr;       // [n_embd, 1] f32: the FFN's (normed) input
-    const Tensor* gate = nullptr;    // ffn_gate [n_embd, n_ff], any matmul type
-    const Tensor* up = nullptr;      // ffn_up [n_embd, n_ff]
-    const Tensor* down_t = nullptr;  // ffn_down neuron-major [n_embd, n_ff]
-    const int32_t* candidates = nullptr;  // ascending, in [0, n_ff)
-    int64_t n_candidates = 0;
-    Activation act = Activation::Silu;
-    float threshold = 0.0f;
-    uint64_t* counts = nullptr;  // optional [evaluated, active], incremented
-};
 
 // y [n_embd, 1] = Σ over the active candidates i: act(gate_i·x)·(up_i·x)·down_t_i. Returns the
 // number of active neurons. ArgumentError: shapes, or candidates not ascending in [0, n_ff).

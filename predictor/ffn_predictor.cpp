@@ -3,6 +3,8 @@
 
 #include <Eigen/Dense>
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 
 namespace strata {
@@ -33,17 +35,23 @@ void LayerPredictor::scores(const float* x, int64_t n, float* out) const {
     S.rowwise() += ConstVectorMap(b2.data(), n_ff).transpose();
 }
 
-int64_t LayerPredictor::predict(const float* x, int32_t* rows, float* scratch) const {
+int64_t LayerPredictor::predict(const float* x, int32_t* rows, float* scratch, int n_threads) const {
     const ConstMatrixMap W1(w1.data(), rank, n_embd);
     const ConstMatrixMap W2(w2.data(), n_ff, rank);
     Eigen::Map<Eigen::VectorXf> h(scratch + n_ff, rank);
     h.noalias() = W1 * ConstVectorMap(x, n_embd);
     h = (h + ConstVectorMap(b1.data(), rank)).cwiseMax(0.0f);
-    Eigen::Map<Eigen::VectorXf> s(scratch, n_ff);
-    s.noalias() = W2 * h;
+    // The scores in chunks of neurons, one thread each (W2 is most of the bytes).
+    constexpr int64_t kChunk = 512;
+    const int64_t n_chunks = (n_ff + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && n_chunks > 1)
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        const int64_t r0 = c * kChunk, len = std::min(kChunk, n_ff - r0);
+        Eigen::Map<Eigen::VectorXf>(scratch + r0, len).noalias() = W2.middleRows(r0, len) * h;
+    }
     int64_t m = 0;
     for (int64_t i = 0; i < n_ff; ++i) {
-        if (s[i] + b2[static_cast<size_t>(i)] > threshold) rows[m++] = static_cast<int32_t>(i);
+        if (scratch[i] + b2[static_cast<size_t>(i)] > threshold) rows[m++] = static_cast<int32_t>(i);
     }
     return m;
 }

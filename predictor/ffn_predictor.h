@@ -29,8 +29,9 @@ struct LayerPredictor {
     // scores [n][n_ff] of x [n][n_embd] (token-major rows).
     void scores(const float* x, int64_t n, float* out) const;
     // rows[0..m) = the predicted-active neurons of one token x [n_embd], ascending; returns m.
-    // scratch: at least n_ff + rank floats.
-    int64_t predict(const float* x, int32_t* rows, float* scratch) const;
+    // scratch: at least n_ff + rank floats. n_threads: OpenMP threads over the neurons (the
+    // result does not depend on it).
+    int64_t predict(const float* x, int32_t* rows, float* scratch, int n_threads = 1) const;
     // Throws FormatError naming `what` when the arrays do not have the shapes' sizes.
     void check_shapes(const std::string& what) const;
 };

@@ -34,6 +34,9 @@ void print_summary(const PerplexityResult& r, const SparseFfn* sparse) {
         std::printf("sparsity: target %.3f, achieved %.4f of FFN neuron evaluations skipped\n", sparse->sparsity(),
                     r.achieved_sparsity);
     }
+    if (r.gate_rows_read >= 0) {
+        std::printf("predictors: gate rows read %.4f of the FFN neurons (their candidates)\n", r.gate_rows_read);
+    }
     if (r.top1_agreement >= 0) {
         std::printf("top-1 agreement with dense: %.4f of %lld scored tokens\n", r.top1_agreement,
                     static_cast<long long>(r.n_scored));

@@ -11,6 +11,7 @@
 #include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
 #include "engine/core/safe_write.h"
+#include "engine/runtime/ffn_predictors.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/profile_run.h"
 #include "engine/runtime/sparse_ffn.h"
@@ -21,6 +22,7 @@
 #include "tools/sampling_options.h"
 #include "tools/progress_bar.h"
 #include "tools/skew_report.h"
+#include "tools/train_predictors.h"
 
 namespace strata::cli {
 namespace {
@@ -33,6 +35,7 @@ struct ProfileArgs {
     int64_t n_ctx = 512;
     int n_threads = 0;
     SkewArgs skew;  // --skew STATS: report, no run
+    PredictorTrainFlags predictors;
 };
 
 // Layer 0's and the last layer's busiest and idlest experts, as shares of the tokens.
@@ -45,7 +48,7 @@ void print_routing(const ActivationProfile& profile) {
     }
 }
 
-void run(const ProfileArgs& args) {
+void run(const ProfileArgs& args, const CLI::App& cmd) {
     if (!args.skew.stats.empty()) {
         print_skew_report(args.skew);
         return;
@@ -55,10 +58,15 @@ void run(const ProfileArgs& args) {
         throw ArgumentError("profile needs -m/--model and -f/--file (or --skew STATS to report a stats file's skew)");
     }
     if (args.n_tokens < 0) throw ArgumentError(cat("--tokens must be >= 0, got ", args.n_tokens));
+    check_predictor_train_flags(args.predictors, cmd);
     const std::string text = read_bounded_file(args.text_file, "calibration text", ReadOptions{kMaxTextFileBytes});
     if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
     const std::string output = args.output.empty() ? default_stats_path(args.model, true) : args.output;
     check_write_target(output, "activation stats");  // before the long run
+    if (args.predictors.train) {
+        const std::string& given = args.predictors.output;
+        check_write_target(given.empty() ? default_predictor_path(output) : given, "FFN predictors");
+    }
 
     // Every weight on the runtime's CPU backend, read in place (profile_activations): the runtime
     // only opens the model and makes the backend.
@@ -71,6 +79,9 @@ void run(const ProfileArgs& args) {
     ro.session.n_batch = args.n_ctx;
     const Runtime runtime(args.model, ro);
     const Model& model = runtime.model();
+    if (args.predictors.train && model.config().is_moe()) {
+        throw ArgumentError("--train-predictors is for dense models: a mixture of experts has no FFN neurons of its own");
+    }
     Backend& backend = runtime.cpu();
     const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
     ProfileParams pp;
@@ -92,6 +103,9 @@ void run(const ProfileArgs& args) {
         std::printf("  S = %.2f: |act(gate)| thresholds layer 0 %.4g, layer %zu %.4g\n", s, profile.ffn_threshold(0, s),
                     profile.layers.size() - 1, profile.ffn_threshold(static_cast<int>(profile.layers.size()) - 1, s));
     }
+    if (args.predictors.train) {
+        train_predictors(model, backend, tokens, pp, profile, args.predictors, output, profile.text_name);
+    }
 }
 
 }  // namespace
@@ -112,7 +126,8 @@ void add_profile_command(CLI::App& app) {
                     "no run: print the share of activations the top 10/20/50% of each layer's neurons carry in STATS");
     cmd->add_option("--order-from", args->skew.order_from, "with --skew: rank neurons by this stats file's counts");
     cmd->add_flag("--skew-summary", args->skew.summary_only, "with --skew: the mean over layers only");
-    cmd->callback([args] { run(*args); });
+    add_predictor_train_options(*cmd, args->predictors);
+    cmd->callback([args, cmd] { run(*args, *cmd); });
 }
 
 }  // namespace strata::cli

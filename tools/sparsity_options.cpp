@@ -11,7 +11,14 @@ SparsityOptions SparsityFlags::options() const {
     const bool given = sparsity_option != nullptr && sparsity_option->count() > 0;
     if (!given) {
         if (!stats.empty()) throw ArgumentError("--stats was given without --sparsity S");
+        if (predictors || !predictor_file.empty()) {
+            throw ArgumentError("--predictors and --predictor-file need --sparsity S (the sparsity they were trained for)");
+        }
         return o;
+    }
+    if ((predictors || !predictor_file.empty()) && hot_neurons) {
+        throw ArgumentError("--predictors runs on FFNs in RAM; --hot-neurons splits them with the GPU, which reads every"
+                            " gate row: use one of them");
     }
     if (!(sparsity >= 0.0 && sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1): it is the fraction of FFN neurons skipped,",
@@ -19,6 +26,8 @@ SparsityOptions SparsityFlags::options() const {
     }
     o.sparsity = sparsity;
     o.stats_path = stats;
+    o.predictors = predictors || !predictor_file.empty();
+    o.predictor_path = predictor_file;
     const TypeTraits* t = find_type_traits_by_name(down_type);
     if (t == nullptr || t->quantize == nullptr || t->dequantize == nullptr) {
         throw ArgumentError(cat("--sparse-down '", down_type, "' is not a type Strata can quantize to (q8_0, f16, q6_K...)"));
@@ -37,6 +46,11 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
     cmd.add_option("--sparse-down", flags.down_type,
                    "type of the neuron-major ffn_down copy sparse decode reads (q8_0; q4_0 halves its bytes but cost Gemma 3 270M +9% perplexity: docs/SPARSITY.md)")
         ->capture_default_str();
+    cmd.add_flag("--predictors", flags.predictors,
+                 "with --sparsity: trained predictors (`strata profile --train-predictors`) choose which FFN neurons"
+                 " a token evaluates, so the other neurons' gate rows are not read either (FFNs in RAM)");
+    cmd.add_option("--predictor-file", flags.predictor_file,
+                   "predictors to use (implies --predictors; default: the stats file's name with .pred)");
     cmd.add_flag("--hot-neurons", flags.hot_neurons,
                  "with --sparsity: FFNs off the GPU in the placement; the GPU's room left holds each layer's most often"
                  " active neurons (from the stats), the CPU the rest");

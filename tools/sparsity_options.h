@@ -16,9 +16,12 @@ struct SparsityFlags {
     std::string down_type = "q8_0";
     CLI::Option* sparsity_option = nullptr;
     bool hot_neurons = false;  // --hot-neurons (RuntimeOptions::hot_neurons)
+    bool predictors = false;   // --predictors
+    std::string predictor_file;
 
     // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
-    // [0, 1), or --stats without --sparsity.
+    // [0, 1), or --stats, --predictors or --predictor-file without --sparsity, or predictors
+    // with --hot-neurons.
     SparsityOptions options() const;
 };
 

@@ -56,6 +56,22 @@ struct SparseFfnArgs {
     uint64_t* counts = nullptr;
 };
 
+// The sparse gated FFN of one token whose candidate neurons a trained predictor chose
+// (Backend::predicted_sparse_gated_ffn): only the candidates' rows of ffn_gate are read; of
+// those, neuron i is active when |act(gate_i·x)| > threshold (CATS), and only the active ones'
+// rows of up and down_t are read. A neuron the predictor missed is skipped.
+struct PredictedFfnArgs {
+    const Tensor* x = nullptr;       // [n_embd, 1] f32: the FFN's (normed) input
+    const Tensor* gate = nullptr;    // ffn_gate [n_embd, n_ff], any matmul type
+    const Tensor* up = nullptr;      // ffn_up [n_embd, n_ff]
+    const Tensor* down_t = nullptr;  // ffn_down neuron-major [n_embd, n_ff]
+    const int32_t* candidates = nullptr;  // ascending, in [0, n_ff), in host memory
+    int64_t n_candidates = 0;
+    Activation act = Activation::Silu;
+    float threshold = 0.0f;
+    uint64_t* counts = nullptr;  // optional [evaluated, active], incremented (host memory)
+};
+
 struct AttentionParams {
     int n_head = 0;
     int n_head_kv = 0;       // n_head % n_head_kv == 0 (GQA/MQA broadcast)
@@ -96,6 +112,8 @@ struct BackendCapabilities {
     std::vector<GgmlType> weight_types;
     // thresholded_gated_activation and sparse_gated_ffn (activation sparsity).
     bool sparse_ffn = false;
+    // predicted_sparse_gated_ffn (a trained predictor's candidates; host memory only).
+    bool predicted_ffn = false;
     // begin_graph ... end_graph records and launches the ops as one unit.
     bool graphs = false;
     // begin_step_graph and replay_step (a decode step recorded once, replayed per token).
@@ -205,6 +223,13 @@ public:
     virtual int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no sparse FFN (activation sparsity)"));
+    }
+
+    // y [n_embd, 1] = Σ over the active candidates i: act(gate_i·x)·(up_i·x)·down_t_i (one token).
+    // Returns the number of active neurons. Where capabilities().predicted_ffn.
+    virtual int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {
+        (void)args, (void)y;
+        throw UnsupportedError(cat("the ", name(), " backend has no predicted sparse FFN (trained predictors)"));
     }
 
     // Waits until every queued op has finished (a no-op on synchronous backends).

@@ -27,6 +27,7 @@ class ActivationObserver;
 class KvCache;
 class SparseFfn;
 class HotColdFfn;
+struct LayerPredictor;
 struct ExpertWeights;
 struct PlacedMoe;
 struct MoeScratch;
@@ -86,6 +87,10 @@ class LayerProgram {
     struct SparsityCount {
         uint64_t evaluated = 0;  // (neuron, token) pairs
         uint64_t active = 0;
+        // Of the evaluated pairs, those of tokens a trained predictor ran for (predicted), and
+        // the candidates it chose among them (the gate rows read).
+        uint64_t predicted = 0;
+        uint64_t candidates = 0;
     };
     // Host counts plus those a GPU keeps on the device (read back: not while a graph records).
     const std::vector<SparsityCount>& sparsity_counts() const;
@@ -119,6 +124,14 @@ class LayerProgram {
     void gated_ffn(int il, const FfnPart& p, int pb, const Tensor& in, Tensor& out);
     // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
     void sparse_ffn_block(int il, int64_t n);
+    // Decode's sparse FFN with layer il's trained predictor on host backend hb: proj = the FFN of
+    // cur over the predicted neurons. Returns the active count.
+    int64_t predicted_ffn(int il, const LayerPredictor& predictor, const FfnPart& p, int hb, const Tensor& cur,
+                          Tensor& proj);
+    // A batch's thresholded activation y [n_ff, n] (host) with the neurons layer il's predictor
+    // does not name for each token's input cur set to 0, as decode skips them. Returns how many
+    // nonzero values it cleared.
+    int64_t mask_to_predicted(int il, const LayerPredictor& predictor, int hb, const Tensor& cur, Tensor& y);
     // The sparse FFN split into a hot range on the GPU and the cold rest (layer_program_hot_cold.cpp).
     void hot_cold_ffn_block(int il, int64_t n);
     // A mixture-of-experts FFN (layer_program_moe.cpp): routing on the host, each expert with
@@ -139,6 +152,8 @@ class LayerProgram {
     LayerExecutor exec_;  // where each op runs
     const SparseFfn* sparse_ = nullptr;
     const HotColdFfn* hot_cold_ = nullptr;
+    std::vector<int32_t> predicted_rows_;  // the predictor's candidates, and its scratch
+    std::vector<float> predictor_scratch_;
     std::vector<SparsityCount> sparsity_counts_;  // per layer, counted on the host
     Buffer sparse_device_counts_;  // u64 [n_layer][evaluated, active] on the GPU backend (exec_.gpu())
     mutable std::vector<SparsityCount> sparsity_view_;  // what sparsity_counts() returns

@@ -12,6 +12,7 @@
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/placed_model.h"
 #include "engine/runtime/sparse_ffn.h"
+#include "predictor/ffn_predictor.h"
 
 namespace strata {
 namespace {
@@ -79,23 +80,30 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     Tensor x = exec_.residual_on(hb, n);
     Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
-    Tensor gate = exec_.act(hb, kGate, n_ff, n);  // [n_ff, n]
-    exec_.matmul_local(p.gate, hb, cur, gate);
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     const float threshold = sparse_->threshold(il);
+    const LayerPredictor* predictor = h.memory_kind() != MemoryKind::Device ? sparse_->predictor(il) : nullptr;
     int64_t active = 0;
-    if (n == 1) {
-        SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
-        // A GPU counts on the device (no wait inside a recorded decode graph; replays count too).
-        if (hb == exec_.gpu() && sparse_device_counts_.size() > 0) {
-            args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
-        }
-        active = h.sparse_gated_ffn(args, proj);
+    if (predictor != nullptr && n == 1) {
+        active = predicted_ffn(il, *predictor, p, hb, cur, proj);
     } else {
-        Tensor up = exec_.act(hb, kUp, n_ff, n);
-        exec_.matmul_local(p.up, hb, cur, up);
-        active = h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
-        exec_.matmul_local(p.down, hb, gate, proj);
+        Tensor gate = exec_.act(hb, kGate, n_ff, n);  // [n_ff, n]
+        exec_.matmul_local(p.gate, hb, cur, gate);
+        if (n == 1) {
+            SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
+            // A GPU counts on the device (no wait inside a recorded decode graph; replays count too).
+            if (hb == exec_.gpu() && sparse_device_counts_.size() > 0) {
+                args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
+            }
+            active = h.sparse_gated_ffn(args, proj);
+        } else {
+            Tensor up = exec_.act(hb, kUp, n_ff, n);
+            exec_.matmul_local(p.up, hb, cur, up);
+            active = h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
+            // The same function as decode's: a neuron the predictor did not name stays off.
+            if (predictor != nullptr) active -= mask_to_predicted(il, *predictor, hb, cur, gate);
+            exec_.matmul_local(p.down, hb, gate, proj);
+        }
     }
     if (active >= 0) {  // else counted on the device
         SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
@@ -104,6 +112,51 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     }
     if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
     h.add(x, proj, x);
+}
+
+int64_t LayerProgram::predicted_ffn(int il, const LayerPredictor& predictor, const FfnPart& p, int hb,
+                                    const Tensor& cur, Tensor& proj) {
+    Backend& h = exec_.backend(hb);
+    STRATA_INVARIANT(h.memory_kind() != MemoryKind::Device && p.begin == 0 && p.end == predictor.n_ff);
+    const int64_t n_ff = predictor.n_ff;
+    predicted_rows_.resize(static_cast<size_t>(n_ff));
+    predictor_scratch_.resize(static_cast<size_t>(n_ff + predictor.rank));
+    const int64_t nc = predictor.predict(static_cast<const float*>(cur.data), predicted_rows_.data(),
+                                         predictor_scratch_.data(), std::max(1, h.capabilities().host_threads));
+    const PredictedFfnArgs args{&cur, &p.gate.tensor, &p.up.tensor, &sparse_->down_t(il), predicted_rows_.data(), nc,
+                                config_.activation, sparse_->threshold(il)};
+    SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
+    c.predicted += static_cast<uint64_t>(n_ff);
+    c.candidates += static_cast<uint64_t>(nc);
+    return h.predicted_sparse_gated_ffn(args, proj);
+}
+
+int64_t LayerProgram::mask_to_predicted(int il, const LayerPredictor& predictor, int hb, const Tensor& cur, Tensor& y) {
+    const int64_t n_ff = predictor.n_ff, n = cur.n_rows();
+    STRATA_INVARIANT(y.ne[0] == n_ff && y.n_rows() == n);
+    predicted_rows_.resize(static_cast<size_t>(n_ff));
+    predictor_scratch_.resize(static_cast<size_t>(n_ff + predictor.rank));
+    const int n_threads = std::max(1, exec_.backend(hb).capabilities().host_threads);
+    int64_t removed = 0, candidates = 0;
+    for (int64_t t = 0; t < n; ++t) {
+        const auto* x = reinterpret_cast<const float*>(static_cast<const uint8_t*>(cur.data) + t * cur.nb[1]);
+        auto* row = reinterpret_cast<float*>(static_cast<uint8_t*>(y.data) + t * y.nb[1]);
+        const int64_t nc = predictor.predict(x, predicted_rows_.data(), predictor_scratch_.data(), n_threads);
+        candidates += nc;
+        int64_t next = 0;  // index into the ascending candidates
+        for (int64_t i = 0; i < n_ff; ++i) {
+            if (next < nc && predicted_rows_[static_cast<size_t>(next)] == i) {
+                ++next;
+                continue;
+            }
+            removed += row[i] != 0.0f;
+            row[i] = 0.0f;
+        }
+    }
+    SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
+    c.predicted += static_cast<uint64_t>(n_ff * n);
+    c.candidates += static_cast<uint64_t>(candidates);
+    return removed;
 }
 
 }  // namespace strata

@@ -155,7 +155,12 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     const double var = sum_sq / static_cast<double>(count) - mean * mean;
     result.n_scored = count;
     if (dense) result.top1_agreement = static_cast<double>(agree) / static_cast<double>(count);
-    if (params.sparse != nullptr) result.achieved_sparsity = achieved_sparsity(program, result.achieved_sparsity);
+    if (params.sparse != nullptr) {
+        result.achieved_sparsity = achieved_sparsity(program, result.achieved_sparsity);
+        uint64_t predicted = 0, candidates = 0;
+        for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) predicted += c.predicted, candidates += c.candidates;
+        if (predicted > 0) result.gate_rows_read = static_cast<double>(candidates) / static_cast<double>(predicted);
+    }
     result.ppl = std::exp(mean);
     result.ppl_error = var > 0 ? result.ppl * std::sqrt(var / static_cast<double>(count - 1)) : 0.0;
     return result;

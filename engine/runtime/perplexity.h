@@ -45,6 +45,7 @@ struct PerplexityResult {
     std::vector<double> running;  // cumulative PPL after each chunk
     double top1_agreement = -1;   // compare_dense: share of scored positions, else -1
     double achieved_sparsity = -1;  // with sparse: skipped share of FFN neuron evaluations
+    double gate_rows_read = -1;     // with trained predictors: their candidates' share of the neurons
 };
 
 // Called after each chunk with its index and the running estimate.

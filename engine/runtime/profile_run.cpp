@@ -15,14 +15,39 @@
 #include "engine/runtime/placed_model.h"
 
 namespace strata {
-namespace {
 
-// The FFN activations in double, as the references of the CPU kernels define them.
-float activate(Activation act, float g) {
+float calibration_activation(Activation act, float g) {
     const double x = g;
     if (act == Activation::Silu) return static_cast<float>(x / (1.0 + std::exp(-x)));
     return static_cast<float>(0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
 }
+
+int64_t calibration_windows(size_t n_tokens, const ProfileParams& params) {
+    const int64_t n_ctx = params.n_ctx;
+    if (n_ctx < 2 || params.n_batch <= 0) throw ArgumentError(cat("profile: bad window ", n_ctx, " or batch ", params.n_batch));
+    int64_t n_windows = static_cast<int64_t>(n_tokens) / n_ctx;
+    if (params.max_tokens > 0) n_windows = std::min(n_windows, std::max<int64_t>(1, params.max_tokens / n_ctx));
+    if (n_windows < 1) {
+        throw ArgumentError(cat("the calibration text has ", n_tokens, " tokens; a window of -c ", n_ctx, " needs at least that many"));
+    }
+    return n_windows;
+}
+
+void run_calibration_window(LayerProgram& program, KvCache& kv, const Vocab& vocab, std::span<const TokenId> tokens,
+                            int64_t w, const ProfileParams& params, const std::function<void(int64_t)>& after_batch) {
+    const int64_t n_ctx = params.n_ctx;
+    std::vector<TokenId> window(tokens.begin() + w * n_ctx, tokens.begin() + (w + 1) * n_ctx);
+    if (vocab.add_bos && vocab.bos != kNoToken) window[0] = vocab.bos;
+    kv.clear();
+    std::vector<float> hidden;
+    for (int64_t b0 = 0; b0 < n_ctx; b0 += params.n_batch) {
+        const int64_t nb = std::min(params.n_batch, n_ctx - b0);
+        program.forward({window.data() + b0, static_cast<size_t>(nb)}, kv, {}, hidden);
+        if (after_batch) after_batch(nb);
+    }
+}
+
+namespace {
 
 class Collector : public ActivationObserver {
   public:
@@ -41,7 +66,7 @@ class Collector : public ActivationObserver {
             }
             STRATA_INVARIANT(ne0 == l.n_ff);
             a_.resize(static_cast<size_t>(ne0));
-            for (int64_t i = 0; i < ne0; ++i) a_[static_cast<size_t>(i)] = activate(act_, row[i]);
+            for (int64_t i = 0; i < ne0; ++i) a_[static_cast<size_t>(i)] = calibration_activation(act_, row[i]);
             h.add(a_.data(), ne0);
             if (!counting_) continue;
             for (size_t g = 0; g < l.neuron_thresholds.size(); ++g) {
@@ -88,12 +113,7 @@ ActivationProfile profile_activations(const Model& model, Backend& backend, std:
                                       const ProfileParams& params, const ProfileProgress& progress) {
     if (backend.memory_kind() == MemoryKind::Device) throw ArgumentError("strata profile runs on a host backend");
     const int64_t n_ctx = params.n_ctx;
-    if (n_ctx < 2 || params.n_batch <= 0) throw ArgumentError(cat("profile: bad window ", n_ctx, " or batch ", params.n_batch));
-    int64_t n_windows = static_cast<int64_t>(tokens.size()) / n_ctx;
-    if (params.max_tokens > 0) n_windows = std::min(n_windows, std::max<int64_t>(1, params.max_tokens / n_ctx));
-    if (n_windows < 1) {
-        throw ArgumentError(cat("the calibration text has ", tokens.size(), " tokens; a window of -c ", n_ctx, " needs at least that many"));
-    }
+    const int64_t n_windows = calibration_windows(tokens.size(), params);
     const ModelConfig& config = model.config();
     ActivationProfile profile;
     const ModelFingerprint fp = model_fingerprint(model);
@@ -114,17 +134,9 @@ ActivationProfile profile_activations(const Model& model, Backend& backend, std:
     KvCache kv(config, n_ctx, GgmlType::F16, placed.kv_backends());
     const Vocab& vocab = model.tokenizer().vocab();
     const int64_t warmup = std::max<int64_t>(1, static_cast<int64_t>(params.warmup_fraction * static_cast<double>(n_windows)));
-    std::vector<float> hidden;
     for (int64_t w = 0; w < n_windows; ++w) {
         if (w == warmup && n_windows > 1) collector.start_counting();
-        std::vector<TokenId> window(tokens.begin() + w * n_ctx, tokens.begin() + (w + 1) * n_ctx);
-        if (vocab.add_bos && vocab.bos != kNoToken) window[0] = vocab.bos;
-        kv.clear();
-        for (int64_t b0 = 0; b0 < n_ctx; b0 += params.n_batch) {
-            const int64_t nb = std::min(params.n_batch, n_ctx - b0);
-            program.forward({window.data() + b0, static_cast<size_t>(nb)}, kv, {}, hidden);
-            collector.end_batch(nb);
-        }
+        run_calibration_window(program, kv, vocab, tokens, w, params, [&](int64_t nb) { collector.end_batch(nb); });
         profile.n_tokens += static_cast<uint64_t>(n_ctx);
         if (progress) progress((w + 1) * n_ctx, n_windows * n_ctx);
     }

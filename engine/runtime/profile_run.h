@@ -13,11 +13,14 @@
 #include <span>
 
 #include "predictor/activation_profile.h"
+#include "engine/core/op_types.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace strata {
 
 class Backend;
+class KvCache;
+class LayerProgram;
 class Model;
 
 struct ProfileParams {
@@ -33,5 +36,14 @@ using ProfileProgress = std::function<void(int64_t done, int64_t total)>;
 // ArgumentError when the text has fewer than n_ctx tokens, or the backend is not a host one.
 ActivationProfile profile_activations(const Model& model, Backend& backend, std::span<const TokenId> tokens,
                                       const ProfileParams& params, const ProfileProgress& progress = {});
+
+// The pieces of the calibration run that the predictors' sample run (predictor_samples.h)
+// shares: the number of windows of n_ctx tokens it evaluates (ArgumentError as above), one
+// window from an empty cache with BOS first (after_batch(n) after each batch of n tokens), and
+// the FFN activation as the statistics define it (in double, as the CPU kernels' references).
+int64_t calibration_windows(size_t n_tokens, const ProfileParams& params);
+void run_calibration_window(LayerProgram& program, KvCache& kv, const Vocab& vocab, std::span<const TokenId> tokens,
+                            int64_t w, const ProfileParams& params, const std::function<void(int64_t)>& after_batch);
+float calibration_activation(Activation act, float g);
 
 }  // namespace strata

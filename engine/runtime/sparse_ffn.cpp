@@ -10,6 +10,7 @@
 
 #include "engine/core/bounded_read.h"
 #include "engine/core/error.h"
+#include "engine/runtime/ffn_predictors.h"
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_placement.h"
@@ -182,10 +183,32 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
         Layer& s = layers_[static_cast<size_t>(il)];
         // S = 0 keeps every neuron (the threshold below every magnitude).
         s.threshold = sparsity == 0.0 ? -1.0f : static_cast<float>(profile.ffn_threshold(il, sparsity));
+        const Backend& home = *l.ffn.front().gate.backend;
+        s.runs_predictor = home.capabilities().predicted_ffn && home.memory_kind() != MemoryKind::Device;
         make_layer_copy(*l.ffn.front().gate.backend, lw.ffn_down, il, s);
         down_t_bytes_ += s.down_t.n_bytes();
         if (s.down_t.memory == MemoryKind::Device) device_bytes_ += s.down_t.n_bytes();
     }
+}
+
+void SparseFfn::set_predictors(FfnPredictors predictors) {
+    if (predictors.layers.size() != layers_.size()) {
+        throw FormatError(cat("the predictors have ", predictors.layers.size(), " layers, the model ", layers_.size()));
+    }
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const LayerPredictor& p = predictors.layers[il];
+        if (p.n_ff != layers_[il].down_t.ne[1] || p.n_embd != layers_[il].down_t.ne[0]) {
+            throw FormatError(cat("the predictor of layer ", il, " is for n_embd ", p.n_embd, " and ", p.n_ff,
+                                  " FFN neurons, the model's layer has ", layers_[il].down_t.ne[0], " and ",
+                                  layers_[il].down_t.ne[1]));
+        }
+    }
+    predictors_ = std::move(predictors);
+}
+
+const LayerPredictor* SparseFfn::predictor(int il) const {
+    const Layer& l = layers_.at(static_cast<size_t>(il));
+    return predictors_ && l.runs_predictor ? &predictors_->layers[static_cast<size_t>(il)] : nullptr;
 }
 
 std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program) {
@@ -193,15 +216,26 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
     out << "sparsity: S = " << fixed(sparse.sparsity(), 3) << " of FFN neurons (CATS thresholds), ffn_down neuron-major "
         << type_traits(sparse.down_type()).name << " copy " << format_bytes(sparse.down_t_bytes()) << "\n";
     if (program == nullptr || program->sparsity_counts().empty()) return out.str();
-    uint64_t evaluated = 0, active = 0;
+    uint64_t evaluated = 0, active = 0, predicted = 0, candidates = 0;
     out << "sparsity achieved per layer (skipped fraction):";
     for (const LayerProgram::SparsityCount& c : program->sparsity_counts()) {
         evaluated += c.evaluated;
         active += c.active;
+        predicted += c.predicted;
+        candidates += c.candidates;
         out << " " << (c.evaluated > 0 ? fixed(1.0 - static_cast<double>(c.active) / static_cast<double>(c.evaluated), 3) : "-");
     }
     out << " | all layers " << (evaluated > 0 ? fixed(1.0 - static_cast<double>(active) / static_cast<double>(evaluated), 3) : "-")
         << "\n";
+    if (const FfnPredictors* p = sparse.predictors()) {
+        out << "predictors: rank " << (p->layers.empty() ? 0 : p->layers.front().rank) << ", "
+            << format_bytes(p->bytes()) << " f32, trained for held-out recall " << fixed(p->target_recall, 3);
+        if (predicted > 0) {
+            out << "; gate rows read " << fixed(static_cast<double>(candidates) / static_cast<double>(predicted), 3)
+                << " of the predicted tokens' neurons";
+        }
+        out << "\n";
+    }
     return out.str();
 }
 
@@ -219,7 +253,14 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
     }
     const ActivationProfile profile = read_activation_profile(path);
     check_profile_for(profile, placed.model(), path);
-    return std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type);
+    auto sparse = std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type);
+    if (options.predictors || !options.predictor_path.empty()) {
+        const std::string file = options.predictor_path.empty() ? default_predictor_path(path) : options.predictor_path;
+        FfnPredictors predictors = read_ffn_predictors(file);
+        check_predictors_for(predictors, placed.model(), options.sparsity, file);
+        sparse->set_predictors(std::move(predictors));
+    }
+    return sparse;
 }
 
 void add_neuron_major_bytes(TensorTable& table, GgmlType down_type) {

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/core/buffer.h"
 #include "engine/core/tensor.h"
 #include "predictor/activation_profile.h"
+#include "predictor/ffn_predictor.h"
 #include "quant/ggml_type.h"
 
 namespace strata {
@@ -32,6 +34,10 @@ struct SparsityOptions {
     double sparsity = -1;    // skipped fraction S in [0, 1); < 0: off (dense)
     std::string stats_path;  // empty: default_stats_path(model)
     GgmlType down_type = GgmlType::Q8_0;  // the neuron-major ffn_down copy
+    // --predictors: trained predictors (ffn_predictors.h) choose which gate rows a CPU FFN's
+    // decode reads; predictor_path empty: default_predictor_path(the stats path).
+    bool predictors = false;
+    std::string predictor_path;
     bool enabled() const { return sparsity >= 0; }
 };
 
@@ -64,9 +70,18 @@ class SparseFfn {
     uint64_t down_t_bytes() const { return down_t_bytes_; }
     uint64_t device_bytes() const { return device_bytes_; }  // of the copies on a GPU
 
+    // Trained predictors for decode on backends with predicted_ffn (ffn_predictors.h checks
+    // them against the model first). FormatError: layers or shapes that do not match.
+    void set_predictors(FfnPredictors predictors);
+    // Layer il's predictor, or null (none given, or the layer's FFN is not on a backend that
+    // runs them: a GPU keeps the dense gate).
+    const LayerPredictor* predictor(int il) const;
+    const FfnPredictors* predictors() const { return predictors_ ? &*predictors_ : nullptr; }
+
   private:
     struct Layer {
         float threshold = 0;
+        bool runs_predictor = false;  // the FFN's backend has predicted_ffn
         Tensor down_t;
         Buffer buffer;
     };
@@ -76,6 +91,7 @@ class SparseFfn {
     std::vector<Layer> layers_;
     uint64_t down_t_bytes_ = 0;
     uint64_t device_bytes_ = 0;
+    std::optional<FfnPredictors> predictors_;
 };
 
 // The whole load: stats from options.stats_path (or the default), checked against the model,

@@ -3,7 +3,8 @@
 versioned JSON with the model's fingerprint and the model file is not modified; --sparsity runs
 (perplexity, run -v, bench --json) and reports the achieved sparsity; bad input gives one clear
 error line: S outside [0, 1) and missing stats name `strata profile`, stats of another model
-name both files, a GPU (fake) placement is refused.
+name both files, a GPU (fake) placement is refused; trained predictors are written beside the
+stats and read by --predictors.
 
 usage: sparsity_cli_test.py --strata BUILD/bin/strata"""
 import hashlib
@@ -80,7 +81,37 @@ def main():
             expect(0.3 < res["sparsity"]["achieved"] < 0.7, f"bench --gpu fake --sparsity: {res.get('sparsity')}")
         else:
             expect(False, f"bench --gpu fake --sparsity: {err}")
+        check_predictors(strata, a, text, stats, common)
     return finish()
+
+
+def check_predictors(strata, a, text, stats, common):
+    """Trained predictors (issue 19): profile --train-predictors writes A.pred beside the stats;
+    --sparsity S --predictors reads it and reports the gate rows read; bad uses are one line."""
+    pred = stats[:-len(".stats")] + ".pred"
+    rc, out, err = run(strata, "profile", "-m", a, "-f", text, "-c", "64", "--tokens", "256", "-t", "1", "-o", stats,
+                       "--train-predictors", "--predictor-rank", "8", "--predictor-tokens", "200")
+    expect(rc == 0 and os.path.exists(pred) and "trained 4 predictors" in out, f"profile --train-predictors: {out} {err}")
+    with open(pred, "rb") as f:
+        header = json.loads(f.readline())
+    expect(header["format"] == "strata-predictor" and header["sparsity"] == 0.5 and len(header["layers"]) == 4
+           and all(layer["rank"] == 8 for layer in header["layers"]), f"predictor header {header}")
+    run_args = ["run", "-m", a, "-p", "In the beginning", "-n", "4", "-t", "1", "--gpu", "none"]
+    rc, out, err = run(strata, *run_args, "--sparsity", "0.5", "--predictors", "-v")
+    expect(rc == 0 and "predictors: rank 8" in err and "gate rows read" in err, f"run --predictors -v: {err}")
+    rc, out, err = run(strata, "perplexity", "-m", a, *common, "--sparsity", "0.5", "--predictors")
+    expect(rc == 0 and "achieved" in out, f"perplexity --predictors: {out} {err}")
+    expect_error(strata, [*run_args, "--predictors"], "--sparsity")
+    expect_error(strata, [*run_args, "--sparsity", "0.3", "--predictors"], "--sparsity 0.5")
+    expect_error(strata, [*run_args, "--sparsity", "0.5", "--predictor-file", pred + ".missing"], "--train-predictors")
+    expect_error(strata, [*run_args, "--sparsity", "0.5", "--predictors", "--hot-neurons"], "--hot-neurons")
+    cut = pred + ".cut"
+    with open(pred, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:-5])
+    expect_error(strata, [*run_args, "--sparsity", "0.5", "--predictor-file", cut], "cut")
+    expect_error(strata, ["profile", "-m", a, "-f", text, "-c", "64", "--predictor-rank", "8"], "--train-predictors")
+    expect_error(strata, ["profile", "-m", a, "-f", text, "-c", "64", "--train-predictors", "--predictor-sparsity", "1.5"],
+                 "[0, 1)")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/placement.h"
 #include "tests/engine/synth/scratch_file.h"
+#include "tests/engine/runtime/rel_diff.h"
 
 namespace strata {
 namespace {
@@ -60,14 +61,7 @@ RunResult run(const PlacedModel& placed, const SparseFfn* sparse, const HotColdF
     return r;
 }
 
-double rel_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-        m = std::max(m, std::fabs(static_cast<double>(b[i])));
-    }
-    return d / m;
-}
+using testing::rel_max_diff;
 
 // Attention and KV on the GPU tier, everything else in RAM.
 Placement attention_on_gpu(const Model& model) {

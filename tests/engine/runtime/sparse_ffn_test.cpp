@@ -23,6 +23,7 @@
 #include "kernels_cpu/cpu_backend.h"
 #include "backends/fake_device.h"
 #include "tests/engine/synth/scratch_file.h"
+#include "tests/engine/runtime/rel_diff.h"
 
 namespace strata {
 namespace {
@@ -55,14 +56,7 @@ std::vector<float> last_logits(const PlacedModel& placed, const SparseFfn* spars
     return {logits.begin(), logits.end()};
 }
 
-double rel_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-        m = std::max(m, std::fabs(static_cast<double>(b[i])));
-    }
-    return d / m;
-}
+using testing::rel_max_diff;
 
 // One synthetic model and its profile per architecture, shared by the cases (the calibration
 // run is the slow part). Comparisons run on the f32 matmul path: with 8-bit activations a
