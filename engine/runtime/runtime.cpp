@@ -159,9 +159,12 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     // The queue depth and block the profile's disk sweep chose, inside a ring counted in RAM.
     disk_options_ = disk_stream_options(options.disk_io, largest_streamed_bytes(table), profile_ ? &*profile_ : nullptr);
     calibrate(n_ctx, log);
-    // --sparsity keeps a neuron-major copy of each ffn_down beside it (sparse_ffn.h): placements
-    // leave room for it (the staging and disk sizes above count the matrices alone).
+    // --sparsity keeps a neuron-major copy of each ffn_down beside it (sparse_ffn.h), and
+    // --predictors each layer's predictor: placements leave room for them (the staging and disk
+    // sizes above count the matrices alone).
     if (options.sparsity.enabled()) add_neuron_major_bytes(table, options.sparsity.down_type);
+    predictors_ = load_predictors(*model_, model_path, options.sparsity);
+    if (predictors_) add_predictor_bytes(table, *predictors_);
 
     if (!options.plan_path.empty()) {
         place_from_file(table, kv_cells, budgets);
@@ -214,7 +217,8 @@ void Runtime::load_placed(const std::string& model_path, std::ostream& log) {
             << format_bytes(placed_stats.ram_weight_bytes) << " of RAM weights (the limit is `ulimit -l`)\n";
     }
     // The neuron-major copies go where their FFNs are (the placement left room for them).
-    sparse_ = load_sparse_ffn(*placed_, model_path, options_.sparsity);
+    sparse_ = load_sparse_ffn(*placed_, model_path, options_.sparsity, std::move(predictors_));
+    predictors_.reset();
     options_.session.sparse = sparse_.get();
 }
 

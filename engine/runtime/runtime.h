@@ -163,6 +163,7 @@ class Runtime {
     DiskStreamOptions disk_options_;
     std::unique_ptr<PlacedModel> placed_;
     std::unique_ptr<SparseFfn> sparse_;
+    std::optional<FfnPredictors> predictors_;  // read before the placement (it counts them), then the SparseFfn's
     std::unique_ptr<HotColdFfn> hot_cold_;
 };
 

@@ -239,14 +239,22 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
     return out.str();
 }
 
+namespace {
+
+std::string stats_path_of(const std::string& model_path, const SparsityOptions& options) {
+    return options.stats_path.empty() ? default_stats_path(model_path, false) : options.stats_path;
+}
+
+}  // namespace
+
 std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std::string& model_path,
-                                           const SparsityOptions& options) {
+                                           const SparsityOptions& options, std::optional<FfnPredictors> predictors) {
     if (!options.enabled()) return nullptr;
     if (!(options.sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", options.sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped;",
                                 " thresholds come from `strata profile`)"));
     }
-    const std::string path = options.stats_path.empty() ? default_stats_path(model_path, false) : options.stats_path;
+    const std::string path = stats_path_of(model_path, options);
     if (!std::filesystem::exists(path)) {
         throw ArgumentError(cat("--sparsity needs activation stats: '", path, "' does not exist; make them with `strata profile -m ",
                                 model_path, " -f TEXT -o ", path, "` (or pass --stats FILE)"));
@@ -254,13 +262,27 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
     const ActivationProfile profile = read_activation_profile(path);
     check_profile_for(profile, placed.model(), path);
     auto sparse = std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type);
-    if (options.predictors || !options.predictor_path.empty()) {
-        const std::string file = options.predictor_path.empty() ? default_predictor_path(path) : options.predictor_path;
-        FfnPredictors predictors = read_ffn_predictors(file);
-        check_predictors_for(predictors, placed.model(), options.sparsity, file);
-        sparse->set_predictors(std::move(predictors));
-    }
+    if (!predictors) predictors = load_predictors(placed.model(), model_path, options);
+    if (predictors) sparse->set_predictors(std::move(*predictors));
     return sparse;
+}
+
+std::optional<FfnPredictors> load_predictors(const Model& model, const std::string& model_path,
+                                             const SparsityOptions& options) {
+    if (!options.enabled() || !(options.predictors || !options.predictor_path.empty())) return std::nullopt;
+    const std::string file =
+        options.predictor_path.empty() ? default_predictor_path(stats_path_of(model_path, options)) : options.predictor_path;
+    FfnPredictors predictors = read_ffn_predictors(file);
+    check_predictors_for(predictors, model, options.sparsity, file);
+    return predictors;
+}
+
+void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors) {
+    for (TensorEntry& e : table.tensors) {
+        const int il = tensor_layer(e.name);
+        if (!e.name.ends_with(".ffn_gate.weight") || il < 0 || il >= static_cast<int>(predictors.layers.size())) continue;
+        e.bytes += predictors.layers[static_cast<size_t>(il)].bytes();
+    }
 }
 
 void add_neuron_major_bytes(TensorTable& table, GgmlType down_type) {

@@ -95,10 +95,21 @@ class SparseFfn {
 };
 
 // The whole load: stats from options.stats_path (or the default), checked against the model,
-// then the SparseFfn. Null when options are off. ArgumentError naming `strata profile` when S
-// is outside [0, 1) or there are no stats.
+// then the SparseFfn with `predictors` (read here when options ask for them and none are given).
+// Null when options are off. ArgumentError naming `strata profile` when S is outside [0, 1) or
+// there are no stats.
 std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std::string& model_path,
-                                           const SparsityOptions& options);
+                                           const SparsityOptions& options,
+                                           std::optional<FfnPredictors> predictors = std::nullopt);
+
+// The trained predictors options ask for (--predictors: beside the stats; --predictor-file),
+// read and checked against the model and S (ffn_predictors.h); nullopt when not asked for.
+std::optional<FfnPredictors> load_predictors(const Model& model, const std::string& model_path,
+                                             const SparsityOptions& options);
+
+// Adds each layer's predictor bytes to its ffn_gate entry of `table`: they live in the FFN's
+// memory (RAM), so placements leave room for them and --ram-mem counts them.
+void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors);
 
 // One line for --verbose: the sparsity, the thresholds' source, the neuron-major copy's bytes,
 // and (with a program) the skipped fraction achieved per layer since its counts were reset.

@@ -251,6 +251,21 @@ TEST_F(PredictedFfnTest, RefusesPredictorsOfOtherModelsSparsitiesShapesAndBadFil
     EXPECT_EQ(default_predictor_path("/x/m.json"), "/x/m.json.pred");
 }
 
+// Placements leave room for the predictors: their bytes ride on each layer's ffn_gate entry.
+TEST_F(PredictedFfnTest, TheTensorTableCountsThePredictorsBesideTheGate) {
+    const TensorTable before = tensor_table(*model_);
+    TensorTable after = before;
+    add_predictor_bytes(after, *trained_);
+    uint64_t added = 0;
+    for (size_t i = 0; i < before.tensors.size(); ++i) {
+        const uint64_t d = after.tensors[i].bytes - before.tensors[i].bytes;
+        if (d > 0) EXPECT_TRUE(before.tensors[i].name.ends_with(".ffn_gate.weight")) << before.tensors[i].name;
+        added += d;
+    }
+    EXPECT_EQ(added, trained_->bytes());
+    EXPECT_EQ(after.tensors.size(), before.tensors.size());
+}
+
 TEST(PredictorSamples, RefuseBadArguments) {
     testing::ScratchFile f("predictor_samples_bad.gguf");
     write_synth_model(SynthOptions{}, f.path());
