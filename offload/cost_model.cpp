@@ -187,28 +187,28 @@ void CostModel::classify_tensors() {
         ti.cpu_rate = rate_of(profile.cpu_gemv_gbs, t.type, profile.host_read_gbs);
         ti.gpu_rate = profile.has_gpu() ? rate_of(profile.gpu_gemv_gbs, t.type, profile.gpu_read_gbs) : 0;
         if (is_small(t)) {
-            ti.role = TensorRole::Small;
+            ti.role = CostClass::Small;
         } else if (t.name == "output.weight" || (t.name == "token_embd.weight" && !has_output)) {
-            ti.role = TensorRole::Output;
+            ti.role = CostClass::Output;
             output_ = static_cast<int>(i);
             n_vocab_ = static_cast<double>(t.ne[1]);
             if (!has_output) embd_ = static_cast<int>(i);
         } else if (t.name == "token_embd.weight") {
-            ti.role = TensorRole::TokenEmbd;
+            ti.role = CostClass::TokenEmbd;
             embd_ = static_cast<int>(i);
         } else if (ti.layer < 0) {
-            ti.role = TensorRole::GlobalOther;
+            ti.role = CostClass::GlobalOther;
         } else {
             LayerInfo& L = layers_[static_cast<size_t>(ti.layer)];
             const std::string rest = t.name.substr(t.name.find('.', 4) + 1);
             if (std::find(std::begin(L.ffn_index), std::end(L.ffn_index), static_cast<int>(i)) !=
                 std::end(L.ffn_index)) {
-                ti.role = TensorRole::Ffn;
+                ti.role = CostClass::Ffn;
             } else if (rest.compare(0, 5, "attn_") == 0) {
-                ti.role = TensorRole::Attn;
+                ti.role = CostClass::Attn;
                 L.attn.push_back(static_cast<int>(i));
             } else {
-                ti.role = TensorRole::LayerOther;
+                ti.role = CostClass::LayerOther;
                 L.other.push_back(static_cast<int>(i));
                 // A 3-D expert tensor: each token reads the matrices of the experts it is routed to
                 // (uniform routing; prefill batches read them all).

@@ -147,7 +147,9 @@ bool fit(CostParams& params, const std::vector<Observation>& observations,
 
 // ---- For the planner: many layouts of one model, estimated fast ----
 
-enum class TensorRole {
+// How the planner rates a tensor: a coarser grouping than the model's TensorRole
+// (engine/model/tensor_spec.h), which the offload layer does not see.
+enum class CostClass {
     Small,        // ne[1] == 1: norms, biases; never multiplied, never on DISK
     TokenEmbd,    // untied token_embd: get_rows only; never on DISK
     Output,       // output.weight, or token_embd when tied; never on DISK
@@ -194,7 +196,7 @@ class CostModel {
               GgmlType kv_type = GgmlType::F16);
 
     struct TensorInfo {
-        TensorRole role = TensorRole::Small;
+        CostClass role = CostClass::Small;
         int layer = -1;
         double cpu_rate = 0, gpu_rate = 0;  // weight bytes/s at one token
         double flops = 0;                   // per token, 2 per weight

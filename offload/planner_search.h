@@ -56,9 +56,9 @@ struct Saved {
     std::vector<Tier> experts;
 };
 
-inline bool must_stay(TensorRole role) {
-    return role == TensorRole::Small || role == TensorRole::TokenEmbd ||
-           role == TensorRole::Output || role == TensorRole::GlobalOther;
+inline bool must_stay(CostClass role) {
+    return role == CostClass::Small || role == CostClass::TokenEmbd ||
+           role == CostClass::Output || role == CostClass::GlobalOther;
 }
 
 class Planner {

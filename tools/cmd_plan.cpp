@@ -52,8 +52,8 @@ class Explainer {
         for (size_t i = 0; i < cm_.info().size(); ++i) {
             const CostModel::TensorInfo& t = cm_.info()[i];
             if (t.layer != il) continue;
-            if (t.role == TensorRole::Attn) attn.push_back(static_cast<int>(i));
-            if (t.role == TensorRole::Ffn) ffn.push_back(static_cast<int>(i));
+            if (t.role == CostClass::Attn) attn.push_back(static_cast<int>(i));
+            if (t.role == CostClass::Ffn) ffn.push_back(static_cast<int>(i));
         }
         std::vector<std::string> lines;
         if (!attn.empty()) lines.push_back(attention(il, attn));

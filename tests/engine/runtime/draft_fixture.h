@@ -1,5 +1,4 @@
-// Test helper: tiny synthetic models for the draft-model tests, written by engine/synth in a
-// translation unit of its own (synth_model.h and offload/cost_model.h both name a TensorRole).
+// Test helper: tiny synthetic models for the draft-model tests, written by engine/synth.
 #pragma once
 
 #include <cstdint>

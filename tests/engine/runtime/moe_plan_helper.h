@@ -1,5 +1,4 @@
-// The planner's placement of a tiny MoE model for placed_moe_test.cpp, in a file of its own:
-// offload/cost_model.h and engine/model/tensor_spec.h both name a TensorRole.
+// The planner's placement of a tiny MoE model for placed_moe_test.cpp.
 #pragma once
 
 #include "offload/placement.h"
