@@ -95,13 +95,7 @@ AttentionParams params_of(const Shape& s, int32_t window, float softcap) {
     return p;
 }
 
-// Prefill of n_tokens at the end of n_cells: positions n_cells - n_tokens .. n_cells - 1.
-std::vector<int32_t> tail_positions(int64_t n_cells, int64_t n_tokens) {
-    std::vector<int32_t> pos(n_tokens);
-    for (int64_t t = 0; t < n_tokens; ++t)
-        pos[t] = int32_t(n_cells - n_tokens + t);
-    return pos;
-}
+using test::tail_positions;
 
 class AttentionCacheTypes : public ::testing::TestWithParam<GgmlType> {};
 

@@ -98,12 +98,7 @@ std::vector<float> run(int n_threads, const HostTensor& q, const Kv& kv, int64_t
     return std::vector<float>(out.f32(), out.f32() + out.size());
 }
 
-std::vector<int32_t> tail_positions(int64_t n_cells, int64_t n_tokens) {
-    std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t)
-        pos[t] = static_cast<int32_t>(n_cells - n_tokens + t);
-    return pos;
-}
+using test::tail_positions;
 
 class AttentionVariants : public ::testing::TestWithParam<KernelVariant> {
   protected:

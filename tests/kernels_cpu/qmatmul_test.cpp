@@ -19,13 +19,7 @@ namespace {
 using test::HostTensor;
 using test::ScopedKernelVariant;
 
-const GgmlType kQuantTypes[] = {
-    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
-    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
-    GgmlType::IQ4_NL, GgmlType::IQ4_XS,
-    GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-    GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0,
-};
+using test::kQuantTypes;
 const KernelVariant kIntegerVariants[] = {KernelVariant::Scalar, KernelVariant::Avx2,
                                           KernelVariant::Avx512};
 

@@ -233,4 +233,20 @@ double nmse(const Ref& ref, const Got* got, size_t n) {
     return norm > 0.0 ? err / norm : err;
 }
 
+// Every quantized weight type the CPU kernels compute with.
+inline constexpr GgmlType kQuantTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
+    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
+    GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+    GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+    GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0,
+};
+
+// Prefill of n_tokens at the end of n_cells: positions n_cells - n_tokens .. n_cells - 1.
+inline std::vector<int32_t> tail_positions(int64_t n_cells, int64_t n_tokens) {
+    std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(n_cells - n_tokens + t);
+    return pos;
+}
+
 }  // namespace strata::cpu::test

@@ -16,23 +16,7 @@ namespace {
 using test::LlamaShape;
 using test::make_llama_table;
 
-HardwareProfile laptop() {
-    HardwareProfile p;
-    p.cpu_name = "test cpu";
-    p.cpu_threads = 8;
-    p.host_read_gbs = 60;
-    p.cpu_gemv_gbs = {{"q4_K", 45}, {"q6_K", 40}};
-    p.disk_read_gbs = 3;
-    p.gpu_name = "test gpu";
-    p.gpu_read_gbs = 250;
-    p.gpu_gemv_gbs = {{"q4_K", 200}, {"q6_K", 190}};
-    p.h2d_gbs = 12;
-    p.d2h_gbs = 12;
-    p.transfer_latency_us = 20;
-    p.cpu_prefill_gflops = 300;
-    p.gpu_prefill_gflops = 15000;
-    return p;
-}
+using test::laptop;
 
 LlamaShape mid_shape() {
     LlamaShape s;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "offload/hardware_profile.h"
 #include "offload/placement.h"
 #include "quant/ggml_type.h"
 
@@ -31,6 +32,25 @@ inline TensorEntry make_entry(const std::string& name, GgmlType type, int64_t ne
     e.ne = {ne0, ne1, 1, 1};
     e.bytes = row_bytes(type, ne0) * static_cast<uint64_t>(ne1);
     return e;
+}
+
+// A laptop-like machine (8 threads, 12 GB/s PCIe, a mid-range GPU); `scale` multiplies every rate.
+inline HardwareProfile laptop(double scale = 1.0) {
+    HardwareProfile p;
+    p.cpu_name = "test cpu";
+    p.cpu_threads = 8;
+    p.host_read_gbs = 60 * scale;
+    p.cpu_gemv_gbs = {{"q4_K", 45 * scale}, {"q6_K", 40 * scale}};
+    p.disk_read_gbs = 3 * scale;
+    p.gpu_name = "test gpu";
+    p.gpu_read_gbs = 250 * scale;
+    p.gpu_gemv_gbs = {{"q4_K", 200 * scale}, {"q6_K", 190 * scale}};
+    p.h2d_gbs = 12 * scale;
+    p.d2h_gbs = 12 * scale;
+    p.transfer_latency_us = 20;
+    p.cpu_prefill_gflops = 300 * scale;
+    p.gpu_prefill_gflops = 15000 * scale;
+    return p;
 }
 
 inline TensorTable make_llama_table(const LlamaShape& s) {

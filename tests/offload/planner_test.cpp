@@ -16,23 +16,7 @@ namespace {
 using test::LlamaShape;
 using test::make_llama_table;
 
-HardwareProfile laptop(double scale = 1.0) {
-    HardwareProfile p;
-    p.cpu_name = "test cpu";
-    p.cpu_threads = 8;
-    p.host_read_gbs = 60 * scale;
-    p.cpu_gemv_gbs = {{"q4_K", 45 * scale}, {"q6_K", 40 * scale}};
-    p.disk_read_gbs = 3 * scale;
-    p.gpu_name = "test gpu";
-    p.gpu_read_gbs = 250 * scale;
-    p.gpu_gemv_gbs = {{"q4_K", 200 * scale}, {"q6_K", 190 * scale}};
-    p.h2d_gbs = 12 * scale;
-    p.d2h_gbs = 12 * scale;
-    p.transfer_latency_us = 20;
-    p.cpu_prefill_gflops = 300 * scale;
-    p.gpu_prefill_gflops = 15000 * scale;
-    return p;
-}
+using test::laptop;
 
 struct Use {
     uint64_t gpu = 0, ram = 0;
