@@ -286,24 +286,24 @@ void LayerExecutor::allocate_staging() {
 }
 
 LayerExecutor::StepMode LayerExecutor::begin_step(KvCache& kv, const int32_t* tokens, const int32_t* positions,
-                                                  int64_t n, int64_t m) {
+                                                  int64_t n, int64_t m, bool logits) {
     // A decode step with everything on the GPU runs as one graph once scratch sizes settled:
     // the last recording replayed at this position when nothing else changed, else recorded.
     Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 && backend(gpu_).capabilities().step_graphs
                          ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
     if (graph == nullptr) return StepMode::Eager;
-    const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_};
+    const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_, logits};
     if (step_key_ == key && graph->replay_step(this, tokens[0], positions[0])) return StepMode::Replayed;
     step_key_ = StepKey{};
     graph->begin_step_graph(this, tokens, positions);
     return StepMode::Record;
 }
 
-void LayerExecutor::end_step(StepMode mode, KvCache& kv) {
+void LayerExecutor::end_step(StepMode mode, KvCache& kv, bool logits) {
     if (mode != StepMode::Record) return;
     backend(gpu_).end_graph();
-    step_key_ = StepKey{kv.k(0).data, kv.n_ctx(), act_epoch_};
+    step_key_ = StepKey{kv.k(0).data, kv.n_ctx(), act_epoch_, logits};
 }
 
 void LayerExecutor::abort_step(StepMode mode) {

@@ -53,8 +53,12 @@ class LayerExecutor {
     // A decode step (one token, one output row) with everything on a GPU that has step graphs,
     // after one eager step: replayed when the cache and the scratch are those recorded, else
     // recorded. `tokens` and `positions` must stay valid until end_step.
-    StepMode begin_step(KvCache& kv, const int32_t* tokens, const int32_t* positions, int64_t n, int64_t m);
-    void end_step(StepMode mode, KvCache& kv);  // after the layers ran
+    // `logits`: the caller wants the step's logits computed on the device (a replay is used only
+    // when the recording computed them too).
+    StepMode begin_step(KvCache& kv, const int32_t* tokens, const int32_t* positions, int64_t n, int64_t m,
+                        bool logits = false);
+    // After the layers ran; `logits`: the recording includes the logits.
+    void end_step(StepMode mode, KvCache& kv, bool logits = false);
     void abort_step(StepMode mode);             // after an exception
     // hidden (host) [n_embd, m] = out [n_embd, m] on the residual stream's home.
     void copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden);
@@ -128,6 +132,7 @@ class LayerExecutor {
         const void* kv = nullptr;
         int64_t n_ctx = 0;
         uint64_t act_epoch = 0;
+        bool logits = false;  // the recording ends with the logits
         bool operator==(const StepKey&) const = default;
     };
     StepKey step_key_;

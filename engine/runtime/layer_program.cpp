@@ -57,6 +57,32 @@ uint64_t LayerProgram::activation_bytes(const Backend* b) const { return exec_.a
 
 void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
                            std::span<const int32_t> output_rows, std::vector<float>& hidden) {
+    forward_impl(tokens, kv, output_rows, hidden, nullptr);
+}
+
+void LayerProgram::forward_logits(std::span<const int32_t> tokens, KvCache& kv, int32_t output_row,
+                                  std::vector<float>& hidden, float* logits) {
+    if (logits == nullptr) throw ArgumentError("forward_logits() needs a logits buffer");
+    forward_impl(tokens, kv, {&output_row, 1}, hidden, logits);
+}
+
+int LayerProgram::device_logits_backend() const {
+    const PlacedWeight& out_w = model_.output();
+    const int ob = exec_.index_of(out_w.backend);
+    if (is_host(*out_w.backend) || out_w.stream_id >= 0 || ob != exec_.x_home()) return -1;
+    return ob;
+}
+
+Tensor LayerProgram::logits_on_device(int ob, const Tensor& out, int64_t m) {
+    Tensor lg = exec_.act(ob, kLogits, n_vocab(), m);
+    exec_.matmul_local(model_.output(), ob, out, lg);
+    const double cap = config_.final_logit_softcap;
+    if (cap > 0) exec_.backend(ob).softcap(lg, static_cast<float>(cap));
+    return lg;
+}
+
+void LayerProgram::forward_impl(std::span<const int32_t> tokens, KvCache& kv, std::span<const int32_t> output_rows,
+                                std::vector<float>& hidden, float* logits) {
     const int64_t n = static_cast<int64_t>(tokens.size());
     if (n == 0) throw ArgumentError("forward() needs at least one token");
     const int64_t pos0 = kv.n_used();
@@ -67,6 +93,7 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
     check_batch(tokens, output_rows);
     if (n > kv.max_batch()) {
         forward_in_parts(tokens, kv, output_rows, hidden);
+        if (logits != nullptr) this->logits(hidden.data(), static_cast<int64_t>(output_rows.size()), logits);
         return;
     }
     positions_.resize(static_cast<size_t>(n));
@@ -75,21 +102,32 @@ void LayerProgram::forward(std::span<const int32_t> tokens, KvCache& kv,
 
     const int64_t m = static_cast<int64_t>(output_rows.size());
     exec_.begin_pass(n);
-    const LayerExecutor::StepMode mode = exec_.begin_step(kv, tokens.data(), positions_.data(), n, m);
-    Tensor out;
+    const bool want_logits = logits != nullptr;
+    const LayerExecutor::StepMode mode = exec_.begin_step(kv, tokens.data(), positions_.data(), n, m, want_logits);
+    Tensor out, lg;  // lg: the logits, when they were computed on the device
     if (mode == LayerExecutor::StepMode::Replayed) {
+        // The recording computed the logits too when asked for them (the step key says so).
         out = exec_.act(exec_.x_home(), kHidden, config_.n_embd, 1);
+        if (want_logits) lg = exec_.act(exec_.x_home(), kLogits, n_vocab(), 1);
     } else {
         try {
             out = run_layers(tokens, output_rows);
-            exec_.end_step(mode, kv);
+            const int ob = want_logits ? device_logits_backend() : -1;
+            if (ob >= 0) lg = logits_on_device(ob, out, m);
+            exec_.end_step(mode, kv, lg.data != nullptr);
         } catch (...) {
             exec_.abort_step(mode);
             throw;
         }
     }
     kv.set_used(pos0 + n);
+    if (lg.data != nullptr) {
+        Tensor host = Tensor::contiguous(GgmlType::F32, logits, {n_vocab(), m});
+        exec_.backend(exec_.x_home()).copy_out(lg, host);
+        return;
+    }
     exec_.copy_hidden_out(out, m, hidden);
+    if (want_logits) this->logits(hidden.data(), m, logits);
 }
 
 Tensor LayerProgram::run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) {

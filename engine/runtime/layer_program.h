@@ -49,6 +49,12 @@ class LayerProgram {
     // kv.max_batch() (a sliding-window ring's room) runs in parts of that size.
     void forward(std::span<const int32_t> tokens, KvCache& kv,
                  std::span<const int32_t> output_rows, std::vector<float>& hidden);
+    // As forward() with one output row, then logits(): logits [n_vocab] of row `output_row`.
+    // When the residual stream ends on the device that holds the output matrix, the logits are
+    // computed there straight from the hidden state (no host round trip), inside the decode
+    // step's graph; `hidden` is then left as it was.
+    void forward_logits(std::span<const int32_t> tokens, KvCache& kv, int32_t output_row,
+                        std::vector<float>& hidden, float* logits);
 
     // One sequence of a multi-sequence batch (batch_step.h): its next `n` rows of the batch,
     // evaluated after the kv->n_used() cells of its own cache (sequences take consecutive rows).
@@ -113,6 +119,14 @@ class LayerProgram {
     // forward_batch() (seqs_ and positions_ set). Returns the hidden rows on exec_.x_home().
     Tensor run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows);
     // forward() in batches of kv.max_batch() tokens, the output rows gathered in order.
+    // forward() and forward_logits(): logits null, or [n_vocab] for the single output row.
+    void forward_impl(std::span<const int32_t> tokens, KvCache& kv, std::span<const int32_t> output_rows,
+                      std::vector<float>& hidden, float* logits);
+    // The output matrix's backend index when the logits of `out` (the hidden rows on the
+    // residual stream's home) can be computed there without leaving the device; -1 otherwise.
+    int device_logits_backend() const;
+    // logits [n_vocab, m] on backend ob (= the residual stream's home) from hidden rows `out`.
+    Tensor logits_on_device(int ob, const Tensor& out, int64_t m);
     void forward_in_parts(std::span<const int32_t> tokens, KvCache& kv, std::span<const int32_t> output_rows,
                           std::vector<float>& hidden);
     void attention_block(int il, int64_t n);

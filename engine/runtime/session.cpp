@@ -66,9 +66,16 @@ void Session::prefill(std::span<const TokenId> tokens) {
 }
 
 std::span<const float> Session::feed(std::span<const TokenId> tokens) {
-    prefill(tokens);
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    check_room(n);  // before any batch runs
+    // Every batch but the last as prefill() runs it; the last one's logits in the same pass
+    // (on the device when the model ends there: one graph per decode token).
+    const int64_t last_first = (n - 1) / params_.n_batch * params_.n_batch;
+    if (last_first > 0) prefill(tokens.first(static_cast<size_t>(last_first)));
+    const std::span<const TokenId> rest = tokens.subspan(static_cast<size_t>(last_first));
     logits_.resize(static_cast<size_t>(program_.n_vocab()));
-    program_.logits(hidden_.data(), 1, logits_.data());
+    program_.forward_logits(rest, kv_, static_cast<int32_t>(rest.size() - 1), hidden_, logits_.data());
+    tokens_.insert(tokens_.end(), rest.begin(), rest.end());
     return logits_;
 }
 

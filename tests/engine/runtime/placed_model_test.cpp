@@ -128,6 +128,7 @@ class PlacedModelTest : public ::testing::TestWithParam<std::tuple<const char*, 
         }
         Backend& gpu = *owned;
         const PlacedModel placed(*model_, placement, {f32 ? &cpu_f32_ : &cpu_, &gpu}, disk);
+        if (fake != nullptr) loaded_ = fake->stats();
         const auto got = run(placed, gpu_prefill_min_tokens, staging_limit_);
         const auto& reference_ = f32 ? reference_f32_ : this->reference_;
         ASSERT_EQ(got.size(), reference_.size());
@@ -160,7 +161,7 @@ class PlacedModelTest : public ::testing::TestWithParam<std::tuple<const char*, 
     cpu::CpuBackend cpu_{2};
     cpu::CpuBackend cpu_f32_{cpu::CpuBackendOptions{2, false}};
     std::vector<std::vector<float>> reference_, reference_f32_;
-    FakeDeviceStats stats_;
+    FakeDeviceStats stats_, loaded_;  // loaded_: after the weights' upload, before the session
     ResidencyStats residency_;
     uint64_t staging_limit_ = UINT64_MAX;  // SessionParams::gpu_staging_limit of expect_matches
     uint64_t disk_reads_ = 0;
@@ -171,9 +172,11 @@ TEST_P(PlacedModelTest, AllOnTheGpuIsExact) {
     expect_matches(uniform(*model_, Tier::Gpu, Tier::Gpu), 0.0);
     EXPECT_GT(residency_.gpu_weight_bytes, 0u);
     EXPECT_EQ(residency_.ram_weight_bytes, 0u);
-    // Only token ids go in (as op arguments) and hidden states come out.
+    // Only token ids go in (as op arguments); hidden states of prefill batches and the logits
+    // come out. The logits are computed from the hidden state where it is: it never goes back in.
     if (!cuda_) {
         EXPECT_GT(stats_.copies_out, 0u);
+        EXPECT_EQ(stats_.copies_in, loaded_.copies_in);  // none after the weights' upload
     }
     // On CUDA every decode step after the first eager one is one graph launch.
     if (cuda_) {
