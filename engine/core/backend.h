@@ -263,4 +263,7 @@ public:
     }
 };
 
+// A backend that computes on host memory (a CPU), as opposed to a device's.
+inline bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
+
 }  // namespace strata

@@ -26,7 +26,6 @@ namespace {
 // is reserved: a key/value is a length, a one-byte key, a type and a one-byte value; a tensor
 // info is an empty name, n_dims, one dimension, a type and an offset.
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;
-constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 
 std::string magic_string(const uint8_t* p) {
     std::string out;

@@ -15,8 +15,6 @@ namespace strata {
 
 namespace {
 
-constexpr uint64_t kMaxNameBytes = 63;  // ggml's GGML_MAX_NAME is 64 including the terminator
-constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 
 std::string shape_of(const int64_t* ne, uint32_t n_dims) {
     std::string out = "[";
@@ -80,9 +78,9 @@ TensorInfo read_tensor_info(gguf_detail::ByteReader& r, const std::string& path,
     r.set_context(cat("tensor #", i));
     TensorInfo t;
     t.name = r.read_string("name");
-    if (t.name.size() > kMaxNameBytes) {
+    if (t.name.size() > kMaxTensorNameBytes) {
         throw FormatError(cat(path, ": tensor #", i, " name '", t.name.substr(0, 80), t.name.size() > 80 ? "…" : "",
-                              "' is ", t.name.size(), " bytes long, the maximum is ", kMaxNameBytes));
+                              "' is ", t.name.size(), " bytes long, the maximum is ", kMaxTensorNameBytes));
     }
     r.set_context(cat("tensor '", t.name, "'"));
     read_shape(r, path, t);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/gguf/tensor_info.h"
 
 namespace strata {
 
@@ -14,7 +15,6 @@ namespace {
 
 constexpr uint32_t kVersion = 3;
 constexpr uint32_t kDefaultAlignment = 32;
-constexpr size_t kMaxNameBytes = 63;
 
 uint64_t align_up(uint64_t n, uint64_t alignment) {
     return (n + alignment - 1) / alignment * alignment;
@@ -85,9 +85,9 @@ void GgufWriter::set(const std::string& key, GgufValue value) {
 void GgufWriter::add_tensor(const std::string& name, GgmlType type,
                             const std::vector<int64_t>& ne) {
     if (header_written_) throw ArgumentError(cat("add_tensor('", name, "') after write_header()"));
-    if (name.size() > kMaxNameBytes) {
+    if (name.size() > kMaxTensorNameBytes) {
         throw ArgumentError(cat("tensor name '", name, "' is ", name.size(),
-                                " bytes long, the maximum is ", kMaxNameBytes));
+                                " bytes long, the maximum is ", kMaxTensorNameBytes));
     }
     for (const PendingTensor& t : tensors_) {
         if (t.name == name) throw ArgumentError(cat("duplicate tensor name '", name, "'"));

@@ -9,6 +9,12 @@
 
 namespace strata {
 
+// The longest tensor name a GGUF file may hold: ggml's GGML_MAX_NAME is 64 with the terminator.
+inline constexpr uint64_t kMaxTensorNameBytes = 63;
+// The fewest bytes one tensor-table entry takes (empty name: length, n_dims, one dimension,
+// type, offset); bounds a declared tensor count by the bytes left in the file.
+inline constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
+
 struct TensorInfo {
     std::string name;
     GgmlType type = GgmlType::F32;

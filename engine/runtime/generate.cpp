@@ -7,20 +7,13 @@
 #include <optional>
 
 #include "engine/core/error.h"
+#include "engine/core/timing.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
 #include "engine/sampler/sampler.h"
 #include "engine/tokenizer/detokenizer.h"
 
 namespace strata {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 std::string_view stop_reason_name(StopReason reason) {
     switch (reason) {
         case StopReason::Length: return "length";

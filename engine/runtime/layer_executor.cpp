@@ -15,8 +15,6 @@
 namespace strata {
 namespace {
 
-bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
-
 uint64_t weight_bytes(const PlacedWeight& w) { return w.tensor.row_bytes() * static_cast<uint64_t>(w.tensor.n_rows()); }
 
 // The matrix a described product reads (engine/core/layer_ops.h) in a layer's attention block,

@@ -19,7 +19,6 @@ namespace {
 
 constexpr int64_t kLogitRows = 32;  // logits computed this many rows at a time (bounds scratch)
 
-bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
 
 // RoPE of one layer as the file states it. Sliding-window layers run unscaled with their own
 // base (gemma3); the others scale linearly or by YaRN (freq_scale = 1/factor either way).

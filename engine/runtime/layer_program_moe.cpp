@@ -20,8 +20,6 @@
 namespace strata {
 namespace {
 
-bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
-
 // A DISK weight not used this step still takes its turn in the stream's cyclic schedule.
 void skip_streamed(DiskStream* stream, const PlacedWeight& w) {
     if (stream == nullptr || w.stream_id < 0) return;

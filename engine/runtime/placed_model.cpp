@@ -15,8 +15,6 @@
 namespace strata {
 namespace {
 
-bool is_host(const Backend& b) { return b.memory_kind() != MemoryKind::Device; }
-
 std::string layer_name(int il, const char* suffix) { return cat("blk.", il, ".", suffix); }
 
 // After a contiguous weight was copied (to the GPU, or packed in RAM), its pages of the

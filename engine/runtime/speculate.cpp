@@ -6,19 +6,12 @@
 #include <limits>
 
 #include "engine/core/error.h"
+#include "engine/core/timing.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/spec_sampling.h"
 #include "engine/sampler/sampler.h"
 
 namespace strata {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 SpecMode parse_spec_mode(std::string_view text) {
     if (text == "off") return SpecMode::Off;
     if (text == "lookup") return SpecMode::Lookup;

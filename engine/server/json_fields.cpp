@@ -8,6 +8,8 @@
 
 namespace strata::server {
 
+std::string item_path(std::string_view field, size_t i) { return cat(field, "[", i, "]"); }
+
 std::string_view json_kind(const nlohmann::json& v) {
     switch (v.type()) {
         case nlohmann::json::value_t::null: return "null";

@@ -44,4 +44,10 @@ private:
 // The JSON type of a value in words ("a string", "an array") for messages.
 std::string_view json_kind(const nlohmann::json& value);
 
+// The longest string any one field may hold (the body's own cap binds first).
+inline constexpr size_t kMaxFieldText = 64ull << 20;
+
+// The name of element i of an array field, for messages: "messages[3]".
+std::string item_path(std::string_view field, size_t i);
+
 }  // namespace strata::server

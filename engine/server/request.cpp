@@ -16,9 +16,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
-constexpr size_t kMaxText = 64ull << 20;  // any one string; the body cap binds first
-
-std::string item(std::string_view field, size_t i) { return cat(field, "[", i, "]"); }
 
 // A message's content: a string, or an array of {"type": "text", "text": ...} parts.
 std::string message_content(const json& m, const std::string& where, bool may_be_null) {
@@ -35,7 +32,7 @@ std::string message_content(const json& m, const std::string& where, bool may_be
     std::string text;
     for (size_t i = 0; i < it->size(); ++i) {
         const json& part = (*it)[i];
-        const std::string at = item(where + ".content", i);
+        const std::string at = item_path(where + ".content", i);
         if (!part.is_object()) throw ApiError(400, cat("'", at, "' must be an object, got ", json_kind(part)), at);
         FieldReader r(part, at);
         const std::optional<std::string> type = r.string("type", 64);
@@ -43,7 +40,7 @@ std::string message_content(const json& m, const std::string& where, bool may_be
             throw ApiError(400, cat("'", at, ".type' must be \"text\" (this server reads text only), got ",
                                     type ? "\"" + *type + "\"" : std::string("nothing")), at + ".type");
         }
-        const std::optional<std::string> t = r.string("text", kMaxText);
+        const std::optional<std::string> t = r.string("text", kMaxFieldText);
         if (!t) throw ApiError(400, cat("'", at, ".text' is missing"), at + ".text");
         text += *t;
     }
@@ -65,7 +62,7 @@ std::vector<ChatMessage> parse_messages(const json& body, const RequestLimits& l
     std::vector<ChatMessage> out;
     for (size_t i = 0; i < it->size(); ++i) {
         const json& m = (*it)[i];
-        const std::string where = item("messages", i);
+        const std::string where = item_path("messages", i);
         if (!m.is_object()) throw ApiError(400, cat("'", where, "' must be an object, got ", json_kind(m)), where);
         std::optional<std::string> role = FieldReader(m, where).string("role", 64);
         if (!role) throw ApiError(400, cat("'", where, ".role' is missing"), where + ".role");
@@ -101,8 +98,8 @@ void parse_prompt(const json& body, CompletionRequest& r) {
         const json& t = (*p)[i];
         if (t.is_string()) throw ApiError(400, "'prompt' holds several prompts; this server takes one per request", "prompt");
         if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > kMaxInt32) {
-            throw ApiError(400, cat("'", item("prompt", i), "' must be a token id (an integer >= 0), got ", t.dump()),
-                           item("prompt", i));
+            throw ApiError(400, cat("'", item_path("prompt", i), "' must be a token id (an integer >= 0), got ", t.dump()),
+                           item_path("prompt", i));
         }
         r.prompt_tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
     }
@@ -127,7 +124,7 @@ std::vector<std::string> parse_stop(const json& body, const RequestLimits& limit
             throw ApiError(400, cat("'stop' has ", it->size(), " strings; at most ", limits.max_stop, " are allowed"),
                            "stop");
         }
-        for (size_t i = 0; i < it->size(); ++i) add((*it)[i], item("stop", i));
+        for (size_t i = 0; i < it->size(); ++i) add((*it)[i], item_path("stop", i));
     } else {
         add(*it, "stop");
     }
@@ -171,7 +168,7 @@ void refuse_unsupported(const FieldReader& r, Endpoint endpoint) {
         if (const json* b = r.find("best_of"); b && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
             throw ApiError(400, cat("'best_of' must be 1, got ", b->dump()), "best_of");
         }
-        if (const auto s = r.string("suffix", kMaxText); s && !s->empty()) {
+        if (const auto s = r.string("suffix", kMaxFieldText); s && !s->empty()) {
             throw ApiError(400, "'suffix' is not supported by this server", "suffix");
         }
     }

@@ -14,9 +14,6 @@ using ojson = nlohmann::ordered_json;
 
 constexpr size_t kMaxTools = 128;
 constexpr size_t kMaxToolCalls = 128;
-constexpr size_t kMaxText = 64ull << 20;
-
-std::string item(const std::string& field, size_t i) { return cat(field, "[", i, "]"); }
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
     throw ApiError(400, cat("'", field, "' ", what), field);
@@ -55,7 +52,7 @@ ToolSpec parse_tool(const ojson& tool, const std::string& where) {
     ToolSpec spec;
     spec.name = function_name(fn, fwhere);
     const nlohmann::json fplain(fn);
-    spec.description = FieldReader(fplain, fwhere).string("description", kMaxText).value_or("");
+    spec.description = FieldReader(fplain, fwhere).string("description", kMaxFieldText).value_or("");
     const auto params = fn.find("parameters");
     if (params == fn.end() || params->is_null()) {
         spec.parameters = ojson{{"type", "object"}, {"properties", ojson::object()}};
@@ -135,9 +132,9 @@ ToolRequest parse_tool_request(const ojson& body) {
         if (it->size() > kMaxTools) bad("tools", cat("has ", it->size(), " entries; at most ", kMaxTools, " are allowed"));
         std::set<std::string> names;
         for (size_t i = 0; i < it->size(); ++i) {
-            out.tools.push_back(parse_tool((*it)[i], item("tools", i)));
+            out.tools.push_back(parse_tool((*it)[i], item_path("tools", i)));
             if (!names.insert(out.tools.back().name).second) {
-                bad(item("tools", i) + ".function.name", cat("repeats the name \"", out.tools.back().name, "\""));
+                bad(item_path("tools", i) + ".function.name", cat("repeats the name \"", out.tools.back().name, "\""));
             }
         }
         out.tools_json = *it;
@@ -171,7 +168,7 @@ ojson tool_history_message(const ojson& m, const std::string& where, const std::
     if (!calls->is_array()) bad(cwhere, cat("must be an array, got ", json_kind(nlohmann::json(*calls))));
     if (calls->size() > kMaxToolCalls) bad(cwhere, cat("has ", calls->size(), " entries; at most ", kMaxToolCalls));
     ojson list = ojson::array();
-    for (size_t i = 0; i < calls->size(); ++i) list.push_back(parse_tool_call((*calls)[i], item(cwhere, i)));
+    for (size_t i = 0; i < calls->size(); ++i) list.push_back(parse_tool_call((*calls)[i], item_path(cwhere, i)));
     if (!list.empty()) out["tool_calls"] = std::move(list);
     return out;
 }

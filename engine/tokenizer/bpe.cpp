@@ -33,7 +33,7 @@ std::array<int16_t, 324> make_byte_level_inverse() {
     return inverse;
 }
 
-struct Symbol {
+struct BpeSymbol {
     int32_t prev;
     int32_t next;
     TokenId id;  // kNoToken once merged into its left neighbour
@@ -128,7 +128,7 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<TokenId>* out) c
         }
     }
 
-    std::vector<Symbol> symbols;
+    std::vector<BpeSymbol> symbols;
     symbols.reserve(word.size());
     for (char ch : word) {
         auto i = static_cast<int32_t>(symbols.size());
@@ -155,10 +155,10 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<TokenId>* out) c
     while (!heap.empty()) {
         Candidate top = heap.top();
         heap.pop();
-        Symbol& l = symbols[top.left];
+        BpeSymbol& l = symbols[top.left];
         // Stale when either side changed since the pair was pushed.
         if (l.id != top.left_id || l.next < 0 || symbols[l.next].id != top.right_id) continue;
-        Symbol& r = symbols[l.next];
+        BpeSymbol& r = symbols[l.next];
         l.id = merges_.at(pair_key(top.left_id, top.right_id)).result;
         r.id = kNoToken;
         l.next = r.next;

@@ -13,9 +13,8 @@ namespace strata {
 
 namespace {
 
-constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-struct Symbol {
+struct SpmSymbol {
     int32_t prev;
     int32_t next;
     uint32_t start;  // byte offset in the escaped text
@@ -38,7 +37,7 @@ struct Bigram {
 
 // Buffers reused across the chunks of one encode() call.
 struct SpmEncoder::Scratch {
-    std::vector<Symbol> symbols;
+    std::vector<SpmSymbol> symbols;
     std::vector<Bigram> agenda;  // a max-heap by Bigram::operator<
 };
 
@@ -123,7 +122,7 @@ void SpmEncoder::encode(std::string_view raw, bool space_prefix, std::vector<Tok
 
 void SpmEncoder::encode_chunk(std::string_view text, Scratch* scratch,
                               std::vector<TokenId>* out) const {
-    std::vector<Symbol>& symbols = scratch->symbols;
+    std::vector<SpmSymbol>& symbols = scratch->symbols;
     std::vector<Bigram>& agenda = scratch->agenda;
     symbols.clear();
     agenda.clear();
@@ -137,7 +136,7 @@ void SpmEncoder::encode_chunk(std::string_view text, Scratch* scratch,
 
     auto try_add = [&](int32_t left, int32_t right) {
         if (left < 0 || right < 0) return;
-        const Symbol& l = symbols[left];
+        const SpmSymbol& l = symbols[left];
         uint32_t len = l.len + symbols[right].len;
         TokenId id = find_piece(text.substr(l.start, len));
         if (id != kNoToken) {
@@ -152,8 +151,8 @@ void SpmEncoder::encode_chunk(std::string_view text, Scratch* scratch,
         std::pop_heap(agenda.begin(), agenda.end());
         Bigram top = agenda.back();
         agenda.pop_back();
-        Symbol& l = symbols[top.left];
-        Symbol& r = symbols[top.right];
+        SpmSymbol& l = symbols[top.left];
+        SpmSymbol& r = symbols[top.right];
         // Skip pairs that an earlier merge changed.
         if (l.len == 0 || r.len == 0 || l.len + r.len != top.len) continue;
         l.len += r.len;

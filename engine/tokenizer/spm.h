@@ -16,6 +16,9 @@
 
 namespace strata {
 
+// SentencePiece's stand-in for a space in vocabulary pieces: U+2581 LOWER ONE EIGHTH BLOCK.
+inline constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";
+
 class SpmEncoder {
 public:
     SpmEncoder(const Vocab& vocab, const TokenIndex& index);

@@ -16,7 +16,6 @@ namespace strata {
 
 namespace {
 
-constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";  // U+2581
 
 // Texts of end-of-turn / end-of-generation tokens across model families (docs/FORMATS.md §4.5).
 constexpr std::string_view kEotTexts[] = {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels_cpu/cpu_features.h"
 #include "kernels_cpu/kernel_variant.h"
 #include "quant/half.h"
 #include "tests/kernels_cpu/test_util.h"
@@ -66,5 +67,15 @@ inline bool force_variant(benchmark::State& state, KernelVariant v) {
     state.SetLabel(std::string(kernel_variant_name(v)));
     return true;
 }
+
+// Benchmark argument -> threads: n > 0 as given, 0 = physical cores, -1 = logical cores.
+inline int threads_arg(int64_t arg) {
+    if (arg > 0) return static_cast<int>(arg);
+    return arg == 0 ? cpu_features().physical_cores : cpu_features().logical_cores;
+}
+
+// Statistics over a benchmark's repetitions (ComputeStatistics).
+inline double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+inline double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 
 }  // namespace strata::cpu::bench

@@ -18,11 +18,11 @@ namespace {
 
 using test::HostTensor;
 
-constexpr int64_t kK = 4096, kN = 14336;
+constexpr int64_t kBatchK = 4096, kBatchN = 14336;
 
 const HostTensor& weights(GgmlType type) {
-    static const HostTensor q4k = random_block_weights(GgmlType::Q4_K, kK, kN);
-    static const HostTensor q80 = random_block_weights(GgmlType::Q8_0, kK, kN);
+    static const HostTensor q4k = random_block_weights(GgmlType::Q4_K, kBatchK, kBatchN);
+    static const HostTensor q80 = random_block_weights(GgmlType::Q8_0, kBatchK, kBatchN);
     return type == GgmlType::Q4_K ? q4k : q80;
 }
 
@@ -36,8 +36,8 @@ void bm_decode_batch(benchmark::State& state, GgmlType type) {
     set_kernel_variant(KernelVariant::Auto);
     state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())) + (single ? " one row per call" : " batched"));
     const HostTensor& w = weights(type);
-    const HostTensor x = test::random_f32({kK, m});
-    HostTensor y(GgmlType::F32, {kN, m});
+    const HostTensor x = test::random_f32({kBatchK, m});
+    HostTensor y(GgmlType::F32, {kBatchN, m});
     for (auto _ : state) {
         if (single) {
             for (int64_t r = 0; r < m; ++r) {

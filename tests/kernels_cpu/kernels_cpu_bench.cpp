@@ -34,11 +34,6 @@ using test::HostTensor;
 constexpr uint64_t kReadBytes = 1ull << 30;
 constexpr uint64_t kWorkingSet = 1ull << 30;  // bytes of W copies a GEMV benchmark rotates over
 
-// Benchmark argument -> threads: n > 0 as given, 0 = physical cores, -1 = logical cores.
-int threads_arg(int64_t arg) {
-    if (arg > 0) return static_cast<int>(arg);
-    return arg == 0 ? cpu_features().physical_cores : cpu_features().logical_cores;
-}
 
 // Σ of n 64-bit words, four independent 256-bit accumulators (a pure streaming read).
 __attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_t n) {
@@ -161,12 +156,6 @@ void bm_gemv_slice(benchmark::State& state, GgmlType type) {
     state.counters["threads"] = backend.n_threads();
 }
 
-double min_of(const std::vector<double>& v) {
-    return *std::min_element(v.begin(), v.end());
-}
-double max_of(const std::vector<double>& v) {
-    return *std::max_element(v.begin(), v.end());
-}
 
 }  // namespace
 }  // namespace strata::cpu::bench

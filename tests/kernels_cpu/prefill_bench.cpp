@@ -44,11 +44,6 @@ struct PrefillInputs {
     }
 };
 
-// Benchmark argument -> threads: n > 0 as given, 0 = physical cores, -1 = logical cores.
-int threads_arg(int64_t arg) {
-    if (arg > 0) return static_cast<int>(arg);
-    return arg == 0 ? cpu_features().physical_cores : cpu_features().logical_cores;
-}
 
 void add_rate_counters(benchmark::State& state, int64_t m, int threads) {
     const double iters = static_cast<double>(state.iterations());
@@ -188,12 +183,6 @@ void bm_prefill_onednn(benchmark::State& state, DnnlMode mode) {
 }
 #endif
 
-double min_of(const std::vector<double>& v) {
-    return *std::min_element(v.begin(), v.end());
-}
-double max_of(const std::vector<double>& v) {
-    return *std::max_element(v.begin(), v.end());
-}
 
 }  // namespace
 }  // namespace strata::cpu::bench
