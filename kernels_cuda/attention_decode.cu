@@ -148,10 +148,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
 
-    // This split's cells of the token's visible range [first, pos].
+    // This split's cells of the token's visible range [first, pos]; splits past the token's
+    // active ones have nothing to do (the combine reads only the active ones).
     const int64_t pos = a.positions[t];
     const int64_t first = visible_first(pos, a.window);
-    const int64_t chunk = (pos - first + 1 + a.n_splits - 1) / a.n_splits;
+    const int n_active = active_splits(a, pos - first + 1);
+    if (split >= n_active) return;  // uniform over the block
+    const int64_t chunk = (pos - first + 1 + n_active - 1) / n_active;
     const int64_t c0 = first + split * chunk;
     const int64_t c1 = min(pos + 1, c0 + chunk);  // exclusive; empty splits write m = -inf
 
@@ -211,11 +214,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 __global__ void attention_combine_kernel(AttentionLaunch a) {
     const int64_t row = static_cast<int64_t>(blockIdx.y) * a.n_head + blockIdx.x;
     const float* ml = a.part_ml + row * a.n_splits * 2;
+    const int64_t pos = a.positions[blockIdx.y];
+    const int n_active = active_splits(a, pos - visible_first(pos, a.window) + 1);
     float mx = -CUDART_INF_F;
-    for (int s = 0; s < a.n_splits; ++s) mx = fmaxf(mx, ml[2 * s]);
+    for (int s = 0; s < n_active; ++s) mx = fmaxf(mx, ml[2 * s]);
     for (int e = threadIdx.x; e < a.dv; e += blockDim.x) {
         float sum = 0.0f, out = 0.0f;
-        for (int s = 0; s < a.n_splits; ++s) {
+        for (int s = 0; s < n_active; ++s) {
             if (ml[2 * s] == -CUDART_INF_F) continue;  // a split with no visible key
             const float f = expf(ml[2 * s] - mx);
             sum += ml[2 * s + 1] * f;

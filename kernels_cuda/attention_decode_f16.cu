@@ -138,7 +138,9 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_f16_kernel(Atten
 
     const int64_t pos = a.positions[t];
     const int64_t first = visible_first(pos, a.window);
-    const int64_t chunk = (pos - first + 1 + a.n_splits - 1) / a.n_splits;
+    const int n_active = active_splits(a, pos - first + 1);
+    if (split >= n_active) return;  // uniform over the block; the combine reads the active ones
+    const int64_t chunk = (pos - first + 1 + n_active - 1) / n_active;
     const int64_t c0 = first + split * chunk;
     const int64_t c1 = min(pos + 1, c0 + chunk);
 

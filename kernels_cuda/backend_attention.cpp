@@ -73,6 +73,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     const int64_t split_span = step ? k_cache.ne[1] : a.max_span;
     a.n_splits = decode ? plan_splits(blocks, split_span, s.sm_count, 4, kMinDecodeSplitCells)
                         : plan_splits(blocks, a.max_span, s.sm_count, 2, kMinSplitCells);
+    if (decode) a.min_split_cells = kMinDecodeSplitCells;
     if (a.n_splits > 1) {
         const uint64_t slots = static_cast<uint64_t>(n_tokens) * p.n_head * a.n_splits;
         const uint64_t acc_bytes = slots * p.head_dim_v * sizeof(float);

@@ -173,6 +173,9 @@ struct AttentionLaunch {
     int32_t window = 0;
     int64_t max_span = 0;   // most cells any token sees
     int n_splits = 1;       // key-range splits; > 1 needs the partial buffers below
+    // Decode: a token uses at most one split per min_split_cells of its visible keys (the rest
+    // of the n_splits blocks exit at once; attention_common.cuh, active_splits). 0: all splits.
+    int min_split_cells = 0;
     float* part_acc = nullptr;  // [n_tokens][n_head][n_splits][dv]
     float* part_ml = nullptr;   // [n_tokens][n_head][n_splits][2] (max, sum)
 };
