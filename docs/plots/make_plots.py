@@ -82,3 +82,14 @@ bars("prefill_70b_6g.png", "Llama-2-70B synth prefill at --gpu-mem 6G, H100 + 16
      {"before (CPU fallback)": [7.51, 7.45], "ship what fits": [14.73, 341.3],
       "+ 8-thread pinned copies": [372.9, 432.2], "llama.cpp -ngl 10 (H200, issue 17)": [95.4, None]},
      ["#bbbbbb", "#88aacc", "#2a7ab9", "#999999"])
+
+# Llama-2-7B synth all on the GPU, H200, `strata bench -m 7b.gguf -p 0 -n 128 -r 3 [-c N]` and
+# `-p 512 -n 128` (2026-11-28, sixth session, issue 20): decode before and after the attention's
+# key splits followed the token's span (05d717e). llama.cpp: `llama-bench -ngl 99 -fa 1 -p 512
+# -n 128 -r 3` on the same machine kind (call g7, before the fix, where Strata had 288.78).
+bars("decode_7b_context.png", "7B decode on an H200 vs the context's capacity (tg128, tok/s)", "tokens/s",
+     ["default -c", "-c 640", "-c 4096", "after pp512 (-c 640)"],
+     {"splits for the capacity": [307.49, 286.67, 284.33, 288.88],
+      "splits for the span (05d717e)": [307.49, 306.32, 305.10, 306.78],
+      "llama.cpp -fa 1": [None, None, None, 288.01]},
+     ["#bbbbbb", "#2a7ab9", "#999999"])
