@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/core/timing.h"
 #include "engine/runtime/calibration.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/runtime.h"
@@ -122,10 +123,6 @@ Stat stats(const std::vector<double>& v) {
     for (double x : v) s.stdev += (x - s.mean) * (x - s.mean);
     s.stdev = v.size() > 1 ? std::sqrt(s.stdev / static_cast<double>(v.size() - 1)) : 0.0;
     return s;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Tokens/s of one test: pp (n prompt tokens, one feed) or tg (n decode steps after one token).

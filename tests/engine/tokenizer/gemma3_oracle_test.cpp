@@ -9,16 +9,11 @@
 
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/utf8.h"
+#include "engine/core/timing.h"
 #include "tokenizer_test_util.h"
 
 namespace strata {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 class Gemma3 : public ::testing::Test {
 protected:
