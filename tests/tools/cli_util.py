@@ -3,6 +3,7 @@ ctest reads as skipped, and the closing verdict. A test imports what it uses
 (`from cli_util import FAILURES, expect, finish`) and returns finish() from main."""
 
 import argparse
+import json
 import os
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
@@ -15,6 +16,36 @@ OP_SCRATCH_BYTES = 96 << 20
 def gpu_mem(mib):
     """A --gpu-mem that leaves about `mib` MiB beyond the device's op scratch."""
     return f"{mib + (OP_SCRATCH_BYTES >> 20)}M"
+
+
+def pin_profile(path, gpu_speedup=20.0, gpu_op_speedup=10.0):
+    """Replaces the rates of the cached hardware profile at `path` (measured by an earlier run,
+    CPU name and GPU name kept) with fixed ones: a CPU like this 2-core machine's and a GPU
+    `gpu_speedup` times its bandwidth with ops `gpu_op_speedup` times cheaper. A quick profile
+    measured on a loaded machine varies by 10x from run to run, and the planner's choices with
+    it; a test that asserts what the planner chose plans on these instead."""
+    p = json.load(open(path))
+
+    def pin_cpu(c):
+        c.update(host_read_gbs=8.0, cpu_op_us=1.3, cpu_gemv_floor_us=0.0, cpu_gemv_tiny_floor_us=0.0,
+                 cpu_prefill_gflops=80.0)
+        c["cpu_gemv_gbs"] = {t: {"f16": 1.0, "q5_K": 21.0, "q6_K": 23.0, "q8_0": 28.0}.get(t, 17.0)
+                             for t in c.get("cpu_gemv_gbs", {})}
+        c["cpu_attention_us"] = {k: 3.0 for k in c.get("cpu_attention_us", {})}
+        c["cpu_attention_long_us"] = {k: 25.0 for k in c.get("cpu_attention_long_us", {})}
+
+    pin_cpu(p)
+    for rates in p.get("cpu_at_threads", {}).values():
+        pin_cpu(rates)
+    if p.get("gpu_name"):
+        p.update(gpu_read_gbs=8.0 * gpu_speedup, gpu_op_us=1.3 / gpu_op_speedup,
+                 gpu_graph_node_us=1.3 / gpu_op_speedup, gpu_gemv_floor_us=0.0, gpu_gemv_tiny_floor_us=0.0,
+                 gpu_prefill_gflops=80.0 * gpu_speedup, h2d_gbs=4.0, d2h_gbs=4.0, transfer_latency_us=5.0)
+        p["gpu_gemv_gbs"] = {t: g * gpu_speedup for t, g in p["cpu_gemv_gbs"].items()}
+        p["gpu_attention_us"] = {k: 3.0 / gpu_op_speedup for k in p.get("gpu_attention_us", {})}
+        p["gpu_attention_long_us"] = {k: 25.0 / gpu_op_speedup for k in p.get("gpu_attention_long_us", {})}
+    with open(path, "w") as f:
+        json.dump(p, f)
 
 
 def strata_arg():

@@ -167,7 +167,7 @@ TEST(Bpe, Gpt2EncodesOneMegabyte) {
     std::cout << "[ timing   ] GPT-2 llama-bpe, 1 MB: " << ids.size() << " tokens in " << s * 1e3
               << " ms\n";
 #if !defined(__SANITIZE_ADDRESS__)
-    EXPECT_LT(s, 2.0);
+    EXPECT_LT(s, 10.0);  // against quadratic merging (minutes), not a speed claim: 0.34 s here
 #endif
     EXPECT_TRUE(t.decode(ids, true) == text) << "1 MB text does not decode back";
 }

@@ -64,7 +64,9 @@ TEST_F(Gemma3, VocabularyFromTheFile) {
     EXPECT_EQ(tok().eog_ids(), (std::vector<TokenId>{1, 106}));
     std::cout << "[ timing   ] Tokenizer built from 262144 tokens in " << build_seconds_ * 1e3
               << " ms\n";
-    EXPECT_LT(build_seconds_, 1.0);
+    // A bound against a quadratic build (minutes), not a speed claim: 0.16 s on a 2-core box,
+    // and a loaded CI machine must not fail it.
+    EXPECT_LT(build_seconds_, 5.0);
 }
 
 // Expected ids per case. Hugging Face's GGUF conversion rebuilds Gemma's user-defined space
