@@ -49,25 +49,24 @@ class Planner {
         }
         bool has_output = false;
         for (const TensorEntry& t : table_.tensors)
-            has_output |= t.name == "output.weight";
+            has_output |= t.role() == TensorRole::Output;
         for (size_t i = 0; i < n; ++i) {
             const TensorEntry& t = table_.tensors[i];
-            const int layer = tensor_layer(t.name);
+            const auto [tensor_role, layer] = tensor_name_info(t.name);
             Role& role = role_[i];
             if (t.ne[1] == 1 && t.ne[2] == 1 && t.ne[3] == 1) {
                 role = Role::Small;
-            } else if (t.name == "output.weight") {
+            } else if (tensor_role == TensorRole::Output) {
                 role = Role::Output;
                 output_ = i;
-            } else if (t.name == "token_embd.weight") {
+            } else if (tensor_role == TensorRole::TokenEmbd) {
                 role = has_output ? Role::TokenEmbd : Role::Output;
                 token_embd_ = i;
             } else if (layer >= 0 && layer < table_.n_layer) {
                 const auto& ffn = ffn_[static_cast<size_t>(layer)].tensors;
-                const std::string rest = t.name.substr(t.name.find('.', 4) + 1);
                 if (ffn && (&t == ffn->gate || &t == ffn->up || &t == ffn->down)) {
                     role = Role::Ffn;
-                } else if (rest.compare(0, 5, "attn_") == 0) {
+                } else if (is_attention_role(tensor_role)) {
                     role = Role::Attn;
                 } else {
                     role = t.ne[2] > 1 ? Role::Expert : Role::LayerOther;  // MoE: 3-D expert tensors

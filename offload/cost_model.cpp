@@ -20,8 +20,11 @@ constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types n
 // beside its matrix products: those its block descriptions list (engine/core/layer_ops.h), the
 // optional ones only where the layer has their tensor. The attention itself is costed apart
 // (the profile's attention_us); attn_ops counts it as one.
-int small_ops_of(std::span<const LayerOp> ops, const std::unordered_map<std::string, int>& index, int layer) {
-    return block_small_ops(ops, [&](LayerWeight w) { return index.count(cat("blk.", layer, ".", layer_weight_suffix(w))) > 0; });
+// A layer's tensors by role: table index, or -1 where the layer has none.
+using LayerRoles = std::array<int, kTensorRoleCount>;
+
+int small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles) {
+    return block_small_ops(ops, [&](TensorRole w) { return roles[static_cast<size_t>(w)] >= 0; });
 }
 
 // Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
@@ -139,34 +142,39 @@ void CostModel::index_layers(GgmlType kv_type) {
     const TensorTable& table = table_;
     const int n_layer = std::max(table.n_layer, 0);
     layers_.resize(static_cast<size_t>(n_layer));
-    std::unordered_map<std::string, int> index;
-    for (size_t i = 0; i < table.tensors.size(); ++i) index.emplace(table.tensors[i].name, static_cast<int>(i));
+    std::vector<LayerRoles> roles(static_cast<size_t>(n_layer));
+    for (LayerRoles& r : roles) r.fill(-1);
+    for (size_t i = 0; i < table.tensors.size(); ++i) {
+        const auto [role, layer] = tensor_name_info(table.tensors[i].name);
+        if (layer >= 0 && layer < n_layer) roles[static_cast<size_t>(layer)][static_cast<size_t>(role)] = static_cast<int>(i);
+    }
     for (int l = 0; l < n_layer; ++l) {
+        const LayerRoles& has = roles[static_cast<size_t>(l)];
+        const auto index_of = [&](TensorRole r) { return has[static_cast<size_t>(r)]; };
         LayerInfo& L = layers_[static_cast<size_t>(l)];
         L.ffn = find_ffn_tensors(table, l);
         if (L.ffn) {
             const TensorEntry* parts[3] = {L.ffn->gate, L.ffn->up, L.ffn->down};
             for (int k = 0; k < 3; ++k) L.ffn_index[k] = static_cast<int>(parts[k] - table.tensors.data());
         }
-        const auto q = index.find(cat("blk.", l, ".attn_q.weight"));
+        const int q = index_of(TensorRole::AttnQ);
         if (kv_row_widths(table, l)) {  // attn_k/attn_v, or a fused attn_qkv (phi3)
             L.kv_cell_bytes = static_cast<double>(kv_bytes_per_layer(table, l, 1, kv_type));
         }
         if (static_cast<size_t>(l) < table.attn_window.size()) L.window = table.attn_window[static_cast<size_t>(l)];
-        const auto router = index.find(cat("blk.", l, ".ffn_gate_inp.weight"));
-        if (router != index.end()) L.router = router->second;
+        L.router = index_of(TensorRole::FfnGateInp);  // -1: a dense layer
         L.experts = find_expert_tensors(table, l);
         if (L.experts) {
             const TensorEntry* parts[3] = {L.experts->gate, L.experts->up, L.experts->down};
             for (int j = 0; j < 3; ++j) L.expert_index[j] = static_cast<int>(parts[j] - table.tensors.data());
             L.expert_use = expert_use_of(table, l, L.experts->n_expert);
         }
-        if (q != index.end()) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q->second)].ne[1]);
-        if (q == index.end() && index.count(cat("blk.", l, ".attn_qkv.weight"))) {
+        if (q >= 0) L.q_width = static_cast<double>(table.tensors[static_cast<size_t>(q)].ne[1]);
+        if (q < 0 && index_of(TensorRole::AttnQkv) >= 0) {
             L.q_width = static_cast<double>(table.n_head) * table.head_dim;  // phi3: Q rows of the fused tensor
         }
-        L.attn_ops = small_ops_of(attention_block_ops(), index, l) + 1;  // + the attention
-        L.ffn_ops = small_ops_of(ffn_block_ops(), index, l);
+        L.attn_ops = small_ops_of(attention_block_ops(), has) + 1;  // + the attention
+        L.ffn_ops = small_ops_of(ffn_block_ops(), has);
     }
 }
 
@@ -175,12 +183,12 @@ void CostModel::classify_tensors() {
     const HardwareProfile& profile = profile_;
     const int n_layer = static_cast<int>(layers_.size());
     bool has_output = false;
-    for (const TensorEntry& t : table.tensors) has_output |= t.name == "output.weight";
+    for (const TensorEntry& t : table.tensors) has_output |= t.role() == TensorRole::Output;
     info_.resize(table.tensors.size());
     for (size_t i = 0; i < table.tensors.size(); ++i) {
         const TensorEntry& t = table.tensors[i];
         TensorInfo& ti = info_[i];
-        const int layer = tensor_layer(t.name);
+        const auto [role, layer] = tensor_name_info(t.name);
         ti.layer = layer >= 0 && layer < n_layer ? layer : -1;
         ti.flops = 2.0 * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]) *
                    static_cast<double>(t.ne[2]) * static_cast<double>(t.ne[3]);
@@ -188,23 +196,22 @@ void CostModel::classify_tensors() {
         ti.gpu_rate = profile.has_gpu() ? rate_of(profile.gpu_gemv_gbs, t.type, profile.gpu_read_gbs) : 0;
         if (is_small(t)) {
             ti.role = CostClass::Small;
-        } else if (t.name == "output.weight" || (t.name == "token_embd.weight" && !has_output)) {
+        } else if (role == TensorRole::Output || (role == TensorRole::TokenEmbd && !has_output)) {
             ti.role = CostClass::Output;
             output_ = static_cast<int>(i);
             n_vocab_ = static_cast<double>(t.ne[1]);
             if (!has_output) embd_ = static_cast<int>(i);
-        } else if (t.name == "token_embd.weight") {
+        } else if (role == TensorRole::TokenEmbd) {
             ti.role = CostClass::TokenEmbd;
             embd_ = static_cast<int>(i);
         } else if (ti.layer < 0) {
             ti.role = CostClass::GlobalOther;
         } else {
             LayerInfo& L = layers_[static_cast<size_t>(ti.layer)];
-            const std::string rest = t.name.substr(t.name.find('.', 4) + 1);
             if (std::find(std::begin(L.ffn_index), std::end(L.ffn_index), static_cast<int>(i)) !=
                 std::end(L.ffn_index)) {
                 ti.role = CostClass::Ffn;
-            } else if (rest.compare(0, 5, "attn_") == 0) {
+            } else if (is_attention_role(role)) {
                 ti.role = CostClass::Attn;
                 L.attn.push_back(static_cast<int>(i));
             } else {

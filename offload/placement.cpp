@@ -31,20 +31,6 @@ const ExpertTiers* Placement::experts_of(int layer) const {
     return nullptr;
 }
 
-int tensor_layer(const std::string& name) {
-    constexpr std::string_view prefix = "blk.";
-    if (name.compare(0, prefix.size(), prefix) != 0) return -1;
-    size_t i = prefix.size();
-    int64_t layer = 0;
-    const size_t digits_begin = i;
-    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && layer < (1 << 24)) {
-        layer = layer * 10 + (name[i] - '0');
-        ++i;
-    }
-    if (i == digits_begin || i >= name.size() || name[i] != '.') return -1;
-    return static_cast<int>(layer);
-}
-
 namespace {
 
 const TensorEntry* find_tensor(const TensorTable& table, const std::string& name) {
@@ -54,17 +40,22 @@ const TensorEntry* find_tensor(const TensorTable& table, const std::string& name
     return nullptr;
 }
 
-std::string layer_tensor_name(int layer, const char* suffix) {
-    return cat("blk.", layer, ".", suffix);
+// The tensor of `layer` with `role`, or null.
+const TensorEntry* find_tensor(const TensorTable& table, int layer, TensorRole role) {
+    const std::string prefix = cat("blk.", layer, ".");  // only the layer's own names are read
+    for (const TensorEntry& t : table.tensors) {
+        if (t.name.starts_with(prefix) && tensor_name_info(t.name).role == role) return &t;
+    }
+    return nullptr;
 }
 
 }  // namespace
 
 std::optional<FfnTensors> find_ffn_tensors(const TensorTable& table, int layer) {
     FfnTensors f;
-    f.gate = find_tensor(table, layer_tensor_name(layer, "ffn_gate.weight"));
-    f.up = find_tensor(table, layer_tensor_name(layer, "ffn_up.weight"));
-    f.down = find_tensor(table, layer_tensor_name(layer, "ffn_down.weight"));
+    f.gate = find_tensor(table, layer, TensorRole::FfnGate);
+    f.up = find_tensor(table, layer, TensorRole::FfnUp);
+    f.down = find_tensor(table, layer, TensorRole::FfnDown);
     if (!f.gate || !f.up || !f.down) return std::nullopt;
     f.n_ff = f.gate->ne[1];
     const int64_t n_embd = f.gate->ne[0];
@@ -96,9 +87,9 @@ int64_t kv_layer_cells(int64_t window, int64_t n_ctx, int64_t ring_slack) {
 
 std::optional<ExpertTensors> find_expert_tensors(const TensorTable& table, int layer) {
     ExpertTensors x;
-    x.gate = find_tensor(table, layer_tensor_name(layer, "ffn_gate_exps.weight"));
-    x.up = find_tensor(table, layer_tensor_name(layer, "ffn_up_exps.weight"));
-    x.down = find_tensor(table, layer_tensor_name(layer, "ffn_down_exps.weight"));
+    x.gate = find_tensor(table, layer, TensorRole::FfnGateExps);
+    x.up = find_tensor(table, layer, TensorRole::FfnUpExps);
+    x.down = find_tensor(table, layer, TensorRole::FfnDownExps);
     if (!x.gate || !x.up || !x.down) return std::nullopt;
     x.n_expert = x.gate->ne[2];
     if (x.n_expert < 1 || x.up->ne[2] != x.n_expert || x.down->ne[2] != x.n_expert) return std::nullopt;
@@ -117,10 +108,10 @@ std::vector<double> expert_use_of(const TensorTable& table, int layer, int64_t n
 }
 
 std::optional<std::pair<int64_t, int64_t>> kv_row_widths(const TensorTable& table, int layer) {
-    const TensorEntry* k = find_tensor(table, layer_tensor_name(layer, "attn_k.weight"));
-    const TensorEntry* v = find_tensor(table, layer_tensor_name(layer, "attn_v.weight"));
+    const TensorEntry* k = find_tensor(table, layer, TensorRole::AttnK);
+    const TensorEntry* v = find_tensor(table, layer, TensorRole::AttnV);
     if (k && v) return std::pair{k->ne[1], v->ne[1]};
-    const TensorEntry* qkv = find_tensor(table, layer_tensor_name(layer, "attn_qkv.weight"));
+    const TensorEntry* qkv = find_tensor(table, layer, TensorRole::AttnQkv);
     const int64_t kv = static_cast<int64_t>(table.n_head_kv) * table.head_dim;
     if (qkv && kv > 0 && qkv->ne[1] == static_cast<int64_t>(table.n_head) * table.head_dim + 2 * kv) {
         return std::pair{kv, kv};

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/tensor_role.h"
 #include "offload/tier.h"
 #include "quant/ggml_type.h"
 
@@ -35,6 +36,11 @@ struct TensorEntry {
     GgmlType type = GgmlType::F32;
     std::array<int64_t, 4> ne{1, 1, 1, 1};
     uint64_t bytes = 0;
+
+    // What the tensor is for and its block ("blk.N."; -1 outside the blocks), read from the name
+    // by the one mapping every layer uses (engine/core/tensor_role.h).
+    TensorRole role() const { return tensor_name_info(name).role; }
+    int layer() const { return tensor_name_info(name).layer; }
 };
 
 // The model as the placement sees it: its tensors and identity.
@@ -134,8 +140,8 @@ struct Placement {
 
 // --- Placement against a model (placement.cpp) ---
 
-// The layer of a "blk.N.*" tensor name; -1 for global tensors.
-int tensor_layer(const std::string& name);
+// The layer of a "blk.N.*" tensor name; -1 for global tensors (tensor_name_info's).
+inline int tensor_layer(const std::string& name) { return tensor_name_info(name).layer; }
 
 // A layer's splittable FFN: ffn_gate and ffn_up ([n_embd, n_ff]: one row per neuron) and
 // ffn_down ([n_ff, n_embd]: one column per neuron). Pointers into the table.

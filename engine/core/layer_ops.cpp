@@ -7,7 +7,8 @@ namespace strata {
 namespace {
 
 using K = LayerOpKind;
-using W = LayerWeight;
+using W = TensorRole;
+constexpr TensorRole kNone = kNoWeight;
 using A = LayerAct;
 
 constexpr std::array kAttention{
@@ -20,24 +21,24 @@ constexpr std::array kAttention{
     LayerOp{K::Add, W::AttnVBias, A::V, W::AttnVBias},
     LayerOp{K::Norm, W::AttnQNorm, A::Q, W::AttnQNorm},
     LayerOp{K::Norm, W::AttnKNorm, A::K, W::AttnKNorm},
-    LayerOp{K::Rope, W::None, A::Q},
-    LayerOp{K::Rope, W::None, A::K},
-    LayerOp{K::KvStore, W::None, A::K},
-    LayerOp{K::KvStore, W::None, A::V},
-    LayerOp{K::Attention, W::None, A::Q},
+    LayerOp{K::Rope, kNone, A::Q},
+    LayerOp{K::Rope, kNone, A::K},
+    LayerOp{K::KvStore, kNone, A::K},
+    LayerOp{K::KvStore, kNone, A::V},
+    LayerOp{K::Attention, kNone, A::Q},
     LayerOp{K::Product, W::AttnOutput, A::Attn},
     LayerOp{K::Norm, W::PostAttnNorm, A::Proj, W::PostAttnNorm},
-    LayerOp{K::Add, W::None, A::Proj},  // the residual
+    LayerOp{K::Add, kNone, A::Proj},  // the residual
 };
 
 constexpr std::array kFfn{
     LayerOp{K::Norm, W::FfnNorm, A::Residual},
-    LayerOp{K::Product, W::FfnGate, A::Normed, W::None, true},
-    LayerOp{K::Product, W::FfnUp, A::Normed, W::None, true},
-    LayerOp{K::GatedActivation, W::None, A::Gate, W::None, true},
-    LayerOp{K::Product, W::FfnDown, A::Gate, W::None, true},
-    LayerOp{K::Norm, W::PostFfwNorm, A::Proj, W::PostFfwNorm},
-    LayerOp{K::Add, W::None, A::Proj},  // the residual
+    LayerOp{K::Product, W::FfnGate, A::Normed, kNone, true},
+    LayerOp{K::Product, W::FfnUp, A::Normed, kNone, true},
+    LayerOp{K::GatedActivation, kNone, A::Gate, kNone, true},
+    LayerOp{K::Product, W::FfnDown, A::Gate, kNone, true},
+    LayerOp{K::Norm, W::PostFfnNorm, A::Proj, W::PostFfnNorm},
+    LayerOp{K::Add, kNone, A::Proj},  // the residual
 };
 
 }  // namespace
@@ -50,30 +51,7 @@ int ffn_part_small_ops() {
     std::array<LayerOp, kFfn.size()> part{};
     for (const LayerOp& op : kFfn)
         if (op.per_part) part[static_cast<size_t>(n++)] = op;
-    return block_small_ops(std::span(part.data(), static_cast<size_t>(n)), [](LayerWeight) { return true; }) + 1;
-}
-
-std::string_view layer_weight_suffix(LayerWeight w) {
-    switch (w) {
-        case W::None: return "";
-        case W::AttnNorm: return "attn_norm.weight";
-        case W::AttnQ: return "attn_q.weight";
-        case W::AttnK: return "attn_k.weight";
-        case W::AttnV: return "attn_v.weight";
-        case W::AttnQBias: return "attn_q.bias";
-        case W::AttnKBias: return "attn_k.bias";
-        case W::AttnVBias: return "attn_v.bias";
-        case W::AttnQNorm: return "attn_q_norm.weight";
-        case W::AttnKNorm: return "attn_k_norm.weight";
-        case W::AttnOutput: return "attn_output.weight";
-        case W::PostAttnNorm: return "post_attention_norm.weight";
-        case W::FfnNorm: return "ffn_norm.weight";
-        case W::FfnGate: return "ffn_gate.weight";
-        case W::FfnUp: return "ffn_up.weight";
-        case W::FfnDown: return "ffn_down.weight";
-        case W::PostFfwNorm: return "post_ffw_norm.weight";
-    }
-    return "";
+    return block_small_ops(std::span(part.data(), static_cast<size_t>(n)), [](TensorRole) { return true; }) + 1;
 }
 
 }  // namespace strata

@@ -8,17 +8,13 @@
 #include <span>
 #include <string_view>
 
+#include "engine/core/tensor_role.h"
+
 namespace strata {
 
-// The weights of a layer's attention and dense FFN blocks.
-enum class LayerWeight : uint8_t {
-    None,
-    AttnNorm, AttnQ, AttnK, AttnV, AttnQBias, AttnKBias, AttnVBias, AttnQNorm, AttnKNorm, AttnOutput,
-    PostAttnNorm,
-    FfnNorm, FfnGate, FfnUp, FfnDown, PostFfwNorm,
-};
-// The tensor name of `w` within a layer ("attn_q.weight"; blk.<i>. before it).
-std::string_view layer_weight_suffix(LayerWeight w);
+// An op's weight is the TensorRole of the layer tensor it reads (engine/core/tensor_role.h);
+// kNoWeight: none.
+inline constexpr TensorRole kNoWeight = TensorRole::Other;
 
 enum class LayerOpKind : uint8_t {
     Norm,             // rms_norm, with its weight
@@ -35,10 +31,10 @@ enum class LayerAct : uint8_t { Residual, Normed, Q, K, V, Attn, Gate, Up, Proj 
 
 struct LayerOp {
     LayerOpKind kind;
-    LayerWeight weight = LayerWeight::None;  // the weight it reads, if any
+    TensorRole weight = kNoWeight;  // the weight it reads, if any
     LayerAct input = LayerAct::Normed;
-    // Only when the layer has this tensor (biases, q/k norms, post norms); None: always.
-    LayerWeight optional = LayerWeight::None;
+    // Only when the layer has this tensor (biases, q/k norms, post norms); kNoWeight: always.
+    TensorRole optional = kNoWeight;
     // An FFN op each part of a split FFN runs on its own backend (products, activation).
     bool per_part = false;
 };
@@ -56,7 +52,7 @@ int block_small_ops(std::span<const LayerOp> ops, Has&& has) {
     int n = 0;
     uint32_t inputs = 0;  // bit per LayerAct
     for (const LayerOp& op : ops) {
-        if (op.optional != LayerWeight::None && !has(op.optional)) continue;
+        if (op.optional != kNoWeight && !has(op.optional)) continue;
         if (op.kind == LayerOpKind::Product) {
             inputs |= 1u << static_cast<unsigned>(op.input);
         } else if (op.kind != LayerOpKind::Attention) {

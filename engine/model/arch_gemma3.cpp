@@ -39,14 +39,14 @@ void read_gemma3_keys(const KeyReader& keys, ModelConfig& c) {
 void list_gemma3_tensors(const ModelConfig& c, TensorListBuilder& out) {
     add_token_embd(c, out);
     for (int il = 0; il < c.n_layer; ++il) {
-        out.layer(il, "attn_norm.weight", TensorRole::AttnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "attn_norm.weight", {c.n_embd}, "[n_embd]");
         add_attention(c, il, out);
         add_qk_norm(c, il, out);
-        out.layer(il, "post_attention_norm.weight", TensorRole::PostAttnNorm, {c.n_embd},
+        out.layer(il, "post_attention_norm.weight", {c.n_embd},
                   "[n_embd]");
-        out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "ffn_norm.weight", {c.n_embd}, "[n_embd]");
         add_gated_ffn(c, il, out);
-        out.layer(il, "post_ffw_norm.weight", TensorRole::PostFfnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "post_ffw_norm.weight", {c.n_embd}, "[n_embd]");
     }
     add_output(c, out);
 }

@@ -19,13 +19,13 @@ void read_llama_keys(const KeyReader& keys, ModelConfig& c) {
 
 void list_llama_tensors(const ModelConfig& c, TensorListBuilder& out) {
     add_token_embd(c, out);
-    out.global("rope_freqs.weight", TensorRole::RopeFreqs, {c.rope.n_rot / 2}, "[n_rot/2]",
+    out.global("rope_freqs.weight", {c.rope.n_rot / 2}, "[n_rot/2]",
                /*required=*/false, /*in_config=*/c.rope.has_freq_factors);
     for (int il = 0; il < c.n_layer; ++il) {
-        out.layer(il, "attn_norm.weight", TensorRole::AttnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "attn_norm.weight", {c.n_embd}, "[n_embd]");
         add_attention(c, il, out);
         add_qkv_bias(c, il, /*required=*/false, out);
-        out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "ffn_norm.weight", {c.n_embd}, "[n_embd]");
         add_ffn(c, il, out);
     }
     add_output(c, out);

@@ -22,15 +22,15 @@ void list_phi3_tensors(const ModelConfig& c, TensorListBuilder& out) {
     add_token_embd(c, out);
     for (int il = 0; il < c.n_layer; ++il) {
         const int64_t n_ff = c.n_ff.at(il);
-        out.layer(il, "attn_norm.weight", TensorRole::AttnNorm, {c.n_embd}, "[n_embd]");
-        out.layer(il, "attn_qkv.weight", TensorRole::AttnQkv,
+        out.layer(il, "attn_norm.weight", {c.n_embd}, "[n_embd]");
+        out.layer(il, "attn_qkv.weight",
                   {c.n_embd, c.n_embd_q(il) + c.n_embd_k_gqa(il) + c.n_embd_v_gqa(il)},
                   "[n_embd, n_head*head_dim_k + n_head_kv*(head_dim_k + head_dim_v)]");
-        out.layer(il, "attn_output.weight", TensorRole::AttnOutput, {c.n_head.at(il) * c.head_dim_v, c.n_embd},
+        out.layer(il, "attn_output.weight", {c.n_head.at(il) * c.head_dim_v, c.n_embd},
                   "[n_head*head_dim_v, n_embd]");
-        out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
-        out.layer(il, "ffn_up.weight", TensorRole::FfnUp, {c.n_embd, 2 * n_ff}, "[n_embd, 2*n_ff] (gate rows, then up)");
-        out.layer(il, "ffn_down.weight", TensorRole::FfnDown, {n_ff, c.n_embd}, "[n_ff, n_embd]");
+        out.layer(il, "ffn_norm.weight", {c.n_embd}, "[n_embd]");
+        out.layer(il, "ffn_up.weight", {c.n_embd, 2 * n_ff}, "[n_embd, 2*n_ff] (gate rows, then up)");
+        out.layer(il, "ffn_down.weight", {n_ff, c.n_embd}, "[n_ff, n_embd]");
     }
     add_output(c, out);
 }

@@ -11,10 +11,10 @@ namespace {
 void list_qwen3_tensors(const ModelConfig& c, TensorListBuilder& out) {
     add_token_embd(c, out);
     for (int il = 0; il < c.n_layer; ++il) {
-        out.layer(il, "attn_norm.weight", TensorRole::AttnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "attn_norm.weight", {c.n_embd}, "[n_embd]");
         add_attention(c, il, out);
         add_qk_norm(c, il, out);
-        out.layer(il, "ffn_norm.weight", TensorRole::FfnNorm, {c.n_embd}, "[n_embd]");
+        out.layer(il, "ffn_norm.weight", {c.n_embd}, "[n_embd]");
         add_ffn(c, il, out);
     }
     add_output(c, out);

@@ -12,96 +12,6 @@
 
 namespace strata {
 
-std::string_view tensor_role_name(TensorRole role) {
-    switch (role) {
-        case TensorRole::TokenEmbd:
-            return "token_embd";
-        case TensorRole::Output:
-            return "output";
-        case TensorRole::OutputNorm:
-            return "output_norm";
-        case TensorRole::RopeFreqs:
-            return "rope_freqs";
-        case TensorRole::AttnNorm:
-            return "attn_norm";
-        case TensorRole::AttnQ:
-            return "attn_q";
-        case TensorRole::AttnK:
-            return "attn_k";
-        case TensorRole::AttnV:
-            return "attn_v";
-        case TensorRole::AttnOutput:
-            return "attn_output";
-        case TensorRole::AttnQkv:
-            return "attn_qkv";
-        case TensorRole::AttnQNorm:
-            return "attn_q_norm";
-        case TensorRole::AttnKNorm:
-            return "attn_k_norm";
-        case TensorRole::AttnQBias:
-            return "attn_q_bias";
-        case TensorRole::AttnKBias:
-            return "attn_k_bias";
-        case TensorRole::AttnVBias:
-            return "attn_v_bias";
-        case TensorRole::PostAttnNorm:
-            return "post_attention_norm";
-        case TensorRole::FfnNorm:
-            return "ffn_norm";
-        case TensorRole::FfnGate:
-            return "ffn_gate";
-        case TensorRole::FfnUp:
-            return "ffn_up";
-        case TensorRole::FfnDown:
-            return "ffn_down";
-        case TensorRole::PostFfnNorm:
-            return "post_ffw_norm";
-        case TensorRole::FfnGateInp:
-            return "ffn_gate_inp";
-        case TensorRole::FfnGateExps:
-            return "ffn_gate_exps";
-        case TensorRole::FfnUpExps:
-            return "ffn_up_exps";
-        case TensorRole::FfnDownExps:
-            return "ffn_down_exps";
-        case TensorRole::FfnGateInpShexp:
-            return "ffn_gate_inp_shexp";
-        case TensorRole::FfnGateShexp:
-            return "ffn_gate_shexp";
-        case TensorRole::FfnUpShexp:
-            return "ffn_up_shexp";
-        case TensorRole::FfnDownShexp:
-            return "ffn_down_shexp";
-    }
-    return "unknown";
-}
-
-bool is_norm_role(TensorRole role) {
-    switch (role) {
-        case TensorRole::OutputNorm:
-        case TensorRole::AttnNorm:
-        case TensorRole::AttnQNorm:
-        case TensorRole::AttnKNorm:
-        case TensorRole::PostAttnNorm:
-        case TensorRole::FfnNorm:
-        case TensorRole::PostFfnNorm:
-            return true;
-        default:
-            return false;
-    }
-}
-
-bool is_vector_role(TensorRole role) {
-    return role == TensorRole::AttnQBias || role == TensorRole::AttnKBias ||
-           role == TensorRole::AttnVBias || role == TensorRole::RopeFreqs ||
-           role == TensorRole::FfnGateInpShexp;
-}
-
-bool is_expert_role(TensorRole role) {
-    return role == TensorRole::FfnGateExps || role == TensorRole::FfnUpExps ||
-           role == TensorRole::FfnDownExps;
-}
-
 std::string shape_string(const std::vector<int64_t>& ne) {
     std::string s = "[";
     for (size_t i = 0; i < ne.size(); ++i)
@@ -109,67 +19,69 @@ std::string shape_string(const std::vector<int64_t>& ne) {
     return s + "]";
 }
 
-void TensorListBuilder::global(std::string name, TensorRole role, std::vector<int64_t> ne,
-                               std::string formula, bool required, bool in_config) {
+void TensorListBuilder::global(std::string name, std::vector<int64_t> ne, std::string formula,
+                               bool required, bool in_config) {
+    const TensorRole role = tensor_name_info(name).role;
     out_.push_back({std::move(name), role, -1, std::move(ne), std::move(formula), required,
                     required || in_config});
 }
 
-void TensorListBuilder::layer(int il, std::string_view suffix, TensorRole role,
-                              std::vector<int64_t> ne, std::string formula, bool required,
-                              bool in_config) {
-    out_.push_back({cat("blk.", il, ".", suffix), role, il, std::move(ne), std::move(formula),
+void TensorListBuilder::layer(int il, std::string_view suffix, std::vector<int64_t> ne,
+                              std::string formula, bool required, bool in_config) {
+    std::string name = cat("blk.", il, ".", suffix);
+    const TensorRole role = tensor_name_info(name).role;
+    out_.push_back({std::move(name), role, il, std::move(ne), std::move(formula),
                     required, required || in_config});
 }
 
 void add_token_embd(const ModelConfig& c, TensorListBuilder& out) {
-    out.global("token_embd.weight", TensorRole::TokenEmbd, {c.n_embd, c.n_vocab},
+    out.global("token_embd.weight", {c.n_embd, c.n_vocab},
                "[n_embd, n_vocab]");
 }
 
 void add_output(const ModelConfig& c, TensorListBuilder& out) {
-    out.global("output_norm.weight", TensorRole::OutputNorm, {c.n_embd}, "[n_embd]");
-    out.global("output.weight", TensorRole::Output, {c.n_embd, c.n_vocab}, "[n_embd, n_vocab]",
+    out.global("output_norm.weight", {c.n_embd}, "[n_embd]");
+    out.global("output.weight", {c.n_embd, c.n_vocab}, "[n_embd, n_vocab]",
                /*required=*/false, /*in_config=*/!c.tied_output);
 }
 
 void add_attention(const ModelConfig& c, int il, TensorListBuilder& out) {
-    out.layer(il, "attn_q.weight", TensorRole::AttnQ, {c.n_embd, c.n_embd_q(il)},
+    out.layer(il, "attn_q.weight", {c.n_embd, c.n_embd_q(il)},
               "[n_embd, n_head*head_dim_k]");
-    out.layer(il, "attn_k.weight", TensorRole::AttnK, {c.n_embd, c.n_embd_k_gqa(il)},
+    out.layer(il, "attn_k.weight", {c.n_embd, c.n_embd_k_gqa(il)},
               "[n_embd, n_head_kv*head_dim_k]");
-    out.layer(il, "attn_v.weight", TensorRole::AttnV, {c.n_embd, c.n_embd_v_gqa(il)},
+    out.layer(il, "attn_v.weight", {c.n_embd, c.n_embd_v_gqa(il)},
               "[n_embd, n_head_kv*head_dim_v]");
-    out.layer(il, "attn_output.weight", TensorRole::AttnOutput,
+    out.layer(il, "attn_output.weight",
               {c.n_head.at(il) * c.head_dim_v, c.n_embd}, "[n_head*head_dim_v, n_embd]");
 }
 
 void add_gated_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
     int64_t n_ff = c.n_ff.at(il);
-    out.layer(il, "ffn_gate.weight", TensorRole::FfnGate, {c.n_embd, n_ff}, "[n_embd, n_ff]");
-    out.layer(il, "ffn_up.weight", TensorRole::FfnUp, {c.n_embd, n_ff}, "[n_embd, n_ff]");
-    out.layer(il, "ffn_down.weight", TensorRole::FfnDown, {n_ff, c.n_embd}, "[n_ff, n_embd]");
+    out.layer(il, "ffn_gate.weight", {c.n_embd, n_ff}, "[n_embd, n_ff]");
+    out.layer(il, "ffn_up.weight", {c.n_embd, n_ff}, "[n_embd, n_ff]");
+    out.layer(il, "ffn_down.weight", {n_ff, c.n_embd}, "[n_ff, n_embd]");
 }
 
 void add_moe_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
     const MoeConfig& m = c.moe;
-    out.layer(il, "ffn_gate_inp.weight", TensorRole::FfnGateInp, {c.n_embd, m.n_expert},
+    out.layer(il, "ffn_gate_inp.weight", {c.n_embd, m.n_expert},
               "[n_embd, n_expert]");
-    out.layer(il, "ffn_gate_exps.weight", TensorRole::FfnGateExps, {c.n_embd, m.n_ff_exp, m.n_expert},
+    out.layer(il, "ffn_gate_exps.weight", {c.n_embd, m.n_ff_exp, m.n_expert},
               "[n_embd, n_ff_exp, n_expert]");
-    out.layer(il, "ffn_up_exps.weight", TensorRole::FfnUpExps, {c.n_embd, m.n_ff_exp, m.n_expert},
+    out.layer(il, "ffn_up_exps.weight", {c.n_embd, m.n_ff_exp, m.n_expert},
               "[n_embd, n_ff_exp, n_expert]");
-    out.layer(il, "ffn_down_exps.weight", TensorRole::FfnDownExps, {m.n_ff_exp, c.n_embd, m.n_expert},
+    out.layer(il, "ffn_down_exps.weight", {m.n_ff_exp, c.n_embd, m.n_expert},
               "[n_ff_exp, n_embd, n_expert]");
     if (m.n_ff_shexp == 0) return;
     if (m.shared_gate) {
-        out.layer(il, "ffn_gate_inp_shexp.weight", TensorRole::FfnGateInpShexp, {c.n_embd}, "[n_embd]");
+        out.layer(il, "ffn_gate_inp_shexp.weight", {c.n_embd}, "[n_embd]");
     }
-    out.layer(il, "ffn_gate_shexp.weight", TensorRole::FfnGateShexp, {c.n_embd, m.n_ff_shexp},
+    out.layer(il, "ffn_gate_shexp.weight", {c.n_embd, m.n_ff_shexp},
               "[n_embd, n_ff_shexp]");
-    out.layer(il, "ffn_up_shexp.weight", TensorRole::FfnUpShexp, {c.n_embd, m.n_ff_shexp},
+    out.layer(il, "ffn_up_shexp.weight", {c.n_embd, m.n_ff_shexp},
               "[n_embd, n_ff_shexp]");
-    out.layer(il, "ffn_down_shexp.weight", TensorRole::FfnDownShexp, {m.n_ff_shexp, c.n_embd},
+    out.layer(il, "ffn_down_shexp.weight", {m.n_ff_shexp, c.n_embd},
               "[n_ff_shexp, n_embd]");
 }
 
@@ -183,17 +95,17 @@ void add_ffn(const ModelConfig& c, int il, TensorListBuilder& out) {
 
 void add_qkv_bias(const ModelConfig& c, int il, bool required, TensorListBuilder& out) {
     bool in = c.has_qkv_bias;
-    out.layer(il, "attn_q.bias", TensorRole::AttnQBias, {c.n_embd_q(il)}, "[n_head*head_dim_k]",
+    out.layer(il, "attn_q.bias", {c.n_embd_q(il)}, "[n_head*head_dim_k]",
               required, in);
-    out.layer(il, "attn_k.bias", TensorRole::AttnKBias, {c.n_embd_k_gqa(il)},
+    out.layer(il, "attn_k.bias", {c.n_embd_k_gqa(il)},
               "[n_head_kv*head_dim_k]", required, in);
-    out.layer(il, "attn_v.bias", TensorRole::AttnVBias, {c.n_embd_v_gqa(il)},
+    out.layer(il, "attn_v.bias", {c.n_embd_v_gqa(il)},
               "[n_head_kv*head_dim_v]", required, in);
 }
 
 void add_qk_norm(const ModelConfig& c, int il, TensorListBuilder& out) {
-    out.layer(il, "attn_q_norm.weight", TensorRole::AttnQNorm, {c.head_dim_k}, "[head_dim_k]");
-    out.layer(il, "attn_k_norm.weight", TensorRole::AttnKNorm, {c.head_dim_k}, "[head_dim_k]");
+    out.layer(il, "attn_q_norm.weight", {c.head_dim_k}, "[head_dim_k]");
+    out.layer(il, "attn_k_norm.weight", {c.head_dim_k}, "[head_dim_k]");
 }
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config) {

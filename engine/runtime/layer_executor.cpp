@@ -19,15 +19,15 @@ uint64_t weight_bytes(const PlacedWeight& w) { return w.tensor.row_bytes() * sta
 
 // The matrix a described product reads (engine/core/layer_ops.h) in a layer's attention block,
 // or in one part of its dense FFN.
-const PlacedWeight& product_weight(const PlacedLayer& l, const FfnPart* part, LayerWeight w) {
+const PlacedWeight& product_weight(const PlacedLayer& l, const FfnPart* part, TensorRole w) {
     switch (w) {
-        case LayerWeight::AttnQ: return l.attn_q;
-        case LayerWeight::AttnK: return l.attn_k;
-        case LayerWeight::AttnV: return l.attn_v;
-        case LayerWeight::AttnOutput: return l.attn_output;
-        case LayerWeight::FfnGate: if (part != nullptr) return part->gate; break;
-        case LayerWeight::FfnUp: if (part != nullptr) return part->up; break;
-        case LayerWeight::FfnDown: if (part != nullptr) return part->down; break;
+        case TensorRole::AttnQ: return l.attn_q;
+        case TensorRole::AttnK: return l.attn_k;
+        case TensorRole::AttnV: return l.attn_v;
+        case TensorRole::AttnOutput: return l.attn_output;
+        case TensorRole::FfnGate: if (part != nullptr) return part->gate; break;
+        case TensorRole::FfnUp: if (part != nullptr) return part->up; break;
+        case TensorRole::FfnDown: if (part != nullptr) return part->down; break;
         default: break;
     }
     invariant_failed("every described product has a placed matrix", __FILE__, __LINE__);

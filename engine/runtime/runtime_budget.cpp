@@ -20,7 +20,8 @@ uint64_t largest_streamed_bytes(const TensorTable& table) {
     uint64_t largest = 0;
     for (const TensorEntry& t : table.tensors) {
         // Never streamed: the embedding and output matrices, and 1-D weights.
-        if (t.name == "token_embd.weight" || t.name == "output.weight" || t.ne[1] == 1) continue;
+        const TensorRole role = t.role();
+        if (role == TensorRole::TokenEmbd || role == TensorRole::Output || t.ne[1] == 1) continue;
         largest = std::max(largest, t.bytes);
     }
     return largest;

@@ -279,8 +279,8 @@ std::optional<FfnPredictors> load_predictors(const Model& model, const std::stri
 
 void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors) {
     for (TensorEntry& e : table.tensors) {
-        const int il = tensor_layer(e.name);
-        if (!e.name.ends_with(".ffn_gate.weight") || il < 0 || il >= static_cast<int>(predictors.layers.size())) continue;
+        const auto [role, il] = tensor_name_info(e.name);
+        if (role != TensorRole::FfnGate || il < 0 || il >= static_cast<int>(predictors.layers.size())) continue;
         e.bytes += predictors.layers[static_cast<size_t>(il)].bytes();
     }
 }
@@ -288,7 +288,7 @@ void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors) {
 void add_neuron_major_bytes(TensorTable& table, GgmlType down_type) {
     const TypeTraits& t = type_traits(down_type);
     for (TensorEntry& e : table.tensors) {
-        if (!e.name.ends_with(".ffn_down.weight") || e.ne[2] != 1 || e.ne[1] % t.block_size != 0) continue;
+        if (e.role() != TensorRole::FfnDown || e.layer() < 0 || e.ne[2] != 1 || e.ne[1] % t.block_size != 0) continue;
         e.bytes += static_cast<uint64_t>(e.ne[0]) * static_cast<uint64_t>(e.ne[1] / t.block_size) * t.type_size;
     }
 }

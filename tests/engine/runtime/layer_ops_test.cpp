@@ -60,16 +60,16 @@ class CountingCpu : public cpu::CpuBackend {
     }
 };
 
-bool has(const PlacedLayer& l, LayerWeight w) {
+bool has(const PlacedLayer& l, TensorRole w) {
     switch (w) {
-        case LayerWeight::AttnQBias: return l.attn_q_bias.present();
-        case LayerWeight::AttnKBias: return l.attn_k_bias.present();
-        case LayerWeight::AttnVBias: return l.attn_v_bias.present();
-        case LayerWeight::AttnQNorm: return l.attn_q_norm.present();
-        case LayerWeight::AttnKNorm: return l.attn_k_norm.present();
-        case LayerWeight::PostAttnNorm: return l.post_attention_norm.present();
-        case LayerWeight::PostFfwNorm: return l.post_ffw_norm.present();
-        default: ADD_FAILURE() << "not an optional weight: " << layer_weight_suffix(w); return false;
+        case TensorRole::AttnQBias: return l.attn_q_bias.present();
+        case TensorRole::AttnKBias: return l.attn_k_bias.present();
+        case TensorRole::AttnVBias: return l.attn_v_bias.present();
+        case TensorRole::AttnQNorm: return l.attn_q_norm.present();
+        case TensorRole::AttnKNorm: return l.attn_k_norm.present();
+        case TensorRole::PostAttnNorm: return l.post_attention_norm.present();
+        case TensorRole::PostFfnNorm: return l.post_ffw_norm.present();
+        default: ADD_FAILURE() << "not an optional weight: " << tensor_role_name(w); return false;
     }
 }
 
@@ -79,8 +79,8 @@ Counts described(const PlacedModel& placed, int* n_optional) {
     for (int il = 0; il < placed.n_layer(); ++il) {
         for (auto ops : {attention_block_ops(), ffn_block_ops()}) {
             for (const LayerOp& op : ops) {
-                if (op.optional != LayerWeight::None && !has(placed.layer(il), op.optional)) continue;
-                *n_optional += op.optional != LayerWeight::None;
+                if (op.optional != kNoWeight && !has(placed.layer(il), op.optional)) continue;
+                *n_optional += op.optional != kNoWeight;
                 ++c[op.kind];
             }
         }

@@ -259,7 +259,9 @@ TEST_F(PredictedFfnTest, TheTensorTableCountsThePredictorsBesideTheGate) {
     uint64_t added = 0;
     for (size_t i = 0; i < before.tensors.size(); ++i) {
         const uint64_t d = after.tensors[i].bytes - before.tensors[i].bytes;
-        if (d > 0) EXPECT_TRUE(before.tensors[i].name.ends_with(".ffn_gate.weight")) << before.tensors[i].name;
+        if (d > 0) {
+            EXPECT_TRUE(before.tensors[i].name.ends_with(".ffn_gate.weight")) << before.tensors[i].name;
+        }
         added += d;
     }
     EXPECT_EQ(added, trained_->bytes());

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "engine/core/tensor_role.h"
 #include "engine/gguf/model_file.h"
 #include "engine/model/model_config.h"
 #include "engine/synth/synth_model.h"
@@ -94,6 +95,8 @@ TEST_P(PresetFile, ValidatesWithThePlannedShapesAndTypes) {
     ASSERT_EQ(file.tensors().size(), plan.tensors.size());
     for (const TensorInfo& t : file.tensors()) {
         EXPECT_EQ(t.type, expected_q4_k_m(t, c)) << t.name;
+        // Every tensor an architecture writes has a role (the planner and cost model key on it).
+        EXPECT_NE(tensor_name_info(t.name).role, TensorRole::Other) << t.name;
     }
 }
 
