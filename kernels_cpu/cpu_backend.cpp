@@ -16,6 +16,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options)
     capabilities_.weight_types = reference_weight_types();
     capabilities_.sparse_ffn = true;
     capabilities_.predicted_ffn = true;
+    capabilities_.expert_ffn = true;
     capabilities_.host_threads = n_threads_;
 }
 
@@ -71,6 +72,10 @@ int64_t CpuBackend::thresholded_gated_activation(const Tensor& gate, const Tenso
 
 int64_t CpuBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
     return cpu::sparse_gated_ffn(args, y, n_threads_, options_.quantize_activations);
+}
+
+void CpuBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
+    cpu::expert_ffn(args, y, n_threads_, options_.quantize_activations);
 }
 
 int64_t CpuBackend::predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {

@@ -84,6 +84,7 @@ class CpuBackend : public Backend {
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
     int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) override;
+    void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
     void synchronize() override {}
 
   private:

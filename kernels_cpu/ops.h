@@ -43,6 +43,9 @@ int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activ
                                      Tensor& y, int n_threads);
 int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
 
+// expert_ffn.cpp: y += one token's routed experts (Backend::expert_ffn).
+void expert_ffn(const ExpertFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
+
 // rope.cpp
 void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_threads);
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,22 @@ struct PredictedFfnArgs {
     uint64_t* counts = nullptr;  // optional [evaluated, active], incremented (host memory)
 };
 
+// One routed expert of a token (Backend::expert_ffn): its gated FFN's three matrices and the
+// router's weight for it.
+struct ExpertRef {
+    const Tensor* gate = nullptr;  // [n_embd, width], any matmul type
+    const Tensor* up = nullptr;    // [n_embd, width]
+    const Tensor* down = nullptr;  // [width, n_embd]
+    float weight = 0.0f;
+};
+
+// The routed experts of one token, in the order their products are added.
+struct ExpertFfnArgs {
+    const Tensor* x = nullptr;  // [n_embd, 1] f32: the FFN's (normed) input
+    std::span<const ExpertRef> experts;
+    Activation act = Activation::Silu;
+};
+
 struct AttentionParams {
     int n_head = 0;
     int n_head_kv = 0;       // n_head % n_head_kv == 0 (GQA/MQA broadcast)
@@ -114,6 +131,8 @@ struct BackendCapabilities {
     bool sparse_ffn = false;
     // predicted_sparse_gated_ffn (a trained predictor's candidates; host memory only).
     bool predicted_ffn = false;
+    // expert_ffn (a token's routed experts as one op).
+    bool expert_ffn = false;
     // begin_graph ... end_graph records and launches the ops as one unit.
     bool graphs = false;
     // begin_step_graph and replay_step (a decode step recorded once, replayed per token).
@@ -230,6 +249,14 @@ public:
     virtual int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no predicted sparse FFN (trained predictors)"));
+    }
+
+    // ---- mixture of experts, where capabilities().expert_ffn.
+    // y [n_embd, 1] += Σ_j weight_j · down_j(act(gate_j·x) ⊙ (up_j·x)), the experts in the
+    // order given (one token's decode step: one op instead of a few per expert).
+    virtual void expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
+        (void)args, (void)y;
+        throw UnsupportedError(cat("the ", name(), " backend has no fused expert FFN"));
     }
 
     // Waits until every queued op has finished (a no-op on synchronous backends).

@@ -1,6 +1,7 @@
 // Tensor roles from GGUF names (see tensor_role.h).
 #include "engine/core/tensor_role.h"
 
+#include <cstdint>
 #include <array>
 #include <utility>
 

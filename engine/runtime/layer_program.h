@@ -157,6 +157,9 @@ class LayerProgram {
     // with their weights there (kMoeSum). True when there was one. cur: the normed input on hb.
     bool run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host);
     bool on_device(const ExpertWeights& w) const;
+    // The host backend that runs expert w of a decode step as part of one fused expert_ffn: its
+    // three matrices resident (not streamed) on one host backend with that op; -1: none.
+    int fused_host_backend(const ExpertWeights& w) const;
     void observe(int il, ActivationSite site, const Tensor& t) const;
 
     const PlacedModel& model_;

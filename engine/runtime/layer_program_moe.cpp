@@ -68,6 +68,14 @@ bool LayerProgram::on_device(const ExpertWeights& w) const {
     return g >= 0 && exec_.index_of(w.gate.backend) == g && exec_.index_of(w.up.backend) == g && exec_.index_of(w.down.backend) == g;
 }
 
+int LayerProgram::fused_host_backend(const ExpertWeights& w) const {
+    const Backend* b = w.gate.backend;
+    if (w.up.backend != b || w.down.backend != b || !is_host(*b) || !b->capabilities().expert_ffn) return -1;
+    if (w.gate.stream_id >= 0 || w.up.stream_id >= 0 || w.down.stream_id >= 0) return -1;
+    const int bi = exec_.index_of(b);
+    return exec_.compute_backend(w.gate, 1) == bi ? bi : -1;
+}
+
 bool LayerProgram::run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host) {
     const MoeRouting& r = moe_->routing;
     const int gb = exec_.gpu();
@@ -147,13 +155,30 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
     // Decode: the device's experts are queued first and summed there, so they run while the
     // host computes its own; then one copy of their sum comes back.
     const bool device_sum = n == 1 && exec_.gpu() >= 0 && run_device_experts(m, hb, cur, in_host);
+    // Decode: the experts resident on a host backend with a fused op run as one op, after the
+    // loop (the others, streamed ones included, keep their turn in the loop).
+    s.fused.clear();
+    int fused_backend = -1;
     for (int64_t e = 0; e < mc.n_expert; ++e) {
         const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
         if (s.routing.n_routed(e) > 0) {
-            if (!(device_sum && on_device(ew))) run_expert(ew, e, in_host, sum);
+            if (device_sum && on_device(ew)) continue;
+            const int fb = n == 1 ? fused_host_backend(ew) : -1;
+            if (fb >= 0 && (fused_backend < 0 || fb == fused_backend)) {
+                fused_backend = fb;
+                const int32_t slot = s.routing.by_expert[static_cast<size_t>(s.routing.offsets[static_cast<size_t>(e)])];
+                s.fused.push_back({&ew.gate.tensor, &ew.up.tensor, &ew.down.tensor, s.routing.weight[static_cast<size_t>(slot)]});
+                continue;
+            }
+            run_expert(ew, e, in_host, sum);
             continue;
         }
         for (const PlacedWeight* pw : {&ew.gate, &ew.up, &ew.down}) skip_streamed(model_.disk_stream(), *pw);
+    }
+    if (!s.fused.empty()) {
+        const Tensor xin = Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1});
+        Tensor out = Tensor::contiguous(GgmlType::F32, sum, {n_embd, 1});
+        exec_.backend(fused_backend).expert_ffn({&xin, s.fused, config_.activation}, out);
     }
     if (device_sum) {
         const int gb = exec_.gpu();

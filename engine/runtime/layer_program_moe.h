@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "engine/core/backend.h"
 #include "engine/runtime/moe_routing.h"
 #include "engine/runtime/placed_model.h"
 
@@ -17,6 +18,7 @@ struct MoeScratch {
     std::vector<float> rows;     // an expert's gathered input rows
     std::vector<float> out;      // an expert's output rows, when it ran on a device
     std::vector<float> shared_scale;  // [n] sigmoid gate of the shared expert
+    std::vector<ExpertRef> fused;     // decode: the host experts run as one expert_ffn
 };
 
 // fn(const PlacedWeight&) for every present weight of `moe`, in the order the MoE step reads
