@@ -157,6 +157,9 @@ class LayerProgram {
     // with their weights there (kMoeSum). True when there was one. cur: the normed input on hb.
     bool run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host);
     bool on_device(const ExpertWeights& w) const;
+    // The backend expert w runs on when c of a pass's n tokens chose it: its own, or the GPU a
+    // prompt pass ships it to (all three matrices, or none).
+    int expert_backend(const ExpertWeights& w, int64_t c, int64_t n) const;
     // The host backend that runs expert w of a decode step as part of one fused expert_ffn: its
     // three matrices resident (not streamed) on one host backend with that op; -1: none.
     int fused_host_backend(const ExpertWeights& w) const;

@@ -2,11 +2,11 @@
 //   cur = ffn_norm(x);  logits [n_expert, n] = router · cur  -> top-k routing on the host
 //   sum = [sigmoid(w_sh · cur) ⊙] shared(cur) + Σ_e Σ_{tokens t of e} p_te · down_e(act(gate_e·cur_t) ⊙ up_e·cur_t)
 //   x += sum
-// Only experts with tokens run: one GEMV per selected expert in decode, one GEMM over the
-// gathered rows of its tokens in prefill. Each runs on the backend holding its weights (or the
-// GPU its weights are shipped to for a large batch); the sum is formed on the host. In decode the
-// device's experts go first and are summed on the device (one copy in, one out per layer), so
-// the host's experts run while the device works.
+// Only experts with tokens run: in decode the selected ones, in prefill one GEMM per expert over
+// the gathered rows of its tokens. Each runs on the backend holding its weights, or in a prompt
+// pass on the GPU it is shipped to once a few tokens chose it; the sum is formed on the host. In
+// decode the device's experts go first and are summed on the device (one copy in, one out per
+// layer), so the host's experts run meanwhile, as one fused op (Backend::expert_ffn).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,6 +19,15 @@
 
 namespace strata {
 namespace {
+
+// A prompt pass ships a host expert to the GPU (layer_executor.h) once this many of its tokens
+// chose it: the copy costs the expert's bytes once, the CPU product its bytes times the tokens
+// (memory-bound for a few tokens, then compute-bound). Estimated break-even: ~4-5 tokens at the
+// H200 host's rates (55 GB/s PCIe, 16 cores), ~10 on a laptop (12 GB/s, 8 cores). Measured on
+// the H200 (qwen3-30b-a3b shape, pp512, experts in RAM / 6 GiB): thresholds 2, 4, 8 gave
+// 243/250, 213/225, 205/113 tok/s. A whole pass's batch decides whether it ships at all
+// (gpu_prefill_min_tokens). Belongs in the cost model, from the hardware profile.
+constexpr int64_t kExpertShipMinTokens = 4;
 
 // A DISK weight not used this step still takes its turn in the stream's cyclic schedule.
 void skip_streamed(DiskStream* stream, const PlacedWeight& w) {
@@ -35,7 +44,7 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
     const int64_t n_embd = config_.n_embd;
     const int64_t c = r.n_routed(e);
     const int32_t* slots = r.by_expert.data() + r.offsets[static_cast<size_t>(e)];
-    const int eb = exec_.compute_backend(w.gate, c);
+    const int eb = expert_backend(w, c, r.n_tokens);
     Backend& b = exec_.backend(eb);
     const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
 
@@ -48,11 +57,11 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
     const int64_t width = w.gate.tensor.ne[1];
     Tensor gate = exec_.act(eb, kGate, width, c);  // [n_ff_exp, c]
     Tensor up = exec_.act(eb, kUp, width, c);
-    exec_.matmul(w.gate, eb, in, gate);
-    exec_.matmul(w.up, eb, in, up);
+    exec_.matmul_local(w.gate, eb, in, gate);
+    exec_.matmul_local(w.up, eb, in, up);
     b.gated_activation(gate, up, config_.activation, gate);
     Tensor out = exec_.act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
-    exec_.matmul(w.down, eb, gate, out);
+    exec_.matmul_local(w.down, eb, gate, out);
 
     const float* y = exec_.host_f32(eb, out, s.out);
     for (int64_t j = 0; j < c; ++j) {
@@ -66,6 +75,14 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
 bool LayerProgram::on_device(const ExpertWeights& w) const {
     const int g = exec_.gpu();
     return g >= 0 && exec_.index_of(w.gate.backend) == g && exec_.index_of(w.up.backend) == g && exec_.index_of(w.down.backend) == g;
+}
+
+int LayerProgram::expert_backend(const ExpertWeights& w, int64_t c, int64_t n) const {
+    const int home = exec_.index_of(w.gate.backend);
+    if (c < kExpertShipMinTokens) return home;
+    const int b = exec_.compute_backend(w.gate, n);
+    if (b == home) return home;
+    return exec_.compute_backend(w.up, n) == b && exec_.compute_backend(w.down, n) == b ? b : home;
 }
 
 int LayerProgram::fused_host_backend(const ExpertWeights& w) const {

@@ -121,6 +121,42 @@ TEST_P(PlacedMoeTest, PrefillShipsHostExpertsToTheGpu) {
     expect_matches(placement(*model_, "_exps", Tier::Ram, Tier::Gpu, Tier::Gpu), 0.0, {}, 2);
 }
 
+// A 48-token prompt in one pass: each expert has about 12 tokens (top-2 of 8 experts), or 24
+// (of 4), so the pass ships host experts to the GPU, computes them there and keeps the logits
+// of the same pass on the CPU alone.
+TEST_P(PlacedMoeTest, APromptPassShipsTheExpertsManyTokensChose) {
+    std::vector<int32_t> prompt(48);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % 512);
+    auto last_logits = [&](const PlacedModel& placed, int64_t min_tokens, uint64_t* shipped) {
+        SessionParams params;
+        params.n_ctx = 64;
+        params.n_batch = 48;
+        params.gpu_prefill_min_tokens = min_tokens;
+        Session session(placed, params);
+        const auto logits = session.feed(prompt);
+        if (shipped != nullptr) *shipped = session.program().ship_stats().bytes;
+        return std::vector<float>(logits.begin(), logits.end());
+    };
+    const std::vector<float> ref = last_logits(PlacedModel(*model_, cpu_), 0, nullptr);
+    const Placement p = placement(*model_, "_exps", Tier::Ram, Tier::Gpu, Tier::Gpu);
+    FakeDeviceBackend gpu(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+    const PlacedModel placed(*model_, p, {&cpu_, &gpu});
+    uint64_t shipped = 0;
+    const std::vector<float> got = last_logits(placed, 32, &shipped);
+    uint64_t one_expert = 0;  // gate, up and down of one expert of layer 0
+    for (const TensorEntry& e : tensor_table(*model_).tensors)
+        if (e.layer() == 0 && e.ne[2] > 1) one_expert += e.bytes / static_cast<uint64_t>(e.ne[2]);
+    ASSERT_GT(one_expert, 0u);
+    EXPECT_GE(shipped, one_expert * static_cast<uint64_t>(model_->config().n_layer));
+    ASSERT_EQ(got.size(), ref.size());
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        max_diff = std::max(max_diff, std::abs(static_cast<double>(got[i]) - ref[i]));
+        max_ref = std::max(max_ref, std::abs(static_cast<double>(ref[i])));
+    }
+    EXPECT_LE(max_diff, 1e-5 * max_ref);
+}
+
 // Each layer's experts one by one: expert e on GPU, RAM, DISK by e mod 3 (shifted per layer),
 // with attention and routers in RAM.
 TEST_P(PlacedMoeTest, ExpertsPlacedOneByOne) {
