@@ -57,11 +57,18 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
     const int64_t width = w.gate.tensor.ne[1];
     Tensor gate = exec_.act(eb, kGate, width, c);  // [n_ff_exp, c]
     Tensor up = exec_.act(eb, kUp, width, c);
-    exec_.matmul_local(w.gate, eb, in, gate);
-    exec_.matmul_local(w.up, eb, in, up);
+    // Shipped: all three products on eb. Otherwise each where its matrix is (an expert's three
+    // tensors may sit on different backends, e.g. `-ot ffn_up_exps=CPU`).
+    const bool shipped = eb != exec_.index_of(w.gate.backend);
+    auto product = [&](const PlacedWeight& pw, const Tensor& x, Tensor& y) {
+        if (shipped) exec_.matmul_local(pw, eb, x, y);
+        else exec_.matmul(pw, eb, x, y);
+    };
+    product(w.gate, in, gate);
+    product(w.up, in, up);
     b.gated_activation(gate, up, config_.activation, gate);
     Tensor out = exec_.act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
-    exec_.matmul_local(w.down, eb, gate, out);
+    product(w.down, gate, out);
 
     const float* y = exec_.host_f32(eb, out, s.out);
     for (int64_t j = 0; j < c; ++j) {

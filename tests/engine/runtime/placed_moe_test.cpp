@@ -121,6 +121,14 @@ TEST_P(PlacedMoeTest, PrefillShipsHostExpertsToTheGpu) {
     expect_matches(placement(*model_, "_exps", Tier::Ram, Tier::Gpu, Tier::Gpu), 0.0, {}, 2);
 }
 
+// One expert's three matrices on two backends (gate on the GPU, up and down in RAM), with
+// prompt passes that ship host weights: every product runs where its matrix is or is shipped.
+TEST_P(PlacedMoeTest, AnExpertsMatricesOnTwoBackends) {
+    expect_matches(placement(*model_, "ffn_gate_exps", Tier::Gpu, Tier::Ram, Tier::Ram), 1e-5);  // nothing ships
+    expect_matches(placement(*model_, "ffn_gate_exps", Tier::Gpu, Tier::Ram, Tier::Ram), 1e-5, {}, 2);
+    expect_matches(placement(*model_, "ffn_up_exps", Tier::Ram, Tier::Gpu, Tier::Gpu), 1e-5, {}, 2);
+}
+
 // A 48-token prompt in one pass: each expert has about 12 tokens (top-2 of 8 experts), or 24
 // (of 4), so the pass ships host experts to the GPU, computes them there and keeps the logits
 // of the same pass on the CPU alone.
