@@ -98,15 +98,6 @@ void quantize_slice(const QuantRow& r, const float* src, int64_t e0, int64_t len
     if (r.d != nullptr) expand_act_scales(r.kernel->act_type, dst, len / at.block_size, r.d + e0 / at.block_size);
 }
 
-using ActMulFn = void (*)(const float*, const float*, float*, int64_t);
-
-ActMulFn act_mul_of(Activation act) {
-    const RowOps& ops = row_ops();
-    if (act == Activation::Silu) return ops.silu_mul;
-    if (act == Activation::GeluTanh) return ops.gelu_tanh_mul;
-    throw UnsupportedError(cat("expert_ffn: activation id ", static_cast<int>(act), " is not supported on the CPU backend"));
-}
-
 // One expert as the separate ops (types without an integer kernel, or the reference path).
 void expert_as_ops(const ExpertRef& e, const Tensor& x, Activation act, Tensor& y, int n_threads,
                    bool quantize_activations) {
@@ -248,7 +239,7 @@ void expert_ffn(const ExpertFfnArgs& args, Tensor& y, int n_threads, bool quanti
     check_expert_args("expert_ffn", args, y);
     const Tensor& x = *args.x;
     const int64_t n_embd = x.ne[0];
-    const ActMulFn act_mul = act_mul_of(args.act);
+    const ActMulFn act_mul = gated_act_mul(args.act, "expert_ffn");
     const KernelVariant variant = quantize_activations ? active_kernel_variant() : KernelVariant::Dequant;
 
     // Experts with integer kernels for all three matrices go fused; the rest as separate ops.

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
+#include "engine/core/op_types.h"
 #include "kernels_cpu/attention_chunk.h"
 #include "kernels_cpu/kernel_variant.h"
 #include "quant/ggml_type.h"
@@ -47,6 +49,11 @@ const RowOps* find_row_ops(KernelVariant v);
 
 // The table of active_kernel_variant() (STRATA_CPU_KERNELS, set_kernel_variant).
 const RowOps& row_ops();
+
+// The active table's act(g)·u row kernel for a gated activation (silu_mul or gelu_tanh_mul);
+// UnsupportedError naming `op` for another activation.
+using ActMulFn = void (*)(const float* g, const float* u, float* y, int64_t n);
+ActMulFn gated_act_mul(Activation act, std::string_view op);
 
 // Per-file tables behind find_row_ops (null where the build or the CPU has none).
 const RowOps& row_ops_scalar();  // row_ops_scalar.cpp

@@ -19,15 +19,6 @@ namespace {
 
 constexpr int64_t kChunk = 1024;  // elements of act(gate) computed at a time
 
-using ActMulFn = void (*)(const float*, const float*, float*, int64_t);
-
-ActMulFn act_mul_of(Activation act, std::string_view op) {
-    const RowOps& ops = row_ops();
-    if (act == Activation::Silu) return ops.silu_mul;
-    if (act == Activation::GeluTanh) return ops.gelu_tanh_mul;
-    throw UnsupportedError(cat(op, ": activation id ", static_cast<int>(act), " is not supported on the CPU backend"));
-}
-
 // act(g[0..n)) into a[0..n), by the same row kernel as gated_activation (times ones).
 void activation(ActMulFn act_mul, const float* g, float* a, int64_t n) {
     static const std::vector<float> ones(kChunk, 1.0f);
@@ -59,7 +50,7 @@ int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activ
     check_f32(op, "y", y);
     check_same_shape(op, "gate", gate, "up", up);
     check_same_shape(op, "gate", gate, "y", y);
-    const ActMulFn act_mul = act_mul_of(act, op);
+    const ActMulFn act_mul = gated_act_mul(act, op);
     const int64_t ne0 = gate.ne[0];
     const int64_t n_chunks = (ne0 + kChunk - 1) / kChunk;
     const int64_t n_items = gate.n_rows() * n_chunks;
@@ -92,7 +83,7 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
     check_dequantizable(op, "up", up);
     check_dequantizable(op, "down_t", down_t);
     const int64_t n_ff = gate.ne[0], n = x.n_rows();
-    const ActMulFn act_mul = act_mul_of(args.act, op);
+    const ActMulFn act_mul = gated_act_mul(args.act, op);
     std::vector<float>& a = thread_buffer(static_cast<size_t>(2 * n_ff));  // act(gate), then the kept values
     std::vector<int32_t> rows(static_cast<size_t>(n_ff));
     int64_t total = 0;
@@ -151,7 +142,7 @@ int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y, int 
     const char* op = "predicted_sparse_gated_ffn";
     check_predicted_args(op, args, y);
     const int64_t n_ff = args.gate->ne[1], nc = args.n_candidates;
-    const ActMulFn act_mul = act_mul_of(args.act, op);
+    const ActMulFn act_mul = gated_act_mul(args.act, op);
     std::vector<float>& buf = thread_buffer(static_cast<size_t>(2 * nc + 1));
     float* g = buf.data();       // gate·x, then act, then up·x of the active ones
     float* h = buf.data() + nc;  // the active ones' act values
