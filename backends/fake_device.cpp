@@ -154,6 +154,11 @@ void FakeDeviceBackend::scale(Tensor& x, float s) {
     cpu_.scale(xi, s);
 }
 
+void FakeDeviceBackend::combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) {
+    Tensor yi = inner(y, "combine_rows");
+    cpu_.combine_rows(inner(x, "combine_rows"), c, yi);
+}
+
 void FakeDeviceBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
     Tensor yi = inner(y, "gated_activation");
     cpu_.gated_activation(inner(gate, "gated_activation"), inner(up, "gated_activation"), act, yi);

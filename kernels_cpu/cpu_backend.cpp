@@ -43,6 +43,10 @@ void CpuBackend::scale(Tensor& x, float s) {
     cpu::scale(x, s, n_threads_);
 }
 
+void CpuBackend::combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) {
+    cpu::combine_rows(x, c, y, n_threads_);
+}
+
 void CpuBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
     cpu::gated_activation(gate, up, act, y, n_threads_);
 }

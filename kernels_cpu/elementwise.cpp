@@ -54,6 +54,26 @@ void scale(Tensor& x, float s, int n_threads) {
     each_row(x, n_threads, [&](float* row, int64_t ne0) { ops.scale(row, s, ne0); });
 }
 
+// y[:, t] = Σ over column t's entries of weight · x[:, row], in entry order (backend.h).
+void combine_rows(const Tensor& x, const RowCombine& c, Tensor& y, int n_threads) {
+    check_f32("combine_rows", "x", x);
+    check_f32("combine_rows", "y", y);
+    check_combine_rows(x, c, y);
+    const int64_t ne0 = y.ne[0];
+    const int64_t n = y.ne[1];
+#pragma omp parallel for num_threads(n_threads) \
+    schedule(static) if (c.offsets[n] * ne0 > kParallelElements)
+    for (int64_t t = 0; t < n; ++t) {
+        float* yr = f32_row(y, t);
+        std::fill(yr, yr + ne0, 0.0f);
+        for (int32_t j = c.offsets[t]; j < c.offsets[t + 1]; ++j) {
+            const float w = c.weights[j];
+            const float* xr = f32_row(x, c.rows[j]);
+            for (int64_t i = 0; i < ne0; ++i) yr[i] += w * xr[i];
+        }
+    }
+}
+
 // x [ne0, rows] = cap · tanh(x / cap)
 void softcap(Tensor& x, float cap, int n_threads) {
     check_f32("softcap", "x", x);

@@ -34,6 +34,7 @@ void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y, int n
 // elementwise.cpp
 void add(const Tensor& a, const Tensor& b, Tensor& y, int n_threads);
 void scale(Tensor& x, float s, int n_threads);
+void combine_rows(const Tensor& x, const RowCombine& c, Tensor& y, int n_threads);
 void softcap(Tensor& x, float cap, int n_threads);
 void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y,
                       int n_threads);

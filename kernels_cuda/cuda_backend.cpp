@@ -377,6 +377,23 @@ void CudaBackend::scale(Tensor& x, float s) {
     cuda::scale(f32_view(x), s, impl_->stream);
 }
 
+void CudaBackend::combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) {
+    impl_->forget_quantized_x();
+    const OpScope timed = impl_->time_op("combine_rows");
+    check_device_f32("combine_rows", "x", x);
+    check_device_f32("combine_rows", "y", y);
+    for (const void* p : {static_cast<const void*>(c.offsets), static_cast<const void*>(c.rows),
+                          static_cast<const void*>(c.weights)}) {
+        if (p != nullptr && impl_->arena->owns(p)) throw ArgumentError("combine_rows: offsets, rows and weights must be host arrays");
+    }
+    check_combine_rows(x, c, y);
+    const int64_t n = y.ne[1], entries = c.offsets[n];
+    const int32_t* offsets = impl_->stage(c.offsets, n + 1);
+    const int32_t* rows = entries > 0 ? impl_->stage(c.rows, entries) : nullptr;
+    const float* weights = entries > 0 ? impl_->stage(c.weights, entries) : nullptr;
+    cuda::combine_rows(f32_view(x), offsets, rows, weights, f32_view(y), impl_->stream);
+}
+
 void CudaBackend::softcap(Tensor& x, float cap) {
     impl_->forget_quantized_x();
     const OpScope timed = impl_->time_op("softcap");

@@ -100,6 +100,7 @@ class CudaBackend : public Backend {
     void rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) override;
     void add(const Tensor& a, const Tensor& b, Tensor& y) override;
     void scale(Tensor& x, float s) override;
+    void combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) override;
     void gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) override;
     void rope(Tensor& x, const int32_t* positions, const RopeParams& params) override;
     void kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) override;

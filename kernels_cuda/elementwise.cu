@@ -45,6 +45,21 @@ void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t str
     CUDA_CHECK_LAUNCH("elementwise_kernel");
 }
 
+// One output row per blockIdx.y (grid-stride), its elements over x: the entries summed in order.
+__global__ void combine_rows_kernel(F32View x, const int32_t* offsets, const int32_t* rows, const float* weights,
+                                    F32View y) {
+    for (int64_t t = blockIdx.y; t < y.n_rows; t += gridDim.y) {
+        const int32_t first = offsets[t], last = offsets[t + 1];
+        float* yr = y.row(t);
+        for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < y.ne0;
+             i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+            float acc = 0.0f;
+            for (int32_t j = first; j < last; ++j) acc += weights[j] * x.row(rows[j])[i];
+            yr[i] = acc;
+        }
+    }
+}
+
 // The per-launch values of a replayed decode graph (kernel arguments: no host buffer to keep).
 __global__ void set_step_slot_kernel(int32_t* slot, int32_t token, int32_t position) {
     slot[0] = token;
@@ -65,6 +80,14 @@ void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream)
 
 void scale(F32View x, float s, cudaStream_t stream) {
     launch<Op::Scale>(x, x, x, s, 0.0f, stream);
+}
+
+void combine_rows(F32View x, const int32_t* offsets, const int32_t* rows, const float* weights, F32View y,
+                  cudaStream_t stream) {
+    if (y.n_rows == 0 || y.ne0 == 0) return;
+    const dim3 grid(capped_blocks(y.ne0, kThreads), static_cast<unsigned>(y.n_rows < kMaxGridY ? y.n_rows : kMaxGridY));
+    combine_rows_kernel<<<grid, kThreads, 0, stream>>>(x, offsets, rows, weights, y);
+    CUDA_CHECK_LAUNCH("combine_rows_kernel");
 }
 
 void softcap(F32View x, float cap, cudaStream_t stream) {

@@ -118,6 +118,9 @@ void thresholded_gated_activation(F32View gate, F32View up, Activation act, floa
 bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, cudaStream_t stream);
 void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream);
 void scale(F32View x, float s, cudaStream_t stream);
+// y row t = Σ_{j in [offsets[t], offsets[t+1])} weights[j] · x row rows[j] (device arrays, checked).
+void combine_rows(F32View x, const int32_t* offsets, const int32_t* rows, const float* weights, F32View y,
+                  cudaStream_t stream);
 void softcap(F32View x, float cap, cudaStream_t stream);
 bool gated_activation(F32View gate, F32View up, Activation act, F32View y, int8_t* xq, float* xds,
                       cudaStream_t stream);

@@ -335,7 +335,9 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     };
     auto one = [&](bool prompt, int64_t n) {
         if (n <= 0) return;
-        run_once(*session, prompt, std::min<int64_t>(n, 16), rng, n_vocab);  // warm-up
+        // Warm-up: a whole prompt pass (as llama-bench warms up, so both reach the same state:
+        // every weight's pages touched, each GEMM shape's kernels loaded), 16 tokens of decode.
+        run_once(*session, prompt, prompt ? n : std::min<int64_t>(n, 16), rng, n_vocab);
         BenchRow row;
         const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
         ProgressBar bar(cat(prompt ? "pp" : "tg", n), ProgressStyle{"runs", 1.0});  // a row over a second

@@ -93,3 +93,12 @@ bars("decode_7b_context.png", "7B decode on an H200 vs the context's capacity (t
       "splits for the span (05d717e)": [307.49, 306.32, 305.10, 306.78],
       "llama.cpp -fa 1": [None, None, None, 288.01]},
      ["#bbbbbb", "#2a7ab9", "#999999"])
+
+# qwen3-30b-a3b synth (Q4_K_M, 17.28 GiB), H200 + 16 threads, `strata bench -m moe.gguf -p 512
+# -n 0 -r 3 [--gpu-mem 6G | -ot exps=CPU]` and `llama-bench ... -ngl 99 -fa 1 [-ncmoe 36 | -ot
+# exps=CPU]` in the same call (2026-11-28, ninth session, call g21, issue 24).
+bars("moe_prefill.png", "MoE (qwen3-30b-a3b shape) prefill pp512, H200 + 16 threads (tok/s)", "tokens/s",
+     ["6 GiB VRAM\n(llama.cpp -ncmoe 36)", "experts in RAM\n(-ot exps=CPU)"],
+     {"before: a wait per expert (a1ccd7e, eighth session)": [225.29, 212.57], "queued, ships every expert": [908.96, 803.20],
+      "llama.cpp same call": [806.76, 622.48]},
+     ["#bbbbbb", "#2a7ab9", "#999999"])

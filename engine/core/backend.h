@@ -89,6 +89,16 @@ struct ExpertFfnArgs {
     Activation act = Activation::Silu;
 };
 
+// Weighted sums of gathered rows (Backend::combine_rows), in CSR form: output column t sums
+// the entries [offsets[t], offsets[t + 1]), entry j adding weights[j] times row rows[j] of the
+// input. Host arrays: offsets has one more entry than the output has columns, starts at 0 and
+// never decreases; rows and weights have offsets[n] entries.
+struct RowCombine {
+    const int32_t* offsets = nullptr;
+    const int32_t* rows = nullptr;
+    const float* weights = nullptr;
+};
+
 struct AttentionParams {
     int n_head = 0;
     int n_head_kv = 0;       // n_head % n_head_kv == 0 (GQA/MQA broadcast)
@@ -199,6 +209,11 @@ public:
 
     // x *= s, in place.
     virtual void scale(Tensor& x, float s) = 0;
+
+    // y [ne0, n] column t = Σ_{j in [c.offsets[t], c.offsets[t+1])} c.weights[j] · x[:, c.rows[j]]
+    // in that order (0 where the range is empty); x [ne0, r] f32, y f32 not aliasing x. A
+    // mixture's expert outputs, one row per (token, expert), summed per token in one op.
+    virtual void combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) = 0;
 
     // y = act(gate) ⊙ up, all [n_ff, n]. y may alias gate or up (elementwise, in place).
     virtual void gated_activation(const Tensor& gate, const Tensor& up, Activation act,

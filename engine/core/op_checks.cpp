@@ -92,4 +92,31 @@ void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, con
     }
 }
 
+void check_combine_rows(const Tensor& x, const RowCombine& c, const Tensor& y) {
+    if (x.ne[0] != y.ne[0] || x.ne[2] != 1 || x.ne[3] != 1 || y.ne[2] != 1 || y.ne[3] != 1) {
+        throw ArgumentError(cat("combine_rows: x ", x.shape_string(), " and y ", y.shape_string(),
+                                " must be 2-D with the same row length"));
+    }
+    if (x.data != nullptr && x.data == y.data) throw ArgumentError("combine_rows: y must not alias x");
+    if (c.offsets == nullptr) throw ArgumentError("combine_rows: offsets is null");
+    if (c.offsets[0] != 0) throw ArgumentError(cat("combine_rows: offsets[0] is ", c.offsets[0], ", not 0"));
+    const int64_t n = y.ne[1], r = x.ne[1];
+    for (int64_t t = 0; t < n; ++t) {
+        if (c.offsets[t + 1] < c.offsets[t]) {
+            throw ArgumentError(cat("combine_rows: offsets decrease at column ", t, " (", c.offsets[t], " then ",
+                                    c.offsets[t + 1], ")"));
+        }
+    }
+    const int64_t entries = c.offsets[n];
+    if (entries > 0 && (c.rows == nullptr || c.weights == nullptr)) {
+        throw ArgumentError(cat("combine_rows: ", entries, " entries but rows or weights is null"));
+    }
+    for (int64_t j = 0; j < entries; ++j) {
+        if (c.rows[j] < 0 || c.rows[j] >= r) {
+            throw ArgumentError(cat("combine_rows: entry ", j, " names row ", c.rows[j], ", outside x's ", r, " rows (",
+                                    x.shape_string(), ")"));
+        }
+    }
+}
+
 }  // namespace strata

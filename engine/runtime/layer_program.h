@@ -156,6 +156,15 @@ class LayerProgram {
     // Decode (one token): its selected experts whose three matrices are on the device, summed
     // with their weights there (kMoeSum). True when there was one. cur: the normed input on hb.
     bool run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host);
+    // A pass of several tokens: expert e on the GPU (its weights there or shipped), queued
+    // without a wait: its tokens' rows gathered from cur_g [n_embd, n] there, its outputs
+    // written to their slots' rows of `slots_out` [n_embd, n·n_used] (by_expert order).
+    void queue_device_expert(const ExpertWeights& w, int64_t e, const Tensor& cur_g, Tensor& slots_out);
+    // sum [n_embd, n] on the GPU = Σ over each token's slots computed there of weight · slot row.
+    void combine_device_experts(const Tensor& slots_out, Tensor& sum);
+    // out [n_embd, c] = down(act(gate · in) ⊙ up · in) of expert w for in [n_embd, c], both on
+    // eb: its shipped copies there, else each matrix where it lives.
+    void expert_gated_ffn(const ExpertWeights& w, int eb, const Tensor& in, Tensor& out);
     bool on_device(const ExpertWeights& w) const;
     // The backend expert w runs on when c of a pass's n tokens chose it: its own, or the GPU a
     // prompt pass ships it to (all three matrices, or none).

@@ -4,9 +4,12 @@
 //   x += sum
 // Only experts with tokens run: in decode the selected ones, in prefill one GEMM per expert over
 // the gathered rows of its tokens. Each runs on the backend holding its weights, or in a prompt
-// pass on the GPU it is shipped to once a few tokens chose it; the sum is formed on the host. In
-// decode the device's experts go first and are summed on the device (one copy in, one out per
-// layer), so the host's experts run meanwhile, as one fused op (Backend::expert_ffn).
+// pass on the GPU it is shipped to once a few tokens chose it. A pass of several tokens queues
+// its GPU experts without waiting: each gathers its rows from one copy of the input there and
+// writes its outputs to their (token, expert) rows, which one combine_rows sums per token at
+// the end; the host's experts run in between, so both work at once. In decode the device's
+// experts go first and are summed on the device (one copy in, one out per layer), so the host's
+// experts run meanwhile, as one fused op (Backend::expert_ffn). The two sums meet at the home.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,13 +24,14 @@ namespace strata {
 namespace {
 
 // A prompt pass ships a host expert to the GPU (layer_executor.h) once this many of its tokens
-// chose it: the copy costs the expert's bytes once, the CPU product its bytes times the tokens
-// (memory-bound for a few tokens, then compute-bound). Estimated break-even: ~4-5 tokens at the
-// H200 host's rates (55 GB/s PCIe, 16 cores), ~10 on a laptop (12 GB/s, 8 cores). Measured on
-// the H200 (qwen3-30b-a3b shape, pp512, experts in RAM / 6 GiB): thresholds 2, 4, 8 gave
-// 243/250, 213/225, 205/113 tok/s. A whole pass's batch decides whether it ships at all
-// (gpu_prefill_min_tokens). Belongs in the cost model, from the hardware profile.
-constexpr int64_t kExpertShipMinTokens = 4;
+// chose it. Since the GPU's experts are queued without waits (the host's run meanwhile, the
+// copies and products overlap), shipping every expert with a token paid most on the H200
+// (qwen3-30b-a3b shape, pp512, 6 GiB / experts in RAM): thresholds 1, 2, 3 gave 921/800,
+// 593/603, 604/478 tok/s in one call (earlier, with a wait per expert: 2, 4, 8 gave 250/243,
+// 225/213, 113/205). A whole pass's batch decides whether it ships at all
+// (gpu_prefill_min_tokens). On a slow link with a fast CPU, few-token experts may do better at
+// home: belongs in the cost model, from the hardware profile.
+constexpr int64_t kExpertShipMinTokens = 1;
 
 // A DISK weight not used this step still takes its turn in the stream's cyclic schedule.
 void skip_streamed(DiskStream* stream, const PlacedWeight& w) {
@@ -54,6 +58,20 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
         std::memcpy(rows + j * n_embd, in_host + r.token_of(slots[j]) * n_embd, row_bytes);
     if (!is_host(b)) b.copy_in(Tensor::contiguous(GgmlType::F32, rows, {n_embd, c}), in);
 
+    Tensor out = exec_.act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
+    expert_gated_ffn(w, eb, in, out);
+
+    const float* y = exec_.host_f32(eb, out, s.out);
+    for (int64_t j = 0; j < c; ++j) {
+        const float p = r.weight[static_cast<size_t>(slots[j])];
+        float* dst = out_host + r.token_of(slots[j]) * n_embd;
+        const float* src = y + j * n_embd;
+        for (int64_t i = 0; i < n_embd; ++i) dst[i] += p * src[i];
+    }
+}
+
+void LayerProgram::expert_gated_ffn(const ExpertWeights& w, int eb, const Tensor& in, Tensor& out) {
+    const int64_t c = in.ne[1];
     const int64_t width = w.gate.tensor.ne[1];
     Tensor gate = exec_.act(eb, kGate, width, c);  // [n_ff_exp, c]
     Tensor up = exec_.act(eb, kUp, width, c);
@@ -66,17 +84,46 @@ void LayerProgram::run_expert(const ExpertWeights& w, int64_t e, const float* in
     };
     product(w.gate, in, gate);
     product(w.up, in, up);
-    b.gated_activation(gate, up, config_.activation, gate);
-    Tensor out = exec_.act(eb, kMoeOut, n_embd, c);  // [n_embd, c]
+    exec_.backend(eb).gated_activation(gate, up, config_.activation, gate);
     product(w.down, gate, out);
+}
 
-    const float* y = exec_.host_f32(eb, out, s.out);
+void LayerProgram::queue_device_expert(const ExpertWeights& w, int64_t e, const Tensor& cur_g, Tensor& slots_out) {
+    MoeScratch& s = *moe_;
+    const MoeRouting& r = s.routing;
+    const int gb = exec_.gpu();
+    const int64_t n_embd = config_.n_embd;
+    const int64_t c = r.n_routed(e);
+    const int32_t first = r.offsets[static_cast<size_t>(e)];
+    s.ids.resize(static_cast<size_t>(c));
     for (int64_t j = 0; j < c; ++j) {
-        const float p = r.weight[static_cast<size_t>(slots[j])];
-        float* dst = out_host + r.token_of(slots[j]) * n_embd;
-        const float* src = y + j * n_embd;
-        for (int64_t i = 0; i < n_embd; ++i) dst[i] += p * src[i];
+        const int32_t slot = r.by_expert[static_cast<size_t>(first + j)];
+        s.ids[static_cast<size_t>(j)] = static_cast<int32_t>(r.token_of(slot));
+        s.device_row[static_cast<size_t>(slot)] = first + static_cast<int32_t>(j);
     }
+    Tensor in = exec_.act(gb, kMoeIn, n_embd, c);  // [n_embd, c]
+    exec_.backend(gb).get_rows(cur_g, s.ids.data(), c, in);
+    Tensor out = slots_out.rows(first, c);
+    expert_gated_ffn(w, gb, in, out);
+}
+
+void LayerProgram::combine_device_experts(const Tensor& slots_out, Tensor& sum) {
+    MoeScratch& s = *moe_;
+    const MoeRouting& r = s.routing;
+    s.combine_offsets.assign(1, 0);
+    s.combine_rows.clear();
+    s.combine_weights.clear();
+    for (int64_t t = 0; t < r.n_tokens; ++t) {
+        for (int64_t j = 0; j < r.n_used; ++j) {
+            const auto slot = static_cast<size_t>(t * r.n_used + j);
+            if (s.device_row[slot] < 0) continue;
+            s.combine_rows.push_back(s.device_row[slot]);
+            s.combine_weights.push_back(r.weight[slot]);
+        }
+        s.combine_offsets.push_back(static_cast<int32_t>(s.combine_rows.size()));
+    }
+    const RowCombine c{s.combine_offsets.data(), s.combine_rows.data(), s.combine_weights.data()};
+    exec_.backend(exec_.gpu()).combine_rows(slots_out, c, sum);
 }
 
 bool LayerProgram::on_device(const ExpertWeights& w) const {
@@ -179,6 +226,13 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
     // Decode: the device's experts are queued first and summed there, so they run while the
     // host computes its own; then one copy of their sum comes back.
     const bool device_sum = n == 1 && exec_.gpu() >= 0 && run_device_experts(m, hb, cur, in_host);
+    // A pass of several tokens: the GPU's experts (resident or shipped) are queued in the loop
+    // and summed there after it; the input goes to the GPU once, at the first of them.
+    const int gb = exec_.gpu();
+    const bool device_batch = n > 1 && gb >= 0;
+    Tensor cur_g, slots_out;
+    bool any_device = false;
+    if (device_batch) s.device_row.assign(static_cast<size_t>(n * mc.n_expert_used), -1);
     // Decode: the experts resident on a host backend with a fused op run as one op, after the
     // loop (the others, streamed ones included, keep their turn in the loop).
     s.fused.clear();
@@ -187,6 +241,19 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
         const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
         if (s.routing.n_routed(e) > 0) {
             if (device_sum && on_device(ew)) continue;
+            if (device_batch && expert_backend(ew, s.routing.n_routed(e), n) == gb) {
+                if (!any_device) {
+                    any_device = true;
+                    slots_out = exec_.act(gb, kMoeOut, n_embd, n * mc.n_expert_used);
+                    cur_g = cur;
+                    if (hb != gb) {
+                        cur_g = exec_.act(gb, kCur, n_embd, n);
+                        exec_.backend(gb).copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, n}), cur_g);
+                    }
+                }
+                queue_device_expert(ew, e, cur_g, slots_out);
+                continue;
+            }
             const int fb = n == 1 ? fused_host_backend(ew) : -1;
             if (fb >= 0 && (fused_backend < 0 || fb == fused_backend)) {
                 fused_backend = fb;
@@ -204,12 +271,19 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
         Tensor out = Tensor::contiguous(GgmlType::F32, sum, {n_embd, 1});
         exec_.backend(fused_backend).expert_ffn({&xin, s.fused, config_.activation}, out);
     }
-    if (device_sum) {
-        const int gb = exec_.gpu();
-        const float* y = exec_.host_f32(gb, exec_.act(gb, kMoeSum, n_embd, 1), s.out);
-        for (int64_t i = 0; i < n_embd; ++i) sum[i] += y[i];
+    Tensor device_total;  // [n_embd, n] on the GPU: the sum of its experts
+    if (device_sum) device_total = exec_.act(gb, kMoeSum, n_embd, 1);
+    if (any_device) {
+        device_total = exec_.act(gb, kMoeSum, n_embd, n);
+        combine_device_experts(slots_out, device_total);
+    }
+    const bool add_on_device = device_total.data != nullptr && hb == gb;
+    if (device_total.data != nullptr && !add_on_device) {
+        const float* y = exec_.host_f32(gb, device_total, s.out);
+        for (int64_t i = 0; i < n_embd * n; ++i) sum[i] += y[i];
     }
     if (!is_host(h)) h.copy_in(Tensor::contiguous(GgmlType::F32, sum, {n_embd, n}), proj);
+    if (add_on_device) h.add(proj, device_total, proj);
     if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), static_cast<float>(config_.rms_eps), proj);
     h.add(x, proj, x);
 }

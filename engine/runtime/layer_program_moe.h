@@ -19,6 +19,14 @@ struct MoeScratch {
     std::vector<float> out;      // an expert's output rows, when it ran on a device
     std::vector<float> shared_scale;  // [n] sigmoid gate of the shared expert
     std::vector<ExpertRef> fused;     // decode: the host experts run as one expert_ffn
+    // Prompt pass on the GPU (LayerProgram::queue_device_expert): an expert's token ids, each
+    // slot's output row on the device (-1: computed on the host), and the per-token sum of the
+    // device rows (combine_rows's offsets, rows and weights).
+    std::vector<int32_t> ids;
+    std::vector<int32_t> device_row;
+    std::vector<int32_t> combine_offsets;
+    std::vector<int32_t> combine_rows;
+    std::vector<float> combine_weights;
 };
 
 // fn(const PlacedWeight&) for every present weight of `moe`, in the order the MoE step reads

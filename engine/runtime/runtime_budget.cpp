@@ -35,7 +35,10 @@ uint64_t gpu_scratch_estimate(const ModelConfig& c, int64_t n_batch, int64_t n_v
                           c.n_head[static_cast<size_t>(il)] * c.head_dim_v});
     }
     const int64_t n_ff = *std::max_element(c.n_ff.begin(), c.n_ff.end());
-    const uint64_t per_token = static_cast<uint64_t>(10 * width + 3 * n_ff) * sizeof(float) +
+    // A mixture's prompt pass on the GPU also holds every (token, expert) output row, the
+    // gathered input of an expert and the per-token sum (layer_program_moe.cpp).
+    const int64_t moe_rows = c.moe.n_expert > 0 ? (c.moe.n_expert_used + 2) * c.n_embd : 0;
+    const uint64_t per_token = static_cast<uint64_t>(10 * width + 3 * n_ff + moe_rows) * sizeof(float) +
                                static_cast<uint64_t>(std::max(width, n_ff)) * 4;  // q8 + f16 inputs
     const uint64_t activations = static_cast<uint64_t>(n_sequences) *
         (static_cast<uint64_t>(n_batch) * per_token + static_cast<uint64_t>(n_vocab) * 32 * sizeof(float));

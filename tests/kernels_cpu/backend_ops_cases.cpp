@@ -1,5 +1,6 @@
-// The backend-ops cases of matmul, get_rows, the f32 row ops and RoPE (shape classes and bounds:
-// backend_ops.cpp). Inputs are drawn when the case is built and shared by every backend's run.
+// The backend-ops cases of matmul, get_rows, the f32 row ops (combine_rows among them) and RoPE
+// (shape classes and bounds: backend_ops.cpp). Inputs are drawn when the case is built and
+// shared by every backend's run.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -109,6 +110,23 @@ void add_row_op_cases(std::vector<OpCase>& out) {
                            on.backend().scale(xd, 7.5f);
                            on.backend().softcap(xd, 10.0f);  // |x| up to 22.5: the cap bends
                            return on.read(xd);
+                       }});
+        // Column t sums (t % 3) entries of rows (5t + 3j) % 9: empty columns, repeats.
+        const Shared slots = random_f32({ne0, 9});
+        out.push_back({"combine_rows" + at, f32_ops, [=](OnBackend& on) {
+                           std::vector<int32_t> offsets{0}, ids;
+                           std::vector<float> weights;
+                           for (int64_t t = 0; t < rows; ++t) {
+                               for (int64_t j = 0; j < t % 3; ++j) {
+                                   ids.push_back(static_cast<int32_t>((5 * t + 3 * j) % 9));
+                                   weights.push_back(0.25f + 0.5f * static_cast<float>(j) - 0.1f * static_cast<float>(t % 4));
+                               }
+                               offsets.push_back(static_cast<int32_t>(ids.size()));
+                           }
+                           const Tensor xd = on.put(*slots);
+                           Tensor y = on.nan_f32({ne0, rows});
+                           on.backend().combine_rows(xd, {offsets.data(), ids.data(), weights.data()}, y);
+                           return on.read(y);
                        }});
         for (Activation act : {Activation::Silu, Activation::GeluTanh}) {
             const Shared g = random_f32({ne0, rows}, -8.0f, 8.0f);

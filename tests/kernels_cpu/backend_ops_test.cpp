@@ -64,7 +64,8 @@ INSTANTIATE_TEST_SUITE_P(Table, BackendOps,
                          });
 
 // Σ(src − dequant(quant(src)))² / Σ src² for uniform [-1, 1] inputs, by bits per weight
-// (measured with this test's seed): 8+ bits ~1e-5, q6_K 2e-4, 4-5 bits 1e-3 .. 5e-3, the 3-bit
+// (measured with this test's seed): 8+ bits ~1e-5, q6_K 2e-4, the 5-bit types ~1e-3 (a uniform
+// 5-bit grid alone gives 3·(2/32)²/12 ≈ 0.98e-3), 4 bits up to 5e-3, the 3-bit
 // i-quants 0.01 .. 0.03, the 2-bit ones 0.05 .. 0.1, iq1 0.13, the ternary tq1_0 / tq2_0 0.25
 // (made for ternary weights, not uniform ones). Each limit sits above its class with room and
 // far below 1, what zeros or garbage blocks give.
@@ -72,13 +73,15 @@ double quantization_limit(GgmlType type) {
     const double bits =
         8.0 * static_cast<double>(type_traits(type).type_size) / type_traits(type).block_size;
     if (bits >= 8.0) return 1e-4;
-    if (bits >= 5.5) return 1e-3;
+    if (bits >= 6.5) return 1e-3;
+    if (bits >= 5.5) return 2e-3;
     if (bits >= 4.0) return 1.5e-2;
     if (bits >= 3.0) return 0.1;
     return 0.4;
 }
 
 TEST(BackendOpsWeights, QuantizedFromRandomFloatsAndSane) {
+    cpu::test::rng().seed(5);  // the same inputs whichever tests ran before
     for (GgmlType type : weight_types()) {
         const int64_t k = type_traits(type).block_size == 1 ? 65 : 2 * type_traits(type).block_size;
         std::vector<float> src;

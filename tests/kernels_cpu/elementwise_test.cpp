@@ -2,6 +2,7 @@
 // references on random inputs at odd sizes, including in-place use and per-head views.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -136,6 +137,62 @@ TEST(CpuGatedActivation, SiluAndGeluTanh) {
             }
         }
     }
+}
+
+// A mixture's per-token sum of (token, expert) rows: against a double-precision sum, at sizes
+// above and below the threading threshold, with empty columns and a row used twice.
+TEST(CpuCombineRows, WeightedSumsOfGatheredRows) {
+    CpuBackend backend(2);
+    for (int64_t ne0 : {7, 2048}) {
+        const int64_t n = 40, r = 64;
+        const HostTensor x = test::random_f32({ne0, r}, -3.0f, 3.0f);
+        std::vector<int32_t> offsets{0}, rows;
+        std::vector<float> weights;
+        for (int64_t t = 0; t < n; ++t) {
+            for (int64_t j = 0; j < (t * 7) % 5; ++j) {
+                rows.push_back(static_cast<int32_t>((t * 13 + j * 29) % r));
+                weights.push_back(static_cast<float>(j + 1) / static_cast<float>(t + 2));
+            }
+            if (t == 3) {  // the same row twice in one column
+                rows.push_back(rows.back());
+                weights.push_back(-0.5f);
+            }
+            offsets.push_back(static_cast<int32_t>(rows.size()));
+        }
+        HostTensor y(GgmlType::F32, {ne0, n});
+        std::fill(y.f32(), y.f32() + y.size(), std::nanf(""));  // every element must be written
+        backend.combine_rows(x.t, {offsets.data(), rows.data(), weights.data()}, y.t);
+        std::vector<double> ref(static_cast<size_t>(ne0 * n), 0.0);
+        for (int64_t t = 0; t < n; ++t)
+            for (int32_t j = offsets[t]; j < offsets[t + 1]; ++j)
+                for (int64_t i = 0; i < ne0; ++i) ref[t * ne0 + i] += static_cast<double>(weights[j]) * x.f32()[rows[j] * ne0 + i];
+        EXPECT_LE(test::nmse(ref, y.f32(), ref.size()), kFloatOpNmse) << ne0;
+        for (int64_t t : {0, 5}) EXPECT_EQ(y.f32()[t * ne0 + ne0 - 1], 0.0f) << "empty column " << t;
+    }
+}
+
+TEST(CpuCombineRows, RejectsBadArguments) {
+    CpuBackend backend(1);
+    HostTensor x = test::random_f32({8, 4});
+    HostTensor y(GgmlType::F32, {8, 2});
+    const int32_t rows[] = {0, 3, 1};
+    const float w[] = {1.0f, 2.0f, 3.0f};
+    const int32_t good[] = {0, 2, 3};
+    EXPECT_NO_THROW(backend.combine_rows(x.t, {good, rows, w}, y.t));
+    const int32_t decreasing[] = {0, 2, 1};
+    EXPECT_THROW(backend.combine_rows(x.t, {decreasing, rows, w}, y.t), ArgumentError);
+    const int32_t not_zero[] = {1, 2, 3};
+    EXPECT_THROW(backend.combine_rows(x.t, {not_zero, rows, w}, y.t), ArgumentError);
+    const int32_t out_of_range[] = {0, 4, 1};
+    EXPECT_THROW(backend.combine_rows(x.t, {good, out_of_range, w}, y.t), ArgumentError);
+    EXPECT_THROW(backend.combine_rows(x.t, {nullptr, rows, w}, y.t), ArgumentError);
+    EXPECT_THROW(backend.combine_rows(x.t, {good, nullptr, w}, y.t), ArgumentError);
+    HostTensor wide(GgmlType::F32, {9, 2});
+    EXPECT_THROW(backend.combine_rows(x.t, {good, rows, w}, wide.t), ArgumentError);
+    Tensor alias = x.t.rows(0, 2);
+    EXPECT_THROW(backend.combine_rows(x.t, {good, rows, w}, alias), ArgumentError);
+    HostTensor f16(GgmlType::F16, {8, 4});
+    EXPECT_THROW(backend.combine_rows(f16.t, {good, rows, w}, y.t), ArgumentError);
 }
 
 TEST(CpuElementwise, RejectsNonF32AndBadThreads) {
