@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "engine/core/device_scratch.h"
 #include "engine/core/error.h"
+#include "engine/core/op_checks.h"
 #include "engine/core/sparse_scratch.h"
 
 namespace strata {
@@ -16,6 +18,7 @@ FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
     capabilities_.device_name = "fake-gpu";
     capabilities_.weight_types = cpu_.capabilities().weight_types;
     capabilities_.sparse_ffn = true;
+    capabilities_.expert_ffn = true;  // as CUDA's
     capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // as CUDA's: budgets tested here hold there
 }
 
@@ -214,6 +217,21 @@ int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y
     host.up = &up;
     host.down_t = &down_t;
     return cpu_.sparse_gated_ffn(host, yi);
+}
+
+void FakeDeviceBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
+    const char* op = "expert_ffn";
+    check_expert_ffn_shapes(op, args, y);
+    std::vector<Tensor> mats;  // the experts' matrices as host views (each checked to be ours)
+    mats.reserve(3 * args.experts.size());
+    for (const ExpertRef& e : args.experts)
+        for (const Tensor* t : {e.gate, e.up, e.down}) mats.push_back(inner(*t, op));
+    std::vector<ExpertRef> experts;
+    for (size_t j = 0; j < args.experts.size(); ++j)
+        experts.push_back({&mats[3 * j], &mats[3 * j + 1], &mats[3 * j + 2], args.experts[j].weight});
+    const Tensor x = inner(*args.x, op);
+    Tensor yi = inner(y, op);
+    cpu_.expert_ffn({&x, experts, args.act}, yi);
 }
 
 }  // namespace strata

@@ -69,6 +69,7 @@ class FakeDeviceBackend : public Backend {
     int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
+    void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
 
     FakeDeviceStats stats() const;
     uint64_t budget_bytes() const { return budget_; }

@@ -154,6 +154,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
     capabilities_.graphs = true;
     capabilities_.step_graphs = true;
     capabilities_.sparse_ffn = true;
+    capabilities_.expert_ffn = true;
     capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // the runtime reserves it before placing weights
 }
 
@@ -391,7 +392,7 @@ void CudaBackend::combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) 
     const int32_t* offsets = impl_->stage(c.offsets, n + 1);
     const int32_t* rows = entries > 0 ? impl_->stage(c.rows, entries) : nullptr;
     const float* weights = entries > 0 ? impl_->stage(c.weights, entries) : nullptr;
-    cuda::combine_rows(f32_view(x), offsets, rows, weights, f32_view(y), impl_->stream);
+    cuda::combine_rows(f32_view(x), offsets, rows, weights, f32_view(y), false, impl_->stream);
 }
 
 void CudaBackend::softcap(Tensor& x, float cap) {

@@ -113,6 +113,7 @@ class CudaBackend : public Backend {
     int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
+    void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
     void synchronize() override;
     // Stream capture into a CUDA graph; end_graph() updates the previous executable graph (of
     // its kind: plain or step) in place when only parameters changed, else instantiates anew,

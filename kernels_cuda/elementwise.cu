@@ -47,7 +47,7 @@ void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t str
 
 // One output row per blockIdx.y (grid-stride), its elements over x: the entries summed in order.
 __global__ void combine_rows_kernel(F32View x, const int32_t* offsets, const int32_t* rows, const float* weights,
-                                    F32View y) {
+                                    F32View y, bool accumulate) {
     for (int64_t t = blockIdx.y; t < y.n_rows; t += gridDim.y) {
         const int32_t first = offsets[t], last = offsets[t + 1];
         float* yr = y.row(t);
@@ -55,7 +55,7 @@ __global__ void combine_rows_kernel(F32View x, const int32_t* offsets, const int
              i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
             float acc = 0.0f;
             for (int32_t j = first; j < last; ++j) acc += weights[j] * x.row(rows[j])[i];
-            yr[i] = acc;
+            yr[i] = accumulate ? yr[i] + acc : acc;
         }
     }
 }
@@ -83,10 +83,10 @@ void scale(F32View x, float s, cudaStream_t stream) {
 }
 
 void combine_rows(F32View x, const int32_t* offsets, const int32_t* rows, const float* weights, F32View y,
-                  cudaStream_t stream) {
+                  bool accumulate, cudaStream_t stream) {
     if (y.n_rows == 0 || y.ne0 == 0) return;
     const dim3 grid(capped_blocks(y.ne0, kThreads), static_cast<unsigned>(y.n_rows < kMaxGridY ? y.n_rows : kMaxGridY));
-    combine_rows_kernel<<<grid, kThreads, 0, stream>>>(x, offsets, rows, weights, y);
+    combine_rows_kernel<<<grid, kThreads, 0, stream>>>(x, offsets, rows, weights, y, accumulate);
     CUDA_CHECK_LAUNCH("combine_rows_kernel");
 }
 

@@ -74,15 +74,16 @@ __device__ __forceinline__ void dot_chunk(const uint8_t* const (&staged)[R], int
 
 // R consecutive rows per warp, NC (>= m) columns. At most 128 registers, so at least 4 blocks
 // (16 warps) share a multiprocessor and keep enough loads in flight.
+// The rows of block `block` (the body of gemv_q8_kernel and of gemv_q8_batch_kernel).
 template <class C, int NC, int R, class Out>
-__global__ void __launch_bounds__(kGemvWarps * 32, 4)
-    gemv_q8_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t n_items, int64_t n,
-                   const int8_t* __restrict__ xq, const float2* __restrict__ xds, int64_t m, Out out) {
+__device__ __forceinline__ void gemv_q8_rows(const uint8_t* __restrict__ w, uint64_t nb1, int64_t n_items, int64_t n,
+                                             const int8_t* __restrict__ xq, const float2* __restrict__ xds, int64_t m,
+                                             Out out, int64_t block) {
     using S = Stage<C, R>;
     // + 1 vector of slack: load_words may read the word after a block's last byte.
     __shared__ uint4 stage[kGemvWarps][R][S::kVecs + 1];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp) * R;
+    const int64_t row0 = (block * kGemvWarps + warp) * R;
     if (row0 >= n) return;  // the whole warp leaves; nothing below syncs the block
     if (R == 1 && out.skip(row0)) return;
     const int rows = n - row0 < R ? static_cast<int>(n - row0) : R;  // warp-uniform
@@ -148,6 +149,26 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
             if (lane == 0 && col < m && r < rows) out.store(row0 + r, col, s);
         }
     }
+}
+
+template <class C, int NC, int R, class Out>
+__global__ void __launch_bounds__(kGemvWarps * 32, 4)
+    gemv_q8_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t n_items, int64_t n,
+                   const int8_t* __restrict__ xq, const float2* __restrict__ xds, int64_t m, Out out) {
+    gemv_q8_rows<C, NC, R, Out>(w, nb1, n_items, n, xq, xds, m, out, blockIdx.x);
+}
+
+// Several matrices of one type and shape, one column each (a token's experts): blockIdx.y is
+// the matrix, which dots q8 activation row b.x_row[j] and writes b.y[j].
+template <class C, int R>
+__global__ void __launch_bounds__(kGemvWarps * 32, 4)
+    gemv_q8_batch_kernel(GemvBatch b, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* __restrict__ xq,
+                         const float2* __restrict__ xds) {
+    const int j = blockIdx.y;
+    const int64_t xr = b.x_row[j];
+    const F32View y{reinterpret_cast<uint8_t*>(b.y[j]), n, 1, {}};
+    gemv_q8_rows<C, 1, R, DenseOut>(b.w[j], nb1, n_items, n, xq + xr * n_items * 32, xds + xr * n_items, 1,
+                                    DenseOut{y}, blockIdx.x);
 }
 
 // Any codec, f32 activations: one warp per row, each lane a 32-element item at a time.
@@ -248,6 +269,32 @@ void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n
             launch_q8_cols<C, 1>(w, nb1, n_items, n, xq, xds, y, stream);
         } else {
             throw UnsupportedError(cat("gemv_q8: type ", type_traits(type).name, " has no dp4a kernel"));
+        }
+    });
+}
+
+void gemv_q8_batch(GgmlType type, const GemvBatch& batch, int count, uint64_t nb1, int64_t k, int64_t n,
+                   const int8_t* xq, const float* xds, int rows_per_warp, cudaStream_t stream) {
+    if (n == 0 || count == 0) return;
+    if (count > kGemvBatchMax) throw ArgumentError(cat("gemv_q8_batch: ", count, " matrices, at most ", kGemvBatchMax));
+    const int64_t n_items = k / 32;
+    dispatch_codec(type, "expert_ffn", [&](auto codec) {
+        using C = decltype(codec);
+        if constexpr (C::kDp4a) {
+            auto go = [&](auto rows) {
+                constexpr int R = decltype(rows)::value;
+                const dim3 grid(blocks_for(n, kGemvWarps * R), static_cast<unsigned>(count));
+                gemv_q8_batch_kernel<C, R><<<grid, kGemvWarps * 32, 0, stream>>>(
+                    batch, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds));
+                CUDA_CHECK_LAUNCH("gemv_q8_batch_kernel");
+            };
+            if constexpr (Stage<C, 4>::kVecsPerLane * 4 <= 8) {
+                if (rows_per_warp >= 4) return go(std::integral_constant<int, 4>{});
+            }
+            if (rows_per_warp >= 2) return go(std::integral_constant<int, 2>{});
+            go(std::integral_constant<int, 1>{});
+        } else {
+            throw UnsupportedError(cat("gemv_q8_batch: type ", type_traits(type).name, " has no dp4a kernel"));
         }
     });
 }

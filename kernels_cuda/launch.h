@@ -71,6 +71,16 @@ bool gemv_q8_supported(GgmlType type);
 // rows_per_warp (1, 2 or 4): weight rows one warp streams together, sharing each x load.
 void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
              const float* xds, int rows_per_warp, F32View y, cudaStream_t stream);
+// Several matrices of one type and shape [k, n], one column each: matrix j dots row x_row[j] of
+// the q8 activations (quantize_rows_q8's layout over rows of k) into y[j] (n floats).
+inline constexpr int kGemvBatchMax = 16;
+struct GemvBatch {
+    const uint8_t* w[kGemvBatchMax] = {};
+    float* y[kGemvBatchMax] = {};
+    int32_t x_row[kGemvBatchMax] = {};
+};
+void gemv_q8_batch(GgmlType type, const GemvBatch& batch, int count, uint64_t nb1, int64_t k, int64_t n,
+                   const int8_t* xq, const float* xds, int rows_per_warp, cudaStream_t stream);
 // Any codec type, f32 activations (the reference-precision path); m <= kGemvMaxCols.
 constexpr int kGemvMaxCols = 8;
 void gemv_float(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, F32View x,
@@ -118,9 +128,10 @@ void thresholded_gated_activation(F32View gate, F32View up, Activation act, floa
 bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, cudaStream_t stream);
 void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream);
 void scale(F32View x, float s, cudaStream_t stream);
-// y row t = Σ_{j in [offsets[t], offsets[t+1])} weights[j] · x row rows[j] (device arrays, checked).
+// y row t (+)= Σ_{j in [offsets[t], offsets[t+1])} weights[j] · x row rows[j] (device arrays,
+// checked); with `accumulate` the sum is added to y, else it replaces y.
 void combine_rows(F32View x, const int32_t* offsets, const int32_t* rows, const float* weights, F32View y,
-                  cudaStream_t stream);
+                  bool accumulate, cudaStream_t stream);
 void softcap(F32View x, float cap, cudaStream_t stream);
 bool gated_activation(F32View gate, F32View up, Activation act, F32View y, int8_t* xq, float* xds,
                       cudaStream_t stream);

@@ -119,4 +119,25 @@ void check_combine_rows(const Tensor& x, const RowCombine& c, const Tensor& y) {
     }
 }
 
+void check_expert_ffn_shapes(std::string_view op, const ExpertFfnArgs& args, const Tensor& y) {
+    if (args.x == nullptr) throw ArgumentError(cat(op, ": x must be given"));
+    check_same_shape(op, "x", *args.x, "y", y);
+    const int64_t n_embd = args.x->ne[0];
+    if (args.x->n_rows() != 1) throw ArgumentError(cat(op, ": x ", args.x->shape_string(), " must be one token"));
+    for (size_t j = 0; j < args.experts.size(); ++j) {
+        const ExpertRef& e = args.experts[j];
+        if (e.gate == nullptr || e.up == nullptr || e.down == nullptr) {
+            throw ArgumentError(cat(op, ": expert ", j, " lacks gate, up or down"));
+        }
+        check_same_shape(op, "gate", *e.gate, "up", *e.up);
+        const int64_t width = e.gate->ne[1];
+        if (e.gate->ne[0] != n_embd || e.gate->ne[2] != 1 || e.gate->ne[3] != 1 || e.down->ne[0] != width ||
+            e.down->ne[1] != n_embd || e.down->ne[2] != 1 || e.down->ne[3] != 1) {
+            throw ArgumentError(cat(op, ": expert ", j, " has gate ", e.gate->shape_string(), " and down ",
+                                    e.down->shape_string(), " for x ", args.x->shape_string(),
+                                    " (want [n_embd, width] and [width, n_embd])"));
+        }
+    }
+}
+
 }  // namespace strata

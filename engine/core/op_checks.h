@@ -32,6 +32,10 @@ void check_kv_store_shapes(const Tensor& src, const Tensor& cache, int64_t first
 void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, const Tensor& y,
                              int64_t embd_multiple);
 
+// expert_ffn's arguments: x given, one token [n_embd, 1] shaped as y; every expert's gate, up
+// and down given, gate and up [n_embd, width], down [width, n_embd] (2-D).
+void check_expert_ffn_shapes(std::string_view op, const ExpertFfnArgs& args, const Tensor& y);
+
 // combine_rows's arguments: x [ne0, r] and y [ne0, n] as 2-D views with the same ne0 and
 // different data; c.offsets given, starting at 0 and never decreasing; c.rows and c.weights
 // given when there are entries, each row inside [0, r).

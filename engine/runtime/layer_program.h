@@ -153,8 +153,9 @@ class LayerProgram {
     void moe_ffn_block(int il, int64_t n);
     // out [n_embd, n] (host) += Σ over slots of expert e: weight · expert(in row of the slot's token).
     void run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host);
-    // Decode (one token): its selected experts whose three matrices are on the device, summed
-    // with their weights there (kMoeSum). True when there was one. cur: the normed input on hb.
+    // Decode (one token): its selected experts whose three matrices are on the device, as one
+    // expert_ffn there into kMoeSum. True when there was one; false too when the device has no
+    // such op (they then run one by one in the loop). cur: the normed input on hb.
     bool run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host);
     // A pass of several tokens: expert e on the GPU (its weights there or shipped), queued
     // without a wait: its tokens' rows gathered from cur_g [n_embd, n] there, its outputs

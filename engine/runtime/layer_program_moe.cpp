@@ -8,8 +8,8 @@
 // its GPU experts without waiting: each gathers its rows from one copy of the input there and
 // writes its outputs to their (token, expert) rows, which one combine_rows sums per token at
 // the end; the host's experts run in between, so both work at once. In decode the device's
-// experts go first and are summed on the device (one copy in, one out per layer), so the host's
-// experts run meanwhile, as one fused op (Backend::expert_ffn). The two sums meet at the home.
+// experts go first as one fused op there (Backend::expert_ffn: a few launches whatever their
+// number), so the host's experts run meanwhile, as one fused op too. The two sums meet at the home.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -148,33 +148,28 @@ int LayerProgram::fused_host_backend(const ExpertWeights& w) const {
 }
 
 bool LayerProgram::run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host) {
-    const MoeRouting& r = moe_->routing;
+    MoeScratch& s = *moe_;
+    const MoeRouting& r = s.routing;
     const int gb = exec_.gpu();
     Backend& g = exec_.backend(gb);
-    const int64_t n_embd = config_.n_embd;
-    Tensor in = cur;
-    Tensor sum = exec_.act(gb, kMoeSum, n_embd, 1);  // [n_embd, 1]
-    bool any = false;
+    if (!g.capabilities().expert_ffn) return false;  // each runs in the loop (run_expert)
+    s.device.clear();
     for (int64_t j = 0; j < r.n_used; ++j) {
         const ExpertWeights& w = m.experts[static_cast<size_t>(r.expert[static_cast<size_t>(j)])];
-        if (!on_device(w)) continue;
-        if (!any && hb != gb) {
-            in = exec_.act(gb, kMoeIn, n_embd, 1);
-            g.copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1}), in);
-        }
-        const int64_t width = w.gate.tensor.ne[1];
-        Tensor gate = exec_.act(gb, kGate, width, 1);  // [n_ff_exp, 1]
-        Tensor up = exec_.act(gb, kUp, width, 1);
-        exec_.matmul_local(w.gate, gb, in, gate);
-        exec_.matmul_local(w.up, gb, in, up);
-        g.gated_activation(gate, up, config_.activation, gate);
-        Tensor out = any ? exec_.act(gb, kMoeOut, n_embd, 1) : sum;
-        exec_.matmul_local(w.down, gb, gate, out);
-        g.scale(out, r.weight[static_cast<size_t>(j)]);
-        if (any) g.add(sum, out, sum);
-        any = true;
+        if (on_device(w)) s.device.push_back({&w.gate.tensor, &w.up.tensor, &w.down.tensor, r.weight[static_cast<size_t>(j)]});
     }
-    return any;
+    if (s.device.empty()) return false;
+    const int64_t n_embd = config_.n_embd;
+    Tensor in = cur;
+    if (hb != gb) {
+        in = exec_.act(gb, kMoeIn, n_embd, 1);
+        g.copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1}), in);
+    }
+    Tensor sum = exec_.act(gb, kMoeSum, n_embd, 1);  // [n_embd, 1]
+    s.zeros.assign(static_cast<size_t>(n_embd), 0.0f);
+    g.copy_in(Tensor::contiguous(GgmlType::F32, s.zeros.data(), {n_embd, 1}), sum);
+    g.expert_ffn({&in, s.device, config_.activation}, sum);
+    return true;
 }
 
 void LayerProgram::moe_ffn_block(int il, int64_t n) {

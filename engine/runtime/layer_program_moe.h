@@ -19,6 +19,8 @@ struct MoeScratch {
     std::vector<float> out;      // an expert's output rows, when it ran on a device
     std::vector<float> shared_scale;  // [n] sigmoid gate of the shared expert
     std::vector<ExpertRef> fused;     // decode: the host experts run as one expert_ffn
+    std::vector<ExpertRef> device;    // decode: the device's experts, one expert_ffn there
+    std::vector<float> zeros;         // [n_embd]: the device sum's start
     // Prompt pass on the GPU (LayerProgram::queue_device_expert): an expert's token ids, each
     // slot's output row on the device (-1: computed on the host), and the per-token sum of the
     // device rows (combine_rows's offsets, rows and weights).

@@ -15,5 +15,6 @@ void add_rope_cases(std::vector<OpCase>& out);       // NORM / NEOX, partial rot
 void add_kv_cases(std::vector<OpCase>& out);         // kv_store per KV type
 void add_attention_cases(std::vector<OpCase>& out);  // attention per KV type and head layout
 void add_sparse_cases(std::vector<OpCase>& out);     // thresholded activation, sparse FFN
+void add_expert_cases(std::vector<OpCase>& out);     // expert_ffn per type pair, mixed, chunked
 
 }  // namespace strata::backend_ops
