@@ -163,6 +163,13 @@ class LayerProgram {
     void queue_device_expert(const ExpertWeights& w, int64_t e, const Tensor& cur_g, Tensor& slots_out);
     // sum [n_embd, n] on the GPU = Σ over each token's slots computed there of weight · slot row.
     void combine_device_experts(const Tensor& slots_out, Tensor& sum);
+    // sum [n_embd, n] (host) += the shared expert of cur [n_embd, n] on hb, scaled by its gate.
+    void shared_expert(const PlacedMoe& m, int hb, const Tensor& cur, float* sum);
+    // The MoE input on the GPU: cur when hb is the GPU, else in_host copied there.
+    Tensor input_on_gpu(int hb, const Tensor& cur, const float* in_host);
+    // proj [n_embd, n] on hb = the host's sum + device_total (the GPU's experts; none when its
+    // data is null), added on the GPU when that is the home, else on the host.
+    void sum_at_home(int hb, float* sum, const Tensor& device_total, Tensor& proj);
     // out [n_embd, c] = down(act(gate · in) ⊙ up · in) of expert w for in [n_embd, c], both on
     // eb: its shipped copies there, else each matrix where it lives.
     void expert_gated_ffn(const ExpertWeights& w, int eb, const Tensor& in, Tensor& out);

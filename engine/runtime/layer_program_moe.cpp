@@ -160,16 +160,57 @@ bool LayerProgram::run_device_experts(const PlacedMoe& m, int hb, const Tensor& 
     }
     if (s.device.empty()) return false;
     const int64_t n_embd = config_.n_embd;
-    Tensor in = cur;
-    if (hb != gb) {
-        in = exec_.act(gb, kMoeIn, n_embd, 1);
-        g.copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1}), in);
-    }
+    const Tensor in = input_on_gpu(hb, cur, in_host);
     Tensor sum = exec_.act(gb, kMoeSum, n_embd, 1);  // [n_embd, 1]
     s.zeros.assign(static_cast<size_t>(n_embd), 0.0f);
     g.copy_in(Tensor::contiguous(GgmlType::F32, s.zeros.data(), {n_embd, 1}), sum);
     g.expert_ffn({&in, s.device, config_.activation}, sum);
     return true;
+}
+
+void LayerProgram::shared_expert(const PlacedMoe& m, int hb, const Tensor& cur, float* sum) {
+    MoeScratch& s = *moe_;
+    Backend& h = exec_.backend(hb);
+    const int64_t n_embd = config_.n_embd, n = cur.ne[1];
+    const int64_t width = m.shared.gate.tensor.ne[1];
+    s.shared_scale.assign(static_cast<size_t>(n), 1.0f);
+    if (m.shared_gate.present()) {
+        Tensor g = exec_.act(hb, kPartTmp, 1, n);  // [1, n]
+        exec_.matmul(m.shared_gate, hb, cur, g);
+        const float* gv = exec_.host_f32(hb, g, s.out);
+        for (int64_t t = 0; t < n; ++t) s.shared_scale[static_cast<size_t>(t)] = 1.0f / (1.0f + std::exp(-gv[t]));
+    }
+    Tensor gate = exec_.act(hb, kGate, width, n);
+    Tensor up = exec_.act(hb, kUp, width, n);
+    exec_.matmul(m.shared.gate, hb, cur, gate);
+    exec_.matmul(m.shared.up, hb, cur, up);
+    h.gated_activation(gate, up, config_.activation, gate);
+    Tensor out = exec_.act(hb, kPart, n_embd, n);
+    exec_.matmul(m.shared.down, hb, gate, out);
+    const float* y = exec_.host_f32(hb, out, s.out);
+    for (int64_t t = 0; t < n; ++t)
+        for (int64_t i = 0; i < n_embd; ++i)
+            sum[t * n_embd + i] += s.shared_scale[static_cast<size_t>(t)] * y[t * n_embd + i];
+}
+
+Tensor LayerProgram::input_on_gpu(int hb, const Tensor& cur, const float* in_host) {
+    const int gb = exec_.gpu();
+    if (hb == gb) return cur;
+    Tensor in = exec_.act(gb, kCur, cur.ne[0], cur.ne[1]);
+    exec_.backend(gb).copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {cur.ne[0], cur.ne[1]}), in);
+    return in;
+}
+
+void LayerProgram::sum_at_home(int hb, float* sum, const Tensor& device_total, Tensor& proj) {
+    Backend& h = exec_.backend(hb);
+    const int64_t n_embd = proj.ne[0], n = proj.ne[1];
+    const bool any_device = device_total.data != nullptr;
+    if (any_device && hb != exec_.gpu()) {
+        const float* y = exec_.host_f32(exec_.gpu(), device_total, moe_->out);
+        for (int64_t i = 0; i < n_embd * n; ++i) sum[i] += y[i];
+    }
+    if (!is_host(h)) h.copy_in(Tensor::contiguous(GgmlType::F32, sum, {n_embd, n}), proj);
+    if (any_device && hb == exec_.gpu()) h.add(proj, device_total, proj);
 }
 
 void LayerProgram::moe_ffn_block(int il, int64_t n) {
@@ -197,29 +238,9 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
     float* sum = is_host(h) ? proj.as<float>() : (s.sum.resize(static_cast<size_t>(n_embd * n)), s.sum.data());
     std::fill(sum, sum + n_embd * n, 0.0f);
 
-    if (m.shared.gate.present()) {
-        const int64_t width = m.shared.gate.tensor.ne[1];
-        s.shared_scale.assign(static_cast<size_t>(n), 1.0f);
-        if (m.shared_gate.present()) {
-            Tensor g = exec_.act(hb, kPartTmp, 1, n);  // [1, n]
-            exec_.matmul(m.shared_gate, hb, cur, g);
-            const float* gv = exec_.host_f32(hb, g, s.out);
-            for (int64_t t = 0; t < n; ++t) s.shared_scale[static_cast<size_t>(t)] = 1.0f / (1.0f + std::exp(-gv[t]));
-        }
-        Tensor gate = exec_.act(hb, kGate, width, n);
-        Tensor up = exec_.act(hb, kUp, width, n);
-        exec_.matmul(m.shared.gate, hb, cur, gate);
-        exec_.matmul(m.shared.up, hb, cur, up);
-        h.gated_activation(gate, up, config_.activation, gate);
-        Tensor out = exec_.act(hb, kPart, n_embd, n);
-        exec_.matmul(m.shared.down, hb, gate, out);
-        const float* y = exec_.host_f32(hb, out, s.out);
-        for (int64_t t = 0; t < n; ++t)
-            for (int64_t i = 0; i < n_embd; ++i)
-                sum[t * n_embd + i] += s.shared_scale[static_cast<size_t>(t)] * y[t * n_embd + i];
-    }
-    // Decode: the device's experts are queued first and summed there, so they run while the
-    // host computes its own; then one copy of their sum comes back.
+    if (m.shared.gate.present()) shared_expert(m, hb, cur, sum);
+    // Decode: the device's experts are queued first as one op, so they run while the host
+    // computes its own; their sum is added at the home.
     const bool device_sum = n == 1 && exec_.gpu() >= 0 && run_device_experts(m, hb, cur, in_host);
     // A pass of several tokens: the GPU's experts (resident or shipped) are queued in the loop
     // and summed there after it; the input goes to the GPU once, at the first of them.
@@ -240,11 +261,7 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
                 if (!any_device) {
                     any_device = true;
                     slots_out = exec_.act(gb, kMoeOut, n_embd, n * mc.n_expert_used);
-                    cur_g = cur;
-                    if (hb != gb) {
-                        cur_g = exec_.act(gb, kCur, n_embd, n);
-                        exec_.backend(gb).copy_in(Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, n}), cur_g);
-                    }
+                    cur_g = input_on_gpu(hb, cur, in_host);
                 }
                 queue_device_expert(ew, e, cur_g, slots_out);
                 continue;
@@ -272,13 +289,7 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
         device_total = exec_.act(gb, kMoeSum, n_embd, n);
         combine_device_experts(slots_out, device_total);
     }
-    const bool add_on_device = device_total.data != nullptr && hb == gb;
-    if (device_total.data != nullptr && !add_on_device) {
-        const float* y = exec_.host_f32(gb, device_total, s.out);
-        for (int64_t i = 0; i < n_embd * n; ++i) sum[i] += y[i];
-    }
-    if (!is_host(h)) h.copy_in(Tensor::contiguous(GgmlType::F32, sum, {n_embd, n}), proj);
-    if (add_on_device) h.add(proj, device_total, proj);
+    sum_at_home(hb, sum, device_total, proj);
     if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), static_cast<float>(config_.rms_eps), proj);
     h.add(x, proj, x);
 }
