@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <tuple>
 #include <vector>
@@ -22,6 +21,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels_cpu/op_args.h"
+#include "kernels_cpu/thread_scratch.h"
 #include "quant/half.h"
 #endif
 
@@ -123,24 +123,6 @@ class ScopedOmpThreads {
     int saved_;
 };
 
-// Per-thread scratch that only grows: allocating (and faulting in) tens of MiB afresh on
-// every call cost a third of the matmul at m = 512. Uninitialised on purpose.
-template <typename T>
-class Scratch {
-  public:
-    T* get(int64_t elements) {
-        if (static_cast<size_t>(elements) > capacity_) {
-            buf_.reset(new T[static_cast<size_t>(elements)]);
-            capacity_ = static_cast<size_t>(elements);
-        }
-        return buf_.get();
-    }
-
-  private:
-    std::unique_ptr<T[]> buf_;
-    size_t capacity_ = 0;
-};
-
 void to_bf16(const float* src, uint16_t* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
         dst[i] = fp32_to_bf16(src[i]);
@@ -177,11 +159,13 @@ void dnnl_matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads, int
     // One tile over a dense y writes y directly; otherwise each tile lands in a dense buffer.
     const bool direct = tile == n && y.nb[1] == static_cast<uint64_t>(n) * sizeof(float);
 
-    thread_local Scratch<uint16_t> x_scratch, w_scratch;
-    thread_local Scratch<float> y_scratch;
-    uint16_t* const xb = x_scratch.get(m * k);                     // [m][k] bf16
-    uint16_t* const wb = w_scratch.get(tile * k);                  // [tile][k] bf16
-    float* const yb = direct ? nullptr : y_scratch.get(m * tile);  // [m][tile] f32
+    // Per-thread scratch (thread_scratch.h): tens of MiB allocated afresh on every call cost a
+    // third of the matmul at m = 512.
+    thread_local ThreadScratch x_scratch, w_scratch, y_scratch;
+    const auto size = [](int64_t elements) { return static_cast<size_t>(elements); };
+    uint16_t* const xb = x_scratch.get_as<uint16_t>(size(m * k));                 // [m][k] bf16
+    uint16_t* const wb = w_scratch.get_as<uint16_t>(size(tile * k));              // [tile][k] bf16
+    float* const yb = direct ? nullptr : y_scratch.get_as<float>(size(m * tile));  // [m][tile] f32
 #pragma omp parallel for num_threads(n_threads) schedule(static)
     for (int64_t i = 0; i < m; ++i)
         to_bf16(f32_row(x, i), xb + i * k, k);

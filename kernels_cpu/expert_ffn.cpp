@@ -21,6 +21,7 @@
 #include "kernels_cpu/ops.h"
 #include "kernels_cpu/qdot.h"
 #include "kernels_cpu/row_ops.h"
+#include "kernels_cpu/thread_scratch.h"
 
 namespace strata::cpu {
 namespace {
@@ -41,10 +42,8 @@ void check_expert_args(const char* op, const ExpertFfnArgs& args, const Tensor& 
 
 // 64-byte aligned scratch of the calling thread, kept for the next call (one per layer).
 uint8_t* scratch(size_t bytes) {
-    thread_local std::vector<uint8_t> buffer;
-    if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - p % 64) % 64);
+    thread_local ThreadScratch buffer;
+    return buffer.get(bytes);
 }
 
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }

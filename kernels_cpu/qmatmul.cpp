@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "kernels_cpu/op_args.h"
+#include "kernels_cpu/thread_scratch.h"
 
 namespace strata::cpu {
 namespace {
@@ -23,10 +23,8 @@ constexpr int64_t kLineFloats = 16;              // floats of y per 64-byte cach
 // 64-byte aligned scratch of the calling thread, grown on demand and kept for the next call
 // (decode calls matmul hundreds of times per token). The OpenMP workers only read it.
 uint8_t* activation_scratch(size_t bytes) {
-    thread_local std::vector<uint8_t> buffer;
-    if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - p % 64) % 64);
+    thread_local ThreadScratch scratch;
+    return scratch.get(bytes);
 }
 
 // W rows per unit: as many as fit kChunkBytes, halved until every thread gets several units;

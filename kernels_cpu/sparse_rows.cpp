@@ -4,10 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/qdot.h"
+#include "kernels_cpu/thread_scratch.h"
 #include "kernels_cpu/vec.h"
 
 namespace strata::cpu {
@@ -40,9 +40,8 @@ inline void prefetch_ahead(const Tensor& w, const int32_t* rows, int64_t j, int6
 }
 
 uint8_t* scratch(size_t n) {
-    thread_local std::vector<uint8_t> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    thread_local ThreadScratch buf;
+    return buf.get(n);
 }
 
 }  // namespace
