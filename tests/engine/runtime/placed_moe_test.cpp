@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "offload/disk_stream.h"
 #include "backends/fake_device.h"
 #include "tests/engine/runtime/moe_plan_helper.h"
+#include "tests/engine/runtime/rel_diff.h"
 #include "tests/engine/synth/scratch_file.h"
 
 namespace strata {
@@ -59,15 +59,10 @@ std::vector<float> one_pass_logits(const PlacedModel& placed, int64_t gpu_prefil
     return std::vector<float>(logits.begin(), logits.end());
 }
 
-// max |got - ref| <= tolerance · max |ref|.
+// max |got - ref| <= tolerance · max |ref| (rel_diff.h).
 void expect_close(const std::vector<float>& got, const std::vector<float>& ref, double tolerance) {
     ASSERT_EQ(got.size(), ref.size());
-    double max_diff = 0, max_ref = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        max_diff = std::max(max_diff, std::abs(static_cast<double>(got[i]) - ref[i]));
-        max_ref = std::max(max_ref, std::abs(static_cast<double>(ref[i])));
-    }
-    EXPECT_LE(max_diff, tolerance * max_ref);
+    EXPECT_LE(testing::rel_max_diff(got, ref), tolerance);
 }
 
 // Every tensor named with `part` in it on `tier`, the rest on `rest`; KV on `kv`.
