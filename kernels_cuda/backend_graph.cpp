@@ -4,6 +4,7 @@
 // each launch, and its other small arguments (RoPE frequencies) from device memory that lives
 // with the recording, so a decode step costs one launch instead of recording a few hundred ops,
 // updating the executable graph and copying the arguments again every token.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -40,16 +41,26 @@ const void* CudaBackend::Impl::stage_bytes(const void* host, size_t bytes) {
     auto* slot = static_cast<const int32_t*>(step.slot.data());
     if (host == step.token_host && bytes == sizeof(int32_t)) return slot;
     if (host == step.position_host && bytes == sizeof(int32_t)) return slot + 1;
-    // Any other argument is a constant of the step: it goes with the recording.
-    const ArenaBuffer& dev = current_step().args_dev;
-    const size_t at = step.args_host.size();
+    // Any other argument is a constant of the step: it goes with the recording, after the
+    // constants of the owner's other recordings.
+    const ArenaBuffer& dev = current_owner().args_dev;
+    const size_t at = current_step().args_at + step.args_host.size();
     const size_t size = (bytes + kArgAlign - 1) / kArgAlign * kArgAlign;
     if (at + size > dev.size()) {
         throw UnsupportedError(cat("step graph: op arguments beyond ", dev.size(), " bytes in one decode step"));
     }
-    step.args_host.resize(at + size);
-    std::memcpy(step.args_host.data() + at, host, bytes);
+    const size_t local = step.args_host.size();
+    step.args_host.resize(local + size);
+    std::memcpy(step.args_host.data() + local, host, bytes);
     return static_cast<const uint8_t*>(dev.data()) + at;
+}
+
+void CudaBackend::Impl::set_slot(int32_t token, int32_t position) {
+    if (step.slot_known && step.slot_token == token && step.slot_position == position) return;
+    set_step_slot(static_cast<int32_t*>(step.slot.data()), token, position, stream);
+    step.slot_known = true;
+    step.slot_token = token;
+    step.slot_position = position;
 }
 
 const int32_t* CudaBackend::Impl::step_cell(int64_t first_cell, int64_t n) const {
@@ -67,27 +78,38 @@ void CudaBackend::begin_graph() {
     s.capturing = true;
 }
 
-void CudaBackend::begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) {
+void CudaBackend::begin_step_graph(StepGraphId id, const int32_t* token, const int32_t* position) {
     Impl& s = *impl_;
-    if (owner == nullptr || token == nullptr || position == nullptr) {
+    if (id.owner == nullptr || token == nullptr || position == nullptr) {
         throw ArgumentError("begin_step_graph: needs an owner and the step's token and position arrays");
     }
     if (!s.step.slot) s.step.slot = ArenaBuffer(s.arena, 2 * sizeof(int32_t), "step graph slot");
-    if (s.step.by_owner.count(owner) == 0 && s.step.by_owner.size() >= Impl::kStepOwners) {
-        // The least recently used recording goes; its last launch may still be running.
+    if (s.step.by_owner.count(id.owner) == 0 && s.step.by_owner.size() >= Impl::kStepOwners) {
+        // The least recently used owner's recordings go; their last launches may still be running.
         auto oldest = s.step.by_owner.begin();
         for (auto it = s.step.by_owner.begin(); it != s.step.by_owner.end(); ++it)
             if (it->second.used < oldest->second.used) oldest = it;
         CUDA_CHECK(cudaStreamSynchronize(s.stream));
-        if (oldest->second.exec != nullptr) cudaGraphExecDestroy(oldest->second.exec);
+        for (auto& [part, rec] : oldest->second.parts)
+            if (rec.exec != nullptr) cudaGraphExecDestroy(rec.exec);
         s.step.by_owner.erase(oldest);
     }
-    Impl::StepRecording& rec = s.step.by_owner[owner];
-    if (!rec.args_dev) rec.args_dev = ArenaBuffer(s.arena, kStepArgBytes, "step graph arguments");
-    rec.ready = false;  // whatever this owner recorded before is replaced
+    Impl::StepOwner& o = s.step.by_owner[id.owner];
+    if (!o.args_dev) o.args_dev = ArenaBuffer(s.arena, kStepArgBytes, "step graph arguments");
+    // A recording's constants go after the owner's others. Past half the buffer they start over
+    // and the owner's other recordings are dropped: launches queued before read theirs before
+    // the copy that overwrites them, which is queued after.
+    if (o.args_end > o.args_dev.size() / 2) {
+        for (auto& [part, rec] : o.parts) rec.ready = false;
+        o.args_end = 0;
+    }
+    Impl::StepRecording& rec = o.parts[id.part];
+    rec.ready = false;  // whatever this part recorded before is replaced
+    rec.args_at = o.args_end;
     begin_graph();
     s.step.recording = true;
-    s.step.owner = owner;
+    s.step.owner = id.owner;
+    s.step.part = id.part;
     s.step.token_host = token;
     s.step.position_host = position;
     s.step.token = *token;
@@ -117,11 +139,14 @@ void CudaBackend::end_graph() {
     cudaGraphDestroy(graph);
     if (step) {
         // The constants first (rarely: once per recording), then this step's slot values.
+        Impl::StepOwner& o = s.current_owner();
+        const size_t at = s.current_step().args_at;
         if (!s.step.args_host.empty()) {
-            CUDA_CHECK(cudaMemcpyAsync(s.current_step().args_dev.data(), s.step.args_host.data(),
+            CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(o.args_dev.data()) + at, s.step.args_host.data(),
                                        s.step.args_host.size(), cudaMemcpyHostToDevice, s.stream));
         }
-        set_step_slot(static_cast<int32_t*>(s.step.slot.data()), s.step.token, s.step.position, s.stream);
+        o.args_end = std::max(o.args_end, at + s.step.args_host.size());
+        s.set_slot(s.step.token, s.step.position);
     }
     const auto ready = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaGraphLaunch(exec, s.stream));
@@ -131,7 +156,7 @@ void CudaBackend::end_graph() {
         Impl::StepRecording& rec = s.current_step();
         rec.ready = true;
         rec.epoch = s.scratch_epoch;
-        rec.used = ++s.step.clock;
+        s.current_owner().used = ++s.step.clock;
     }
     if (s.timer != nullptr) {
         const auto launched = std::chrono::steady_clock::now();
@@ -146,16 +171,18 @@ void CudaBackend::end_graph() {
     }
 }
 
-bool CudaBackend::replay_step(const void* owner, int32_t token, int32_t position) {
+bool CudaBackend::replay_step(StepGraphId id, int32_t token, int32_t position) {
     Impl& s = *impl_;
     // The op timer reads each step's events once: it records every step instead.
     if (s.capturing || s.timer != nullptr) return false;
-    const auto it = s.step.by_owner.find(owner);
-    if (it == s.step.by_owner.end() || !it->second.ready || it->second.epoch != s.scratch_epoch) return false;
+    const auto o = s.step.by_owner.find(id.owner);
+    if (o == s.step.by_owner.end()) return false;
+    const auto it = o->second.parts.find(id.part);
+    if (it == o->second.parts.end() || !it->second.ready || it->second.epoch != s.scratch_epoch) return false;
     s.forget_quantized_x();  // the graph writes activations
-    set_step_slot(static_cast<int32_t*>(s.step.slot.data()), token, position, s.stream);
+    s.set_slot(token, position);
     CUDA_CHECK(cudaGraphLaunch(it->second.exec, s.stream));
-    it->second.used = ++s.step.clock;
+    o->second.used = ++s.step.clock;
     ++s.graph_launches;
     return true;
 }

@@ -91,29 +91,42 @@ struct CudaBackend::Impl {
     std::chrono::steady_clock::time_point capture_started;  // begin_graph (op timer only)
     std::vector<ArenaBuffer> retired;  // scratch outgrown while recording
     cudaGraphExec_t graph_exec = nullptr;
-    // Replayable decode steps (begin_step_graph / replay_step), one recording per owner (each
-    // sequence's executor) so that sequences taking turns keep theirs; at most kStepOwners.
+    // Replayable decode steps (begin_step_graph / replay_step): per owner (each sequence's
+    // executor, so that sequences taking turns keep theirs; at most kStepOwners) the recordings
+    // of its step's parts, whose constant arguments share the owner's device buffer.
     struct StepRecording {
         cudaGraphExec_t exec = nullptr;
-        ArenaBuffer args_dev;   // constant op arguments of the recording
+        size_t args_at = 0;     // where its constant arguments start in the owner's args_dev
         bool ready = false;
         uint64_t epoch = 0;     // scratch_epoch of the recording
+    };
+    struct StepOwner {
+        ArenaBuffer args_dev;   // constant op arguments of the owner's recordings
+        size_t args_end = 0;    // bytes of args_dev taken
+        std::map<int, StepRecording> parts;
         uint64_t used = 0;      // step clock of the last record or replay (least recent goes first)
     };
     struct StepGraph {
         bool recording = false;
         const void* owner = nullptr;             // of the recording under way
+        int part = 0;
         const int32_t* token_host = nullptr;     // the executor's arrays, matched by pointer
         const int32_t* position_host = nullptr;
         int32_t token = 0, position = 0;         // their values while recording
         ArenaBuffer slot;                        // device int32 [token, position], set per launch
+        // The values the slot holds once the queued work ran (a launch with the same needs no set).
+        bool slot_known = false;
+        int32_t slot_token = 0, slot_position = 0;
         std::vector<uint8_t> args_host;          // gathered while recording, copied at its end
-        std::map<const void*, StepRecording> by_owner;
+        std::map<const void*, StepOwner> by_owner;
         uint64_t clock = 0;
     } step;
     static constexpr size_t kStepOwners = 16;
-    // The recording of the owner being recorded (begin_step_graph made it).
-    StepRecording& current_step() { return step.by_owner.at(step.owner); }
+    // The owner and recording being recorded (begin_step_graph made them).
+    StepOwner& current_owner() { return step.by_owner.at(step.owner); }
+    StepRecording& current_step() { return current_owner().parts.at(step.part); }
+    // Queues the setting of the step slot, unless it will hold these values already.
+    void set_slot(int32_t token, int32_t position);
     uint64_t graph_launches = 0;
     uint64_t graph_instantiations = 0;
 };

@@ -119,8 +119,9 @@ CudaBackend::Impl::~Impl() {
         if (g != nullptr) cudaGraphDestroy(g);
     }
     if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
-    for (auto& [owner, rec] : step.by_owner)
-        if (rec.exec != nullptr) cudaGraphExecDestroy(rec.exec);
+    for (auto& [owner, o] : step.by_owner)
+        for (auto& [part, rec] : o.parts)
+            if (rec.exec != nullptr) cudaGraphExecDestroy(rec.exec);
     if (stream != nullptr) cudaStreamSynchronize(stream);
     if (timer != nullptr) {
         timer->collect();

@@ -123,10 +123,10 @@ class CudaBackend : public Backend {
     void abort_graph() override;
     // Step graphs (Backend's contract): the token and position live in a device slot set by a
     // one-thread kernel before each launch; attention splits its keys by the cache's capacity,
-    // so one launch shape serves every position. One recording per owner (up to 16, least
-    // recently used dropped first); a regrown scratch block ends replays.
-    void begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) override;
-    bool replay_step(const void* owner, int32_t token, int32_t position) override;
+    // so one launch shape serves every position. Recordings per owner and part (owners up to
+    // 16, the least recently used dropped first); a regrown scratch block ends replays.
+    void begin_step_graph(StepGraphId id, const int32_t* token, const int32_t* position) override;
+    bool replay_step(StepGraphId id, int32_t token, int32_t position) override;
     // Graph launches and re-instantiations so far (for tests and --verbose).
     uint64_t graph_launches() const;
     uint64_t graph_instantiations() const;

@@ -99,6 +99,14 @@ struct RowCombine {
     const float* weights = nullptr;
 };
 
+// Names a step graph recording (Backend::begin_step_graph): its owner and a part of the
+// owner's step (0: the whole step).
+struct StepGraphId {
+    StepGraphId(const void* owner, int part = 0) : owner(owner), part(part) {}  // NOLINT: a bare owner is part 0
+    const void* owner;
+    int part;
+};
+
 struct AttentionParams {
     int n_head = 0;
     int n_head_kv = 0;       // n_head % n_head_kv == 0 (GQA/MQA broadcast)
@@ -145,7 +153,8 @@ struct BackendCapabilities {
     bool expert_ffn = false;
     // begin_graph ... end_graph records and launches the ops as one unit.
     bool graphs = false;
-    // begin_step_graph and replay_step (a decode step recorded once, replayed per token).
+    // begin_step_graph and replay_step (a decode step, or stretches of one, recorded once and
+    // replayed per token).
     bool step_graphs = false;
     // Host threads its ops run on (0: ops run on a device).
     int host_threads = 0;
@@ -286,21 +295,23 @@ public:
     virtual void end_graph() {}
     virtual void abort_graph() {}
     // ---- step graphs, where capabilities().step_graphs (callers check; the others throw
-    // UnsupportedError). A decode step of one token, recorded for replay: between
-    // begin_step_graph() and end_graph(), op arguments passed by these very pointers (`token` to
-    // get_rows, `position` to rope and attention) and a kv_store at cell *position are read on
-    // the device from values that replay_step() sets, so the recording serves later positions
-    // too. `owner` (the sequence's executor) names the recording: sequences taking turns each
-    // replay their own. The caller records again whenever anything else about its step changed
-    // (buffers, cache).
-    virtual void begin_step_graph(const void* owner, const int32_t* token, const int32_t* position) {
-        (void)owner, (void)token, (void)position;
+    // UnsupportedError). A decode step of one token, or a stretch of one that runs on the device
+    // alone, recorded for replay: between begin_step_graph() and end_graph(), op arguments
+    // passed by these very pointers (`token` to get_rows, `position` to rope and attention) and a
+    // kv_store at cell *position are read on the device from values that replay_step() sets, so
+    // the recording serves later positions too. `id` names the recording: its owner (the
+    // sequence's executor, so that sequences taking turns each replay their own) and a part
+    // within the owner's step (0: the whole step; others: stretches of it, such as a layer's
+    // attention between two host-side MoE blocks). The caller records again whenever anything
+    // else about its step changed (buffers, cache).
+    virtual void begin_step_graph(StepGraphId id, const int32_t* token, const int32_t* position) {
+        (void)id, (void)token, (void)position;
         throw UnsupportedError(cat("the ", name(), " backend does not record step graphs"));
     }
-    // Runs owner's last step recording for (token, position) and returns true; false when there
-    // is none to replay (nothing recorded by owner, or the backend's scratch moved).
-    virtual bool replay_step(const void* owner, int32_t token, int32_t position) {
-        (void)owner, (void)token, (void)position;
+    // Runs id's last recording for (token, position) and returns true; false when there is none
+    // to replay (nothing recorded under id, or the backend's scratch moved).
+    virtual bool replay_step(StepGraphId id, int32_t token, int32_t position) {
+        (void)id, (void)token, (void)position;
         throw UnsupportedError(cat("the ", name(), " backend does not replay step graphs"));
     }
 };

@@ -257,6 +257,7 @@ void LayerExecutor::begin_pass(int64_t n, bool stage) {
         allocate_staging();
     }
     x_home_ = index_of(model_.token_embd().backend);
+    segment_step_.on = false;  // begin_step says whether this pass is a decode step
 }
 
 void LayerExecutor::allocate_staging() {
@@ -290,7 +291,15 @@ LayerExecutor::StepMode LayerExecutor::begin_step(KvCache& kv, const int32_t* to
     Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 && backend(gpu_).capabilities().step_graphs
                          ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
-    if (graph == nullptr) return StepMode::Eager;
+    if (graph == nullptr) {
+        // Not one graph: its GPU stretches may be, on the same conditions.
+        segment_step_.on = gpu_ >= 0 && !all_on_gpu_ && n == 1 && forwards_ > 1 &&
+                           backend(gpu_).capabilities().step_graphs;
+        segment_step_.key = StepKey{kv.k(0).data, kv.n_ctx(), 0, false};
+        segment_step_.token = tokens;
+        segment_step_.position = positions;
+        return StepMode::Eager;
+    }
     const StepKey key{kv.k(0).data, kv.n_ctx(), act_epoch_, logits};
     if (step_key_ == key && graph->replay_step(this, tokens[0], positions[0])) return StepMode::Replayed;
     step_key_ = StepKey{};
@@ -306,6 +315,31 @@ void LayerExecutor::end_step(StepMode mode, KvCache& kv, bool logits) {
 
 void LayerExecutor::abort_step(StepMode mode) {
     if (mode == StepMode::Record) backend(gpu_).abort_graph();
+}
+
+LayerExecutor::StepMode LayerExecutor::begin_segment(int id) {
+    if (id < 0) throw ArgumentError(cat("begin_segment: stretch id ", id, " is negative"));
+    if (!segment_step_.on || x_home_ != gpu_) return StepMode::Eager;
+    const auto i = static_cast<size_t>(id);
+    if (segment_keys_.size() <= i) segment_keys_.resize(i + 1);
+    StepKey key = segment_step_.key;
+    key.act_epoch = act_epoch_;
+    Backend& g = backend(gpu_);
+    const StepGraphId graph{this, id + 1};  // part 0 is the whole step's
+    if (segment_keys_[i] == key && g.replay_step(graph, *segment_step_.token, *segment_step_.position)) {
+        return StepMode::Replayed;
+    }
+    segment_keys_[i] = StepKey{};
+    segment_step_.key.act_epoch = act_epoch_;
+    g.begin_step_graph(graph, segment_step_.token, segment_step_.position);
+    return StepMode::Record;
+}
+
+void LayerExecutor::end_segment(StepMode mode, int id) {
+    if (mode != StepMode::Record) return;
+    backend(gpu_).end_graph();
+    // A buffer regrown while recording leaves the recording naming the old one: record again.
+    if (segment_step_.key.act_epoch == act_epoch_) segment_keys_[static_cast<size_t>(id)] = segment_step_.key;
 }
 
 void LayerExecutor::copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden) {

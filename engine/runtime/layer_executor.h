@@ -60,6 +60,14 @@ class LayerExecutor {
     // After the layers ran; `logits`: the recording includes the logits.
     void end_step(StepMode mode, KvCache& kv, bool logits = false);
     void abort_step(StepMode mode);             // after an exception
+    // Stretches of an eager decode step (one that cannot be one graph: experts or layers on the
+    // host): ops between begin_segment and end_segment that run on the GPU alone — weights
+    // resident there, no copies, no host reads, the residual stream there already — are
+    // recorded under `id` (a stretch's name within the step: a layer) and replayed at later
+    // positions like a step graph. Replayed: the stretch ran; else run its ops, then end_segment
+    // (abort_step after an exception).
+    StepMode begin_segment(int id);
+    void end_segment(StepMode mode, int id);
     // hidden (host) [n_embd, m] = out [n_embd, m] on the residual stream's home.
     void copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden);
 
@@ -137,6 +145,14 @@ class LayerExecutor {
     };
     StepKey step_key_;
     uint64_t act_epoch_ = 0;
+    // The eager decode step under way, when its GPU stretches may be recorded (begin_segment).
+    struct SegmentStep {
+        bool on = false;
+        StepKey key;  // the step's cache (act_epoch: at the recording's start)
+        const int32_t* token = nullptr;
+        const int32_t* position = nullptr;
+    } segment_step_;
+    std::vector<StepKey> segment_keys_;  // per stretch id, what its recording names (null kv: none)
     int64_t gpu_prefill_min_tokens_;
     uint64_t gpu_staging_limit_;
     bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer

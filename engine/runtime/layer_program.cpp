@@ -136,10 +136,7 @@ Tensor LayerProgram::run_layers(std::span<const int32_t> tokens, std::span<const
     exec_.backend(eb).get_rows(model_.token_embd().tensor, tokens.data(), n, x);
     if (config_.embd_scale != 1.0) exec_.backend(eb).scale(x, static_cast<float>(config_.embd_scale));
 
-    for (int il = 0; il < config_.n_layer; ++il) {
-        attention_block(il, n);
-        ffn_block(il, n);
-    }
+    for (int il = 0; il < config_.n_layer; ++il) layer(il, n);
 
     // Final norm of the requested rows, where the residual stream ends.
     Tensor out;
@@ -155,6 +152,47 @@ Tensor LayerProgram::run_layers(std::span<const int32_t> tokens, std::span<const
         }
     }
     return out;
+}
+
+void LayerProgram::layer(int il, int64_t n) {
+    const GpuStretch stretch = n == 1 ? gpu_stretch(il) : GpuStretch::None;
+    // The residual stream goes to the GPU before the segment: a copy cannot be recorded.
+    if (stretch != GpuStretch::None) exec_.residual_on(exec_.gpu(), n);
+    const LayerExecutor::StepMode mode =
+        stretch == GpuStretch::None ? LayerExecutor::StepMode::Eager : exec_.begin_segment(il);
+    if (mode != LayerExecutor::StepMode::Replayed) {
+        try {
+            attention_block(il, n);
+            if (stretch == GpuStretch::Layer) ffn_block(il, n);
+            if (stretch == GpuStretch::AttentionRouter) moe_router(il, n);
+            exec_.end_segment(mode, il);
+        } catch (...) {
+            exec_.abort_step(mode);
+            throw;
+        }
+    }
+    if (stretch == GpuStretch::AttentionRouter) {
+        moe_ffn_block(il, n, /*routed=*/true);
+    } else if (stretch != GpuStretch::Layer) {
+        ffn_block(il, n);
+    }
+}
+
+LayerProgram::GpuStretch LayerProgram::gpu_stretch(int il) const {
+    const int gb = exec_.gpu();
+    if (gb < 0 || observer_ != nullptr) return GpuStretch::None;  // an observer reads activations
+    const Backend* g = &exec_.backend(gb);
+    const auto resident = [g](const PlacedWeight& w) { return !w.present() || (w.backend == g && w.stream_id < 0); };
+    const PlacedLayer& l = model_.layer(il);
+    if (l.attn_home != g || !resident(l.attn_q) || !resident(l.attn_k) || !resident(l.attn_v) ||
+        !resident(l.attn_output)) {
+        return GpuStretch::None;
+    }
+    if (!l.moe.experts.empty()) return resident(l.moe.router) ? GpuStretch::AttentionRouter : GpuStretch::Attention;
+    if (sparse_ != nullptr) return GpuStretch::Attention;
+    for (const FfnPart& p : l.ffn)
+        if (!resident(p.gate) || !resident(p.up) || !resident(p.down)) return GpuStretch::Attention;
+    return GpuStretch::Layer;
 }
 
 // x += [post_attention_norm](Wo · attention(q, k, v)), with

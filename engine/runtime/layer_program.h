@@ -129,6 +129,13 @@ class LayerProgram {
     Tensor logits_on_device(int ob, const Tensor& out, int64_t m);
     void forward_in_parts(std::span<const int32_t> tokens, KvCache& kv, std::span<const int32_t> output_rows,
                           std::vector<float>& hidden);
+    // One layer's attention and FFN blocks. In a decode step the stretch of them that runs on
+    // the GPU alone is one segment (exec_.begin_segment): recorded once, then replayed.
+    void layer(int il, int64_t n);
+    // How much of layer il runs on the GPU alone (its weights resident there, nothing read on
+    // the host): none, the attention block, that and the MoE router, or the whole layer.
+    enum class GpuStretch : uint8_t { None, Attention, AttentionRouter, Layer };
+    GpuStretch gpu_stretch(int il) const;
     void attention_block(int il, int64_t n);
     // attn [n_head*hd_v, n] = softmax(q·kᵀ)·v per sequence on its own cache, after RoPE and the
     // KV store of this batch's k and v.
@@ -150,7 +157,10 @@ class LayerProgram {
     void hot_cold_ffn_block(int il, int64_t n);
     // A mixture-of-experts FFN (layer_program_moe.cpp): routing on the host, each expert with
     // tokens on the backend of its weights, the weighted sum on the host.
-    void moe_ffn_block(int il, int64_t n);
+    // routed: moe_router already ran (inside the layer's GPU segment).
+    void moe_ffn_block(int il, int64_t n, bool routed = false);
+    // The MoE block's head on the router's backend: kCur = ffn_norm(x), kRouter = router · kCur.
+    void moe_router(int il, int64_t n);
     // out [n_embd, n] (host) += Σ over slots of expert e: weight · expert(in row of the slot's token).
     void run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host);
     // Decode (one token): its selected experts whose three matrices are on the device, as one

@@ -213,7 +213,18 @@ void LayerProgram::sum_at_home(int hb, float* sum, const Tensor& device_total, T
     if (any_device && hb == exec_.gpu()) h.add(proj, device_total, proj);
 }
 
-void LayerProgram::moe_ffn_block(int il, int64_t n) {
+void LayerProgram::moe_router(int il, int64_t n) {
+    const PlacedLayer& w = model_.layer(il);
+    const int hb = exec_.index_of(w.moe.router.backend);
+    Tensor x = exec_.residual_on(hb, n);
+    Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
+    exec_.backend(hb).rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), cur);
+    observe(il, ActivationSite::FfnInput, cur);
+    Tensor logits = exec_.act(hb, kRouter, config_.moe.n_expert, n);  // [n_expert, n]
+    exec_.matmul(w.moe.router, hb, cur, logits);
+}
+
+void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
     const PlacedLayer& w = model_.layer(il);
     const PlacedMoe& m = w.moe;
     const MoeConfig& mc = config_.moe;
@@ -222,12 +233,10 @@ void LayerProgram::moe_ffn_block(int il, int64_t n) {
     const int hb = exec_.index_of(m.router.backend);
     Backend& h = exec_.backend(hb);
 
+    if (!routed) moe_router(il, n);
     Tensor x = exec_.residual_on(hb, n);
-    Tensor cur = exec_.act(hb, kCur, n_embd, n);  // [n_embd, n]
-    h.rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), cur);
-    observe(il, ActivationSite::FfnInput, cur);
-    Tensor logits = exec_.act(hb, kRouter, mc.n_expert, n);  // [n_expert, n]
-    exec_.matmul(m.router, hb, cur, logits);
+    const Tensor cur = exec_.act(hb, kCur, n_embd, n);
+    const Tensor logits = exec_.act(hb, kRouter, mc.n_expert, n);
     const RoutingParams params{mc.n_expert, mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
     const float* host_logits = exec_.host_f32(hb, logits, s.logits);
     route_tokens(host_logits, n, params, s.routing);

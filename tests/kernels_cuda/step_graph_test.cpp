@@ -2,7 +2,7 @@
 // position-dependent ops (get_rows of the token, RoPE, kv_store at the position, attention over
 // the cache) recorded once and replayed at later positions with other tokens must give what
 // the CPU computes eagerly at every step, for f16 and q8_0 caches and for two sequences taking
-// turns on one backend, and over a sliding-window ring cache (position p in cell p % cells) that
+// turns on one backend, for a step recorded in two parts, and over a sliding-window ring cache (position p in cell p % cells) that
 // the replayed steps wrap around; and a replay is refused before any recording and after the
 // backend's scratch moved.
 #include <cmath>
@@ -28,6 +28,11 @@ struct Step {
     Tensor &q, &k, &v, &kc, &vc, &out;
     int32_t window = 0;
     void run(const int32_t* token, const int32_t* position) {
+        head(token, position);
+        tail(position);
+    }
+    // The token's rows and their RoPE.
+    void head(const int32_t* token, const int32_t* position) {
         b.get_rows(tq, token, 1, q);
         b.get_rows(tk, token, 1, k);
         b.get_rows(tv, token, 1, v);
@@ -37,6 +42,10 @@ struct Step {
         Tensor kh = Tensor::contiguous(GgmlType::F32, k.data, {kDim, kHeadKv, 1}, k.memory);
         b.rope(qh, position, rope);
         b.rope(kh, position, rope);
+    }
+    // The KV store and the attention.
+    void tail(const int32_t* position) {
+        Tensor qh = Tensor::contiguous(GgmlType::F32, q.data, {kDim, kHead, 1}, q.memory);
         b.kv_store(k, kc, *position);
         b.kv_store(v, vc, *position);
         AttentionParams p;
@@ -120,6 +129,42 @@ TEST(CudaStepGraph, ReplaysAtLaterPositionsLikeTheCpu) {
         EXPECT_FALSE(gpu.replay_step(&seqs[0], token, position)) << "scratch moved since the recording";
         EXPECT_FALSE(gpu.replay_step(&seqs[1], token, position)) << "scratch moved since the recording";
     }
+}
+
+// One owner's step in two parts (as a decode step's GPU stretches between host work): each part
+// is recorded once and replayed on its own, both reading the step's slot and keeping their own
+// constants; a part never recorded is refused.
+TEST(CudaStepGraph, ReplaysTheStepsPartsSeparately) {
+    STRATA_SKIP_WITHOUT_GPU();
+    CudaBackend gpu(test::test_options());
+    Sequence seq(gpu, GgmlType::F16);
+    std::mt19937 rng(11);
+    int32_t token = 0, position = 0;
+    for (position = 0; position < kEager + kSteps; ++position) {
+        token = static_cast<int32_t>(rng() % kVocab);
+        seq.on_cpu().run(&token, &position);
+        Step gpu_step = seq.on_gpu(gpu);
+        if (position < kEager) {
+            gpu_step.run(&token, &position);
+        } else {
+            if (position == kEager || !gpu.replay_step({&seq, 1}, token, position)) {
+                EXPECT_EQ(position, kEager) << "part 1's replay was refused with nothing changed";
+                gpu.begin_step_graph({&seq, 1}, &token, &position);
+                gpu_step.head(&token, &position);
+                gpu.end_graph();
+            }
+            if (position == kEager || !gpu.replay_step({&seq, 2}, token, position)) {
+                EXPECT_EQ(position, kEager) << "part 2's replay was refused with nothing changed";
+                gpu.begin_step_graph({&seq, 2}, &token, &position);
+                gpu_step.tail(&position);
+                gpu.end_graph();
+            }
+        }
+        EXPECT_LE(test::device_nmse(gpu, seq.out_d.tensor, seq.out), 1e-7) << "position " << position;
+    }
+    EXPECT_EQ(gpu.graph_launches(), static_cast<uint64_t>(2 * kSteps));
+    EXPECT_FALSE(gpu.replay_step({&seq, 3}, token, position)) << "part 3 was never recorded";
+    EXPECT_FALSE(gpu.replay_step(&seq, token, position)) << "the whole step (part 0) was never recorded";
 }
 
 // A sliding-window layer's ring: window 12 in 13 cells, recorded at position kEager (past the

@@ -199,6 +199,12 @@ TEST_P(PlacedModelTest, LayersAlternatingBetweenGpuAndRamAreExact) {
         EXPECT_GT(stats_.copies_in, 0u);
         EXPECT_GT(stats_.copies_out, 0u);
     }
+    // On CUDA each attention block on the GPU is a graph in decode steps after the first (the
+    // executor's segments), its residual stream copied in before it.
+    if (cuda_) {
+        const auto gpu_layers = static_cast<uint64_t>((config().n_layer + 1) / 2);
+        EXPECT_GE(graph_launches_, static_cast<uint64_t>(kDecodeSteps - 1) * gpu_layers);
+    }
 }
 
 TEST_P(PlacedModelTest, WeightsAwayFromTheirKvAreExact) {

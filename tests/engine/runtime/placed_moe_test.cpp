@@ -21,6 +21,10 @@
 #include "tests/engine/runtime/moe_plan_helper.h"
 #include "tests/engine/runtime/rel_diff.h"
 #include "tests/engine/synth/scratch_file.h"
+#if STRATA_HAVE_CUDA
+#include "kernels_cuda/cuda_backend.h"
+#include "kernels_cuda/device_info.h"
+#endif
 
 namespace strata {
 namespace {
@@ -120,6 +124,37 @@ TEST_P(PlacedMoeTest, ExpertsInRamAttentionOnTheGpu) {
     expect_matches(placement(*model_, "_exps", Tier::Ram, Tier::Gpu, Tier::Gpu), 0.0);
     EXPECT_GT(stats_.ram_weight_bytes, 0u);
     EXPECT_GT(gpu_stats_.copies_out, 0u);
+}
+
+// On CUDA, each layer's attention block and router run as one graph in decode steps (the
+// executor's segments: recorded at the second step, replayed at later positions) while the
+// routed experts stay outside it, on the host or as the device's expert op. The logits must
+// stay the CPU's (f32 activations on both sides), and every layer of the later steps must be
+// a graph launch.
+TEST_P(PlacedMoeTest, CudaDecodeRunsEachLayersAttentionAsAGraph) {
+#if STRATA_HAVE_CUDA
+    if (cuda::list_devices().empty()) GTEST_SKIP() << "no CUDA device";
+    cpu::CpuBackend cpu_f32{cpu::CpuBackendOptions{2, false}};
+    const auto reference = run(PlacedModel(*model_, cpu_f32));
+    for (const Tier experts : {Tier::Ram, Tier::Gpu}) {
+        SCOPED_TRACE(experts == Tier::Ram ? "experts in RAM" : "experts on the GPU");
+        cuda::CudaBackendOptions o;
+        o.budget_bytes = 1ull << 30;
+        o.quantize_activations = false;
+        cuda::CudaBackend gpu(o);
+        const PlacedModel placed(*model_, placement(*model_, "_exps", experts, Tier::Gpu, Tier::Gpu), {&cpu_f32, &gpu});
+        const auto got = run(placed);
+        ASSERT_EQ(got.size(), reference.size());
+        for (size_t s = 0; s < got.size(); ++s) {
+            SCOPED_TRACE(cat("step ", s));
+            expect_close(got[s], reference[s], 2e-3);
+        }
+        // Decode steps 2 to 4 (the first is eager): one launch per layer each.
+        EXPECT_GE(gpu.graph_launches(), static_cast<uint64_t>(3 * model_->config().n_layer));
+    }
+#else
+    GTEST_SKIP() << "built without CUDA";
+#endif
 }
 
 TEST_P(PlacedMoeTest, ExpertsOnTheGpuAttentionInRam) {
