@@ -159,7 +159,8 @@ class LayerProgram {
     // tokens on the backend of its weights, the weighted sum on the host.
     // routed: moe_router already ran (inside the layer's GPU segment).
     void moe_ffn_block(int il, int64_t n, bool routed = false);
-    // The MoE block's head on the router's backend: kCur = ffn_norm(x), kRouter = router · kCur.
+    // The MoE block's head on the router's backend: cur = ffn_norm(x), logits = router · cur,
+    // side by side in its kRouter scratch (one copy to the host).
     void moe_router(int il, int64_t n);
     // out [n_embd, n] (host) += Σ over slots of expert e: weight · expert(in row of the slot's token).
     void run_expert(const ExpertWeights& w, int64_t e, const float* in_host, float* out_host);

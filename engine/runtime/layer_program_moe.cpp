@@ -33,6 +33,20 @@ namespace {
 // home: belongs in the cost model, from the hardware profile.
 constexpr int64_t kExpertShipMinTokens = 1;
 
+// The MoE block's normed input cur [n_embd, n] and router logits [n_expert, n], one after the
+// other in one scratch block of the router's backend bi, so that one copy brings both to the
+// host. `whole` spans both.
+struct MoeHead {
+    Tensor cur, logits, whole;
+};
+MoeHead moe_head(LayerExecutor& exec, int bi, int64_t n_embd, int64_t n_expert, int64_t n) {
+    const Tensor block = exec.act(bi, LayerExecutor::kRouter, n_embd + n_expert, n);
+    auto* base = static_cast<float*>(block.data);
+    return {Tensor::contiguous(GgmlType::F32, base, {n_embd, n}, block.memory),
+            Tensor::contiguous(GgmlType::F32, base + n_embd * n, {n_expert, n}, block.memory),
+            Tensor::contiguous(GgmlType::F32, base, {(n_embd + n_expert) * n, 1}, block.memory)};
+}
+
 // A DISK weight not used this step still takes its turn in the stream's cyclic schedule.
 void skip_streamed(DiskStream* stream, const PlacedWeight& w) {
     if (stream == nullptr || w.stream_id < 0) return;
@@ -217,11 +231,10 @@ void LayerProgram::moe_router(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const int hb = exec_.index_of(w.moe.router.backend);
     Tensor x = exec_.residual_on(hb, n);
-    Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
-    exec_.backend(hb).rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), cur);
-    observe(il, ActivationSite::FfnInput, cur);
-    Tensor logits = exec_.act(hb, kRouter, config_.moe.n_expert, n);  // [n_expert, n]
-    exec_.matmul(w.moe.router, hb, cur, logits);
+    MoeHead head = moe_head(exec_, hb, config_.n_embd, config_.moe.n_expert, n);
+    exec_.backend(hb).rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), head.cur);
+    observe(il, ActivationSite::FfnInput, head.cur);
+    exec_.matmul(w.moe.router, hb, head.cur, head.logits);
 }
 
 void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
@@ -235,14 +248,14 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
 
     if (!routed) moe_router(il, n);
     Tensor x = exec_.residual_on(hb, n);
-    const Tensor cur = exec_.act(hb, kCur, n_embd, n);
-    const Tensor logits = exec_.act(hb, kRouter, mc.n_expert, n);
+    const MoeHead head = moe_head(exec_, hb, n_embd, mc.n_expert, n);
+    const Tensor& cur = head.cur;
     const RoutingParams params{mc.n_expert, mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
-    const float* host_logits = exec_.host_f32(hb, logits, s.logits);
+    const float* in_host = exec_.host_f32(hb, head.whole, s.head);  // the input, then the logits
+    const float* host_logits = in_host + n_embd * n;
     route_tokens(host_logits, n, params, s.routing);
     if (observer_) observer_->observe_routing(il, {host_logits, s.routing.expert.data(), n, mc.n_expert, mc.n_expert_used});
 
-    const float* in_host = exec_.host_f32(hb, cur, s.input);
     Tensor proj = exec_.act(hb, kProj, n_embd, n);  // [n_embd, n]
     float* sum = is_host(h) ? proj.as<float>() : (s.sum.resize(static_cast<size_t>(n_embd * n)), s.sum.data());
     std::fill(sum, sum + n_embd * n, 0.0f);

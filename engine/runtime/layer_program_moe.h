@@ -12,8 +12,9 @@ namespace strata {
 
 struct MoeScratch {
     MoeRouting routing;
-    std::vector<float> logits;   // router logits [n_expert, n], when the router is on a device
-    std::vector<float> input;    // the normed input [n_embd, n], when it is on a device
+    // The normed input [n_embd, n] then the router logits [n_expert, n], when the router is on
+    // a device.
+    std::vector<float> head;
     std::vector<float> sum;      // the weighted sum [n_embd, n], when the home is a device
     std::vector<float> rows;     // an expert's gathered input rows
     std::vector<float> out;      // an expert's output rows, when it ran on a device
