@@ -148,7 +148,9 @@ TEST(CudaStepGraph, ReplaysTheStepsPartsSeparately) {
             gpu_step.run(&token, &position);
         } else {
             if (position == kEager || !gpu.replay_step({&seq, 1}, token, position)) {
-                EXPECT_EQ(position, kEager) << "part 1's replay was refused with nothing changed";
+                // Part 2's first recording splits the attention by the cache's capacity: its
+                // larger scratch moves, and part 1 (recorded before) is recorded once more.
+                EXPECT_LE(position, kEager + 1) << "part 1's replay was refused with nothing changed";
                 gpu.begin_step_graph({&seq, 1}, &token, &position);
                 gpu_step.head(&token, &position);
                 gpu.end_graph();
@@ -162,7 +164,7 @@ TEST(CudaStepGraph, ReplaysTheStepsPartsSeparately) {
         }
         EXPECT_LE(test::device_nmse(gpu, seq.out_d.tensor, seq.out), 1e-7) << "position " << position;
     }
-    EXPECT_EQ(gpu.graph_launches(), static_cast<uint64_t>(2 * kSteps));
+    EXPECT_EQ(gpu.graph_launches(), static_cast<uint64_t>(2 * kSteps));  // recorded or replayed, each launches once
     EXPECT_FALSE(gpu.replay_step({&seq, 3}, token, position)) << "part 3 was never recorded";
     EXPECT_FALSE(gpu.replay_step(&seq, token, position)) << "the whole step (part 0) was never recorded";
 }
