@@ -102,3 +102,13 @@ bars("moe_prefill.png", "MoE (qwen3-30b-a3b shape) prefill pp512, H200 + 16 thre
      {"before: a wait per expert (a1ccd7e, eighth session)": [225.29, 212.57], "queued, ships every expert": [908.96, 803.20],
       "llama.cpp same call": [806.76, 622.48]},
      ["#bbbbbb", "#2a7ab9", "#999999"])
+
+# MoE decode tg32, H200 + 16 threads, 2026-11-29 (tenth session, issue 24): `strata bench -m
+# moe.gguf -p 0 -n 32 -r 3 [--gpu-mem 6G | -ot exps=CPU]` against `llama-bench ... -ngl 99 -fa 1
+# [-ncmoe 36 | -ot exps=CPU]` in call g28 (6 GiB: the mean of two runs each); mixtral-8x7b at
+# 6 GiB against `-ncmoe 26` in call g30 (Strata: the mean of 16.67 and 19.22).
+bars("moe_decode.png", "MoE decode tg32 with GPU segments, H200 + 16 threads (tok/s)", "tokens/s",
+     ["qwen3-30b-a3b\n6 GiB (-ncmoe 36)", "qwen3-30b-a3b\nexperts in RAM", "qwen3-30b-a3b\nall on the GPU",
+      "mixtral-8x7b\n6 GiB (-ncmoe 26)"],
+     {"Strata": [52.82, 46.87, 129.80, 17.95], "llama.cpp same call": [54.22, 39.03, 281.62, 13.05]},
+     ["#2a7ab9", "#999999"])
