@@ -20,6 +20,7 @@ FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
     capabilities_.sparse_ffn = true;
     capabilities_.expert_ffn = true;  // as CUDA's
     capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // as CUDA's: budgets tested here hold there
+    capabilities_.step_graphs = options.step_graphs;
 }
 
 BackendMemory FakeDeviceBackend::memory() const {
@@ -80,6 +81,7 @@ Tensor FakeDeviceBackend::inner(const Tensor& t, std::string_view op) const {
 
 void FakeDeviceBackend::copy_in(const Tensor& src, Tensor& dst) {
     if (src.memory == MemoryKind::Device) throw ArgumentError("fake device copy_in: the source is device memory");
+    refuse_while_recording("copy_in");
     Tensor d = inner(dst, "copy_in");
     copy_host_tensor(src, d);
     std::lock_guard lock(mutex_);
@@ -89,6 +91,7 @@ void FakeDeviceBackend::copy_in(const Tensor& src, Tensor& dst) {
 
 void FakeDeviceBackend::copy_out(const Tensor& src, Tensor& dst) {
     if (dst.memory == MemoryKind::Device) throw ArgumentError("fake device copy_out: the destination is device memory");
+    refuse_while_recording("copy_out");
     copy_host_tensor(inner(src, "copy_out"), dst);
     std::lock_guard lock(mutex_);
     stats_.bytes_out += dst.n_bytes();
@@ -125,69 +128,101 @@ void FakeDeviceBackend::matmul_scratch(const Tensor& w, int64_t m) {
     scratch(w_tile_, static_cast<uint64_t>(tile_rows) * row_f16, "matmul f16 weight tile");
 }
 
+// Each op runs through run(): at once, and again at each replay of a step graph recording it
+// (its tensors captured by value: views of the pool, checked again when it runs).
 void FakeDeviceBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
-    Tensor yi = inner(y, "matmul");
-    const Tensor wi = inner(w, "matmul"), xi = inner(x, "matmul");
-    matmul_scratch(w, x.n_rows());
-    cpu_.matmul(wi, xi, yi);
+    run([this, w, x, y] {
+        Tensor yi = inner(y, "matmul");
+        const Tensor wi = inner(w, "matmul"), xi = inner(x, "matmul");
+        matmul_scratch(w, x.n_rows());
+        cpu_.matmul(wi, xi, yi);
+    });
 }
 
 void FakeDeviceBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n, Tensor& out) {
-    Tensor o = inner(out, "get_rows");
-    cpu_.get_rows(inner(table, "get_rows"), ids, n, o);
+    const int32_t* arg = ids_arg(ids, n);
+    run([this, table, arg, n, out] {
+        Tensor o = inner(out, "get_rows");
+        cpu_.get_rows(inner(table, "get_rows"), arg, n, o);
+    });
 }
 
 void FakeDeviceBackend::rms_norm(const Tensor& x, const Tensor* weight, float eps, Tensor& y) {
-    Tensor yi = inner(y, "rms_norm");
-    if (weight != nullptr) {
-        Tensor w = inner(*weight, "rms_norm");
-        cpu_.rms_norm(inner(x, "rms_norm"), &w, eps, yi);
-    } else {
-        cpu_.rms_norm(inner(x, "rms_norm"), nullptr, eps, yi);
-    }
+    const bool has_weight = weight != nullptr;
+    const Tensor w = has_weight ? *weight : Tensor{};
+    run([this, x, has_weight, w, eps, y] {
+        Tensor yi = inner(y, "rms_norm");
+        if (has_weight) {
+            Tensor wi = inner(w, "rms_norm");
+            cpu_.rms_norm(inner(x, "rms_norm"), &wi, eps, yi);
+        } else {
+            cpu_.rms_norm(inner(x, "rms_norm"), nullptr, eps, yi);
+        }
+    });
 }
 
 void FakeDeviceBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
-    Tensor yi = inner(y, "add");
-    cpu_.add(inner(a, "add"), inner(b, "add"), yi);
+    run([this, a, b, y] {
+        Tensor yi = inner(y, "add");
+        cpu_.add(inner(a, "add"), inner(b, "add"), yi);
+    });
 }
 
 void FakeDeviceBackend::scale(Tensor& x, float s) {
-    Tensor xi = inner(x, "scale");
-    cpu_.scale(xi, s);
+    run([this, x, s] {
+        Tensor xi = inner(x, "scale");
+        cpu_.scale(xi, s);
+    });
 }
 
 void FakeDeviceBackend::combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) {
+    if (recording_ != nullptr) throw UnsupportedError("fake device: combine_rows is not recorded in step graphs");
     Tensor yi = inner(y, "combine_rows");
     cpu_.combine_rows(inner(x, "combine_rows"), c, yi);
 }
 
 void FakeDeviceBackend::gated_activation(const Tensor& gate, const Tensor& up, Activation act, Tensor& y) {
-    Tensor yi = inner(y, "gated_activation");
-    cpu_.gated_activation(inner(gate, "gated_activation"), inner(up, "gated_activation"), act, yi);
+    run([this, gate, up, act, y] {
+        Tensor yi = inner(y, "gated_activation");
+        cpu_.gated_activation(inner(gate, "gated_activation"), inner(up, "gated_activation"), act, yi);
+    });
 }
 
 void FakeDeviceBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& params) {
-    Tensor xi = inner(x, "rope");
-    cpu_.rope(xi, positions, params);
+    const int32_t* arg = ids_arg(positions, x.ne[2]);
+    run([this, x, arg, params] {
+        Tensor xi = inner(x, "rope");
+        cpu_.rope(xi, arg, params);
+    });
 }
 
 void FakeDeviceBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {
-    Tensor c = inner(cache, "kv_store");
-    cpu_.kv_store(inner(src, "kv_store"), c, first_cell);
+    const bool at_slot = at_step_position(first_cell, src.ne[1]);
+    run([this, src, cache, first_cell, at_slot] {
+        Tensor c = inner(cache, "kv_store");
+        cpu_.kv_store(inner(src, "kv_store"), c, at_slot ? slot_[1] : first_cell);
+    });
 }
 
 void FakeDeviceBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   int64_t n_cells, const int32_t* positions, const AttentionParams& params,
                                   Tensor& out) {
-    Tensor o = inner(out, "attention");
-    cpu_.attention(inner(q, "attention"), inner(k_cache, "attention"), inner(v_cache, "attention"), n_cells,
-                   positions, params, o);
+    // A recorded step's attention covers the cells up to its position, wherever that is.
+    const bool at_slot = recording_ != nullptr && positions == position_host_ && q.ne[2] == 1;
+    const int64_t past_position = n_cells - slot_[1];
+    const int32_t* arg = ids_arg(positions, q.ne[2]);
+    run([this, q, k_cache, v_cache, n_cells, at_slot, past_position, arg, params, out] {
+        Tensor o = inner(out, "attention");
+        cpu_.attention(inner(q, "attention"), inner(k_cache, "attention"), inner(v_cache, "attention"),
+                       at_slot ? slot_[1] + past_position : n_cells, arg, params, o);
+    });
 }
 
 void FakeDeviceBackend::softcap(Tensor& x, float cap) {
-    Tensor xi = inner(x, "softcap");
-    cpu_.softcap(xi, cap);
+    run([this, x, cap] {
+        Tensor xi = inner(x, "softcap");
+        cpu_.softcap(xi, cap);
+    });
 }
 
 // The CUDA ops' scratch (kernels_cuda/backend_sparse.cpp): the sparse block for both ops, and
@@ -195,6 +230,7 @@ void FakeDeviceBackend::softcap(Tensor& x, float cap) {
 int64_t FakeDeviceBackend::thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
                                                         float threshold, Tensor& y) {
     const char* op = "thresholded_gated_activation";
+    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
     Tensor yi = inner(y, op);
     scratch(sparse_, sparse_scratch_layout(0, 0).total, "sparse FFN scratch");
     return cpu_.thresholded_gated_activation(inner(gate, op), inner(up, op), act, threshold, yi);
@@ -202,6 +238,7 @@ int64_t FakeDeviceBackend::thresholded_gated_activation(const Tensor& gate, cons
 
 int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
     const char* op = "sparse_gated_ffn";
+    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
     if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
     if (args.counts != nullptr && !owns(args.counts, 2 * sizeof(uint64_t))) {
         throw ArgumentError(cat(op, ": counts must be two u64 in the fake device's memory"));
@@ -221,6 +258,7 @@ int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y
 
 void FakeDeviceBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
     const char* op = "expert_ffn";
+    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
     check_expert_ffn_shapes(op, args, y);
     std::vector<Tensor> mats;  // the experts' matrices as host views (each checked to be ours)
     mats.reserve(3 * args.experts.size());

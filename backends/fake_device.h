@@ -11,8 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "engine/core/backend.h"
 #include "engine/core/backend_registry.h"
@@ -24,6 +28,10 @@ struct FakeDeviceOptions {
     uint64_t budget_bytes = 1ull << 30;
     int n_threads = 1;
     bool quantize_activations = true;  // the inner CPU backend's matmul mode
+    // Step graphs as CUDA's (Backend::begin_step_graph): a recording runs its ops at once and
+    // keeps them, with the step's token and position read from a slot, to run again at each
+    // replay; a host copy while recording is refused, as CUDA cannot record one. Off by default.
+    bool step_graphs = false;
 };
 
 struct FakeDeviceStats {
@@ -33,6 +41,7 @@ struct FakeDeviceStats {
     uint64_t bytes_out = 0;  // device -> host
     uint64_t copies_in = 0;
     uint64_t copies_out = 0;
+    uint64_t graph_launches = 0;  // step recordings ended and replays, as CUDA counts launches
 };
 
 class FakeDeviceBackend : public Backend {
@@ -43,7 +52,7 @@ class FakeDeviceBackend : public Backend {
     MemoryKind memory_kind() const override { return MemoryKind::Device; }
     // total = budget = limit: the pool; used and peak its blocks.
     BackendMemory memory() const override;
-    // Device name "fake-gpu", the CPU's weight types, the sparse FFN ops, no graphs. Its op scratch
+    // Device name "fake-gpu", the CPU's weight types, the sparse FFN ops, step graphs when asked. Its op scratch
     // is the CUDA backend's (kDeviceOpScratchBytes), though what matmul_scratch() holds is sized
     // by the model: the runtime reserves as much on both, so a budget that holds here holds on CUDA.
     const BackendCapabilities& capabilities() const override { return capabilities_; }
@@ -71,6 +80,13 @@ class FakeDeviceBackend : public Backend {
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
     void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
 
+    // With FakeDeviceOptions::step_graphs (fake_step_graphs.cpp); the sparse ops are not
+    // recorded (UnsupportedError).
+    void begin_step_graph(StepGraphId id, const int32_t* token, const int32_t* position) override;
+    bool replay_step(StepGraphId id, int32_t token, int32_t position) override;
+    void end_graph() override;
+    void abort_graph() override;
+
     FakeDeviceStats stats() const;
     uint64_t budget_bytes() const { return budget_; }
 
@@ -81,6 +97,15 @@ class FakeDeviceBackend : public Backend {
     static constexpr int64_t kCudaTileRowAlign = 64;
 
   private:
+    // Runs op now and, while a step graph records, again at each replay of it.
+    void run(std::function<void()> op);
+    // A host array of n ids an op reads: while recording, the step's token or position array
+    // becomes the slot (read at replay), any other a copy kept with the recording.
+    const int32_t* ids_arg(const int32_t* ids, int64_t n);
+    // While recording, whether a one-row kv_store at first_cell is the step's position.
+    bool at_step_position(int64_t first_cell, int64_t n) const;
+    void refuse_while_recording(std::string_view what) const;
+
     void scratch(Buffer& buf, uint64_t bytes, std::string_view what);
     void matmul_scratch(const Tensor& w, int64_t m);
     // t as a host view for the inner backend, after checking it lies in the pool.
@@ -95,6 +120,17 @@ class FakeDeviceBackend : public Backend {
     Buffer x_q8_, x_f16_, w_tile_;  // matmul scratch, as the CUDA backend holds it
     Buffer sparse_;                 // the sparse FFN ops' scratch, likewise
     BackendCapabilities capabilities_;
+    // Step graphs: the recordings by (owner, part), the one under way, the slot.
+    struct Recording {
+        std::vector<std::function<void()>> ops;
+        std::vector<std::shared_ptr<std::vector<int32_t>>> arrays;  // host arrays copied for them
+        bool ready = false;
+    };
+    std::map<std::pair<const void*, int>, Recording> recordings_;
+    Recording* recording_ = nullptr;
+    const int32_t* token_host_ = nullptr;
+    const int32_t* position_host_ = nullptr;
+    int32_t slot_[2] = {0, 0};  // token, position
 };
 
 // Adds "fake" to `registry`: a FakeDeviceBackend of BackendConfig::budget_bytes (1 GiB when 0),

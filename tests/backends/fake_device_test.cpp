@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -60,6 +61,51 @@ TEST(FakeDevice, CopiesRoundTripAndAreCounted) {
     EXPECT_EQ(dev.stats().bytes_out, 96 * sizeof(float));
     EXPECT_EQ(dev.stats().copies_in, 1u);
     EXPECT_EQ(dev.stats().copies_out, 1u);
+}
+
+// Step graphs (FakeDeviceOptions::step_graphs): a recorded get_rows of the step's token and a
+// scale replay with another token; a host copy while recording is refused; a recording that
+// names a freed buffer fails at its replay; a part never recorded is not replayed.
+TEST(FakeDevice, StepGraphsReplayWithTheSlotsValues) {
+    FakeDeviceBackend dev({.budget_bytes = 1 << 20, .step_graphs = true});
+    EXPECT_TRUE(dev.capabilities().step_graphs);
+    std::vector<float> table(4 * 8);
+    std::iota(table.begin(), table.end(), 0.0f);  // row r holds 8r .. 8r+7
+    Buffer tb = dev.allocate(table.size() * sizeof(float), "table");
+    Tensor t = tb.tensor(GgmlType::F32, {8, 4});
+    dev.copy_in(Tensor::contiguous(GgmlType::F32, table.data(), {8, 4}), t);
+    auto row = std::make_unique<Buffer>(dev.allocate(8 * sizeof(float), "row"));
+    Tensor r = row->tensor(GgmlType::F32, {8, 1});
+    std::vector<float> out(8);
+    Tensor host_out = Tensor::contiguous(GgmlType::F32, out.data(), {8, 1});
+
+    int32_t token = 1, position = 0;
+    const int owner = 0;
+    EXPECT_FALSE(dev.replay_step({&owner, 1}, token, position)) << "nothing recorded yet";
+    dev.begin_step_graph({&owner, 1}, &token, &position);
+    dev.get_rows(t, &token, 1, r);
+    dev.scale(r, 2.0f);
+    EXPECT_THROW(dev.copy_out(r, host_out), ArgumentError) << "a host copy cannot be recorded";
+    dev.end_graph();
+    dev.copy_out(r, host_out);
+    EXPECT_EQ(out[0], 16.0f);  // ran at once: row 1 doubled
+
+    ASSERT_TRUE(dev.replay_step({&owner, 1}, 3, 1));
+    dev.copy_out(r, host_out);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], 2.0f * static_cast<float>(24 + i));
+    EXPECT_EQ(dev.stats().graph_launches, 2u);
+    EXPECT_FALSE(dev.replay_step({&owner, 2}, 3, 1)) << "part 2 was never recorded";
+
+    row.reset();  // the recording names a freed buffer now
+    EXPECT_THROW(dev.replay_step({&owner, 1}, 2, 2), ArgumentError);
+}
+
+TEST(FakeDevice, StepGraphsOnlyWhenAsked) {
+    FakeDeviceBackend dev({.budget_bytes = 1 << 20});
+    EXPECT_FALSE(dev.capabilities().step_graphs);
+    int32_t token = 0, position = 0;
+    EXPECT_THROW(dev.begin_step_graph(&dev, &token, &position), UnsupportedError);
+    EXPECT_THROW(dev.replay_step(&dev, 0, 0), UnsupportedError);
 }
 
 // A device copy of random f32 values quantized to `type` [k, n] (quant/'s reference quantizer).

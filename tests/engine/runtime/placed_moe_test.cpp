@@ -95,7 +95,7 @@ class PlacedMoeTest : public ::testing::TestWithParam<const char*> {
     void expect_matches(const Placement& p, double tolerance, const DiskStreamOptions& disk = {},
                         int64_t gpu_prefill_min_tokens = 0) {
         check_placement_for(p, *model_);
-        FakeDeviceBackend gpu(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+        FakeDeviceBackend gpu(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1, .step_graphs = true});
         const PlacedModel placed(*model_, p, {&cpu_, &gpu}, disk);
         const auto got = run(placed, gpu_prefill_min_tokens);
         ASSERT_EQ(got.size(), reference_.size());
@@ -115,15 +115,19 @@ class PlacedMoeTest : public ::testing::TestWithParam<const char*> {
     FakeDeviceStats gpu_stats_;
 };
 
+// Decode steps 2 to 4 (the first is eager) run each layer's attention block and router as one
+// recorded step-graph part (the executor's segments), the experts outside it.
 TEST_P(PlacedMoeTest, AllOnTheGpu) {
     expect_matches(placement(*model_, "", Tier::Gpu, Tier::Gpu, Tier::Gpu), 0.0);
     EXPECT_EQ(stats_.ram_weight_bytes, 0u);
+    EXPECT_EQ(gpu_stats_.graph_launches, static_cast<uint64_t>(3 * model_->config().n_layer));
 }
 
 TEST_P(PlacedMoeTest, ExpertsInRamAttentionOnTheGpu) {
     expect_matches(placement(*model_, "_exps", Tier::Ram, Tier::Gpu, Tier::Gpu), 0.0);
     EXPECT_GT(stats_.ram_weight_bytes, 0u);
     EXPECT_GT(gpu_stats_.copies_out, 0u);
+    EXPECT_EQ(gpu_stats_.graph_launches, static_cast<uint64_t>(3 * model_->config().n_layer));
 }
 
 // On CUDA, each layer's attention block and router run as one graph in decode steps (the
@@ -160,6 +164,7 @@ TEST_P(PlacedMoeTest, CudaDecodeRunsEachLayersAttentionAsAGraph) {
 TEST_P(PlacedMoeTest, ExpertsOnTheGpuAttentionInRam) {
     expect_matches(placement(*model_, "_exps", Tier::Gpu, Tier::Ram, Tier::Ram), 0.0);
     EXPECT_GT(gpu_stats_.copies_in, 0u);
+    EXPECT_EQ(gpu_stats_.graph_launches, 0u);  // nothing runs on the GPU alone
 }
 
 TEST_P(PlacedMoeTest, ExpertsStreamedFromDisk) {
