@@ -176,7 +176,7 @@ void FakeDeviceBackend::scale(Tensor& x, float s) {
 }
 
 void FakeDeviceBackend::combine_rows(const Tensor& x, const RowCombine& c, Tensor& y) {
-    if (recording_ != nullptr) throw UnsupportedError("fake device: combine_rows is not recorded in step graphs");
+    not_recorded("combine_rows");
     Tensor yi = inner(y, "combine_rows");
     cpu_.combine_rows(inner(x, "combine_rows"), c, yi);
 }
@@ -230,7 +230,7 @@ void FakeDeviceBackend::softcap(Tensor& x, float cap) {
 int64_t FakeDeviceBackend::thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act,
                                                         float threshold, Tensor& y) {
     const char* op = "thresholded_gated_activation";
-    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
+    not_recorded(op);
     Tensor yi = inner(y, op);
     scratch(sparse_, sparse_scratch_layout(0, 0).total, "sparse FFN scratch");
     return cpu_.thresholded_gated_activation(inner(gate, op), inner(up, op), act, threshold, yi);
@@ -238,7 +238,7 @@ int64_t FakeDeviceBackend::thresholded_gated_activation(const Tensor& gate, cons
 
 int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
     const char* op = "sparse_gated_ffn";
-    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
+    not_recorded(op);
     if (!args.gate || !args.x || !args.up || !args.down_t) throw ArgumentError(cat(op, ": a tensor argument is null"));
     if (args.counts != nullptr && !owns(args.counts, 2 * sizeof(uint64_t))) {
         throw ArgumentError(cat(op, ": counts must be two u64 in the fake device's memory"));
@@ -258,7 +258,7 @@ int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y
 
 void FakeDeviceBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
     const char* op = "expert_ffn";
-    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
+    not_recorded(op);
     check_expert_ffn_shapes(op, args, y);
     std::vector<Tensor> mats;  // the experts' matrices as host views (each checked to be ours)
     mats.reserve(3 * args.experts.size());

@@ -104,7 +104,10 @@ class FakeDeviceBackend : public Backend {
     const int32_t* ids_arg(const int32_t* ids, int64_t n);
     // While recording, whether a one-row kv_store at first_cell is the step's position.
     bool at_step_position(int64_t first_cell, int64_t n) const;
+    // While recording: ArgumentError for a host copy (no graph can hold one), UnsupportedError
+    // for an op this device does not record (CUDA does).
     void refuse_while_recording(std::string_view what) const;
+    void not_recorded(std::string_view op) const;
 
     void scratch(Buffer& buf, uint64_t bytes, std::string_view what);
     void matmul_scratch(const Tensor& w, int64_t m);

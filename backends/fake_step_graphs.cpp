@@ -76,4 +76,8 @@ void FakeDeviceBackend::refuse_while_recording(std::string_view what) const {
     }
 }
 
+void FakeDeviceBackend::not_recorded(std::string_view op) const {
+    if (recording_ != nullptr) throw UnsupportedError(cat("fake device: ", op, " is not recorded in step graphs"));
+}
+
 }  // namespace strata
