@@ -151,7 +151,8 @@ class LayerProgram {
                           Tensor& proj);
     // A batch's thresholded activation y [n_ff, n] (host) with the neurons layer il's predictor
     // does not name for each token's input cur set to 0, as decode skips them. Returns how many
-    // nonzero values it cleared.
+    // nonzero values it kept: the active neurons left (an active neuron whose product with up
+    // is exactly 0, as an integer dot can give, counts as off).
     int64_t mask_to_predicted(int il, const LayerPredictor& predictor, int hb, const Tensor& cur, Tensor& y);
     // The sparse FFN split into a hot range on the GPU and the cold rest (layer_program_hot_cold.cpp).
     void hot_cold_ffn_block(int il, int64_t n);

@@ -101,7 +101,7 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
             exec_.matmul_local(p.up, hb, cur, up);
             active = h.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
             // The same function as decode's: a neuron the predictor did not name stays off.
-            if (predictor != nullptr) active -= mask_to_predicted(il, *predictor, hb, cur, gate);
+            if (predictor != nullptr) active = mask_to_predicted(il, *predictor, hb, cur, gate);
             exec_.matmul_local(p.down, hb, gate, proj);
         }
     }
@@ -137,7 +137,7 @@ int64_t LayerProgram::mask_to_predicted(int il, const LayerPredictor& predictor,
     predicted_rows_.resize(static_cast<size_t>(n_ff));
     predictor_scratch_.resize(static_cast<size_t>(n_ff + predictor.rank));
     const int n_threads = std::max(1, exec_.backend(hb).capabilities().host_threads);
-    int64_t removed = 0, candidates = 0;
+    int64_t kept = 0, candidates = 0;
     for (int64_t t = 0; t < n; ++t) {
         const auto* x = reinterpret_cast<const float*>(static_cast<const uint8_t*>(cur.data) + t * cur.nb[1]);
         auto* row = reinterpret_cast<float*>(static_cast<uint8_t*>(y.data) + t * y.nb[1]);
@@ -147,16 +147,16 @@ int64_t LayerProgram::mask_to_predicted(int il, const LayerPredictor& predictor,
         for (int64_t i = 0; i < n_ff; ++i) {
             if (next < nc && predicted_rows_[static_cast<size_t>(next)] == i) {
                 ++next;
+                kept += row[i] != 0.0f;
                 continue;
             }
-            removed += row[i] != 0.0f;
             row[i] = 0.0f;
         }
     }
     SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
     c.predicted += static_cast<uint64_t>(n_ff * n);
     c.candidates += static_cast<uint64_t>(candidates);
-    return removed;
+    return kept;
 }
 
 }  // namespace strata
