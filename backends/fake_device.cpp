@@ -272,4 +272,45 @@ void FakeDeviceBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
     cpu_.expert_ffn({&x, experts, args.act}, yi);
 }
 
+bool FakeDeviceBackend::routes_experts(std::span<const ExpertRef> experts, int64_t n_used, Activation act) const {
+    const auto n_expert = static_cast<int64_t>(experts.size());
+    if (n_used < 1 || n_used > n_expert || n_expert > kCudaRouteMaxExperts) return false;
+    if (act != Activation::Silu && act != Activation::GeluTanh) return false;
+    const ExpertRef& first = experts[0];
+    const int64_t n_embd = first.gate->ne[0], width = first.gate->ne[1];
+    if (n_embd % 32 != 0 || width % 32 != 0 || !cpu_.quantize_activations()) return false;
+    for (const Tensor* t : {first.gate, first.up, first.down})
+        if (!type_traits(t->type).is_quantized) return false;
+    return std::all_of(experts.begin(), experts.end(), [&](const ExpertRef& e) {
+        return e.gate->type == first.gate->type && e.up->type == first.up->type && e.down->type == first.down->type &&
+               e.gate->ne[1] == width;
+    });
+}
+
+void FakeDeviceBackend::routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) {
+    const char* op = "routed_expert_ffn";
+    check_routed_expert_ffn_shapes(op, args, y);
+    if (!routes_experts(args.experts, args.top_k.n_used, args.act)) {
+        throw UnsupportedError(cat(op, ": these experts' types or shapes are not routed on the device"));
+    }
+    // The matrices' views, kept with a recording (it replays them).
+    auto mats = std::make_shared<std::vector<Tensor>>();
+    mats->reserve(3 * args.experts.size());
+    for (const ExpertRef& e : args.experts)
+        for (const Tensor* t : {e.gate, e.up, e.down}) mats->push_back(*t);
+    const Tensor x = *args.x, logits = *args.logits;
+    const ExpertTopK top_k = args.top_k;
+    const Activation act = args.act;
+    run([this, mats, x, logits, top_k, act, y] {
+        std::vector<Tensor> host;  // checked to be ours at each run
+        host.reserve(mats->size());
+        for (const Tensor& t : *mats) host.push_back(inner(t, "routed_expert_ffn"));
+        std::vector<ExpertRef> experts;
+        for (size_t j = 0; j < host.size(); j += 3) experts.push_back({&host[j], &host[j + 1], &host[j + 2], 0.0f});
+        const Tensor xi = inner(x, "routed_expert_ffn"), li = inner(logits, "routed_expert_ffn");
+        Tensor yi = inner(y, "routed_expert_ffn");
+        cpu_.routed_expert_ffn({&xi, &li, experts, top_k, act}, yi);
+    });
+}
+
 }  // namespace strata

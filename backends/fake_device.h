@@ -79,6 +79,10 @@ class FakeDeviceBackend : public Backend {
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
     void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
+    // As CUDA's rule: quantized matrices, one type and width per matrix across the experts,
+    // whole 32-blocks, at most kCudaRouteMaxExperts experts. Recorded in step graphs.
+    bool routes_experts(std::span<const ExpertRef> experts, int64_t n_used, Activation act) const override;
+    void routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) override;
 
     // With FakeDeviceOptions::step_graphs (fake_step_graphs.cpp); the sparse ops are not
     // recorded (UnsupportedError).
@@ -95,6 +99,7 @@ class FakeDeviceBackend : public Backend {
     static constexpr int64_t kCudaGemvMaxTokens = 8;
     static constexpr uint64_t kCudaGemmTileBytes = 64ull << 20;
     static constexpr int64_t kCudaTileRowAlign = 64;
+    static constexpr int64_t kCudaRouteMaxExperts = 256;  // kernels_cuda/launch.h kRouteMaxExperts
 
   private:
     // Runs op now and, while a step graph records, again at each replay of it.

@@ -82,6 +82,15 @@ void CpuBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
     cpu::expert_ffn(args, y, n_threads_, options_.quantize_activations);
 }
 
+bool CpuBackend::routes_experts(std::span<const ExpertRef> experts, int64_t n_used, Activation act) const {
+    (void)act;
+    return n_used >= 1 && n_used <= static_cast<int64_t>(experts.size());
+}
+
+void CpuBackend::routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) {
+    cpu::routed_expert_ffn(args, y, n_threads_, options_.quantize_activations);
+}
+
 int64_t CpuBackend::predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {
     return cpu::predicted_sparse_gated_ffn(args, y, n_threads_, options_.quantize_activations);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/expert_routing.h"
 #include "engine/core/op_checks.h"
 #include "kernels_cpu/kernel_variant.h"
 #include "kernels_cpu/op_args.h"
@@ -249,6 +250,26 @@ void expert_ffn(const ExpertFfnArgs& args, Tensor& y, int n_threads, bool quanti
 #pragma omp for schedule(dynamic, 1)
         for (int64_t u = 0; u < out_units; ++u) down_rows(p, u * kUnitRows, std::min(n_embd, (u + 1) * kUnitRows), out);
     }
+}
+
+void routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations) {
+    const char* op = "routed_expert_ffn";
+    check_routed_expert_ffn_shapes(op, args, y);
+    check_f32(op, "logits", *args.logits);
+    const auto n_expert = static_cast<int64_t>(args.experts.size());
+    const auto k = static_cast<size_t>(args.top_k.n_used);
+    std::vector<int32_t> ids(k);
+    std::vector<float> weights(k), prob(static_cast<size_t>(n_expert));
+    route_top_k(f32_row(*args.logits, 0), n_expert, args.top_k, ids.data(), weights.data(), prob.data());
+    std::vector<ExpertRef> chosen(k);
+    for (size_t j = 0; j < k; ++j) {
+        chosen[j] = args.experts[static_cast<size_t>(ids[j])];
+        chosen[j].weight = weights[j];
+    }
+    check_f32(op, "y", y);
+    float* out = f32_row(y, 0);
+    std::fill(out, out + y.ne[0], 0.0f);
+    expert_ffn({args.x, chosen, args.act}, y, n_threads, quantize_activations);
 }
 
 }  // namespace strata::cpu

@@ -46,6 +46,8 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
 
 // expert_ffn.cpp: y += one token's routed experts (Backend::expert_ffn).
 void expert_ffn(const ExpertFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
+// y = one token's top-k experts, routed from its logits on the host (Backend::routed_expert_ffn).
+void routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
 
 // rope.cpp
 void rope(Tensor& x, const int32_t* positions, const RopeParams& params, int n_threads);

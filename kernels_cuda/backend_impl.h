@@ -82,6 +82,9 @@ struct CudaBackend::Impl {
     ArenaBuffer w_tile;     // f16 weight tile of the cuBLAS path
     ArenaBuffer attn_part;  // attention partials of split keys
     ArenaBuffer sparse;     // the sparse FFN ops' scratch (engine/core/sparse_scratch.h)
+    // routed_expert_ffn's device tables of expert matrices, by their pointers (backend_experts.cpp).
+    std::map<std::vector<const void*>, ArenaBuffer> expert_tables;
+    static constexpr size_t kMaxExpertTables = 4096;
     // Brackets an op for the op timer (a no-op unless STRATA_CUDA_OP_TIMES is set).
     OpScope time_op(const char* label) { return OpScope(timer.get(), stream, capturing, timer ? label : ""); }
     // Per-op GPU times (STRATA_CUDA_OP_TIMES=1), else null.

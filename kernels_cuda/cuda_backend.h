@@ -114,6 +114,10 @@ class CudaBackend : public Backend {
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
     void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
+    // Experts on this device whose batched GEMVs take them all (expert_ffn's fast path), at most
+    // kRouteMaxExperts (256); routing, experts and their sum in about six launches, no host wait.
+    bool routes_experts(std::span<const ExpertRef> experts, int64_t n_used, Activation act) const override;
+    void routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) override;
     void synchronize() override;
     // Stream capture into a CUDA graph; end_graph() updates the previous executable graph (of
     // its kind: plain or step) in place when only parameters changed, else instantiates anew,

@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
 }
 
 // Several matrices of one type and shape, one column each (a token's experts): blockIdx.y is
-// the matrix, which dots q8 activation row b.x_row[j] and writes b.y[j].
+// the matrix (b.w[j], or b.table[b.ids[j]]), which dots q8 activation row b.x_row[j] and writes b.y[j].
 template <class C, int R>
 __global__ void __launch_bounds__(kGemvWarps * 32, 4)
     gemv_q8_batch_kernel(GemvBatch b, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* __restrict__ xq,
@@ -167,7 +167,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
     const int j = blockIdx.y;
     const int64_t xr = b.x_row[j];
     const F32View y{reinterpret_cast<uint8_t*>(b.y[j]), n, 1, {}};
-    gemv_q8_rows<C, 1, R, DenseOut>(b.w[j], nb1, n_items, n, xq + xr * n_items * 32, xds + xr * n_items, 1,
+    const uint8_t* w = b.ids != nullptr ? b.table[b.ids[j]] : b.w[j];
+    gemv_q8_rows<C, 1, R, DenseOut>(w, nb1, n_items, n, xq + xr * n_items * 32, xds + xr * n_items, 1,
                                     DenseOut{y}, blockIdx.x);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "engine/core/expert_routing.h"
 #include "engine/core/op_types.h"
 #include "engine/core/tensor.h"
 #include "quant/ggml_type.h"
@@ -73,11 +74,15 @@ void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n
              const float* xds, int rows_per_warp, F32View y, cudaStream_t stream);
 // Several matrices of one type and shape [k, n], one column each: matrix j dots row x_row[j] of
 // the q8 activations (quantize_rows_q8's layout over rows of k) into y[j] (n floats).
+// With `ids` (device int32 [count]) matrix j is instead table[ids[j]] (a device array of
+// pointers): the matrices a kernel chose (routed experts), read without the host.
 inline constexpr int kGemvBatchMax = 16;
 struct GemvBatch {
     const uint8_t* w[kGemvBatchMax] = {};
     float* y[kGemvBatchMax] = {};
     int32_t x_row[kGemvBatchMax] = {};
+    const int32_t* ids = nullptr;
+    const uint8_t* const* table = nullptr;
 };
 void gemv_q8_batch(GgmlType type, const GemvBatch& batch, int count, uint64_t nb1, int64_t k, int64_t n,
                    const int8_t* xq, const float* xds, int rows_per_warp, cudaStream_t stream);
@@ -135,6 +140,11 @@ void combine_rows(F32View x, const int32_t* offsets, const int32_t* rows, const 
 void softcap(F32View x, float cap, cudaStream_t stream);
 bool gated_activation(F32View gate, F32View up, Activation act, F32View y, int8_t* xq, float* xds,
                       cudaStream_t stream);
+// Top-k routing of one token (engine/core/expert_routing.h route_top_k, the same arithmetic):
+// logits [n_expert] -> ids [k] and weights [k], all device arrays; n_expert <= kRouteMaxExperts.
+inline constexpr int64_t kRouteMaxExperts = 256;
+void route_experts_top_k(const float* logits, int64_t n_expert, const ExpertTopK& p, int32_t* ids, float* weights,
+                         cudaStream_t stream);
 // slot[0] = token, slot[1] = position (device int32 [2]): the values a replayed step graph reads.
 void set_step_slot(int32_t* slot, int32_t token, int32_t position, cudaStream_t stream);
 

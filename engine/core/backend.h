@@ -21,6 +21,7 @@
 
 #include "engine/core/buffer.h"
 #include "engine/core/error.h"
+#include "engine/core/expert_routing.h"
 #include "engine/core/op_types.h"
 #include "engine/core/tensor.h"
 
@@ -86,6 +87,17 @@ struct ExpertRef {
 struct ExpertFfnArgs {
     const Tensor* x = nullptr;  // [n_embd, 1] f32: the FFN's (normed) input
     std::span<const ExpertRef> experts;
+    Activation act = Activation::Silu;
+};
+
+// A decode token's router and experts on one backend (Backend::routed_expert_ffn): every expert
+// of the layer by index, so that the backend picks them from the logits itself (on a GPU the
+// host then never waits for the routing, and the step can be one graph).
+struct RoutedExpertFfnArgs {
+    const Tensor* x = nullptr;           // [n_embd, 1] f32: the FFN's (normed) input
+    const Tensor* logits = nullptr;      // [n_expert, 1] f32: the router's, on the same backend
+    std::span<const ExpertRef> experts;  // [n_expert], by index; their weight fields are unused
+    ExpertTopK top_k;                    // engine/core/expert_routing.h
     Activation act = Activation::Silu;
 };
 
@@ -281,6 +293,19 @@ public:
     virtual void expert_ffn(const ExpertFfnArgs& args, Tensor& y) {
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no fused expert FFN"));
+    }
+    // Whether routed_expert_ffn takes this layer's experts (all of them, by index) with top-k
+    // n_used and this activation: their types, shapes and count.
+    virtual bool routes_experts(std::span<const ExpertRef> experts, int64_t n_used, Activation act) const {
+        (void)experts, (void)n_used, (void)act;
+        return false;
+    }
+    // y [n_embd, 1] = Σ_j p_j · down_{e_j}(act(gate_{e_j}·x) ⊙ (up_{e_j}·x)) over the top-k
+    // (e_j, p_j) = route_top_k(logits) (engine/core/expert_routing.h): routing and experts in
+    // one op, without the host. Where routes_experts(args.experts, ...).
+    virtual void routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) {
+        (void)args, (void)y;
+        throw UnsupportedError(cat("the ", name(), " backend has no routed expert FFN"));
     }
 
     // Waits until every queued op has finished (a no-op on synchronous backends).

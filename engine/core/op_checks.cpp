@@ -140,4 +140,18 @@ void check_expert_ffn_shapes(std::string_view op, const ExpertFfnArgs& args, con
     }
 }
 
+void check_routed_expert_ffn_shapes(std::string_view op, const RoutedExpertFfnArgs& args, const Tensor& y) {
+    check_expert_ffn_shapes(op, {args.x, args.experts, args.act}, y);
+    if (args.logits == nullptr) throw ArgumentError(cat(op, ": logits must be given"));
+    const auto n_expert = static_cast<int64_t>(args.experts.size());
+    const Tensor& l = *args.logits;
+    if (l.type != GgmlType::F32 || l.ne[0] != n_expert || l.n_rows() != 1 || !l.is_contiguous()) {
+        throw ArgumentError(cat(op, ": logits ", l.shape_string(), " must be contiguous f32 [", n_expert,
+                                ", 1], one per expert"));
+    }
+    if (args.top_k.n_used < 1 || args.top_k.n_used > n_expert) {
+        throw ArgumentError(cat(op, ": top-k ", args.top_k.n_used, " of ", n_expert, " experts"));
+    }
+}
+
 }  // namespace strata

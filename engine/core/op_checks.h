@@ -35,6 +35,9 @@ void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, con
 // expert_ffn's arguments: x given, one token [n_embd, 1] shaped as y; every expert's gate, up
 // and down given, gate and up [n_embd, width], down [width, n_embd] (2-D).
 void check_expert_ffn_shapes(std::string_view op, const ExpertFfnArgs& args, const Tensor& y);
+// routed_expert_ffn's: as expert_ffn's for x, y and the experts; logits given, f32 [n_expert, 1]
+// with n_expert the experts' count; 1 <= top_k.n_used <= n_expert.
+void check_routed_expert_ffn_shapes(std::string_view op, const RoutedExpertFfnArgs& args, const Tensor& y);
 
 // combine_rows's arguments: x [ne0, r] and y [ne0, n] as 2-D views with the same ne0 and
 // different data; c.offsets given, starting at 0 and never decreasing; c.rows and c.weights

@@ -44,16 +44,19 @@ void for_each_product(const PlacedLayer& l, Fn&& fn) {
             if (op.kind == LayerOpKind::Product) fn(product_weight(l, &p, op.weight));
 }
 
-// Every weight of the layers on the GPU (and not streamed), every attention's KV there, no MoE
-// (its routing reads logits on the host): a decode step may run as one graph.
+// Every weight of the layers on the GPU (and not streamed), every attention's KV there, and
+// every MoE layer routed there (moe_routes_on: else its routing reads logits on the host): a
+// decode step may run as one graph.
 bool all_on(const PlacedModel& model, const Backend* g) {
+    const MoeConfig& moe = model.model().config().moe;
+    const Activation act = model.model().config().activation;
     bool all = true;
     auto on_gpu = [&](const PlacedWeight& w) { all = all && (!w.present() || (w.backend == g && w.stream_id < 0)); };
     on_gpu(model.token_embd());
     on_gpu(model.output());
     for (int il = 0; il < model.n_layer(); ++il) {
         const PlacedLayer& l = model.layer(il);
-        all = all && l.attn_home == g && l.moe.experts.empty();
+        all = all && l.attn_home == g && (l.moe.experts.empty() || moe_routes_on(l.moe, *g, moe.n_expert_used, act));
         for_each_product(l, on_gpu);
     }
     return all;
@@ -288,12 +291,13 @@ LayerExecutor::StepMode LayerExecutor::begin_step(KvCache& kv, const int32_t* to
                                                   int64_t n, int64_t m, bool logits) {
     // A decode step with everything on the GPU runs as one graph once scratch sizes settled:
     // the last recording replayed at this position when nothing else changed, else recorded.
-    Backend* graph = all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 && backend(gpu_).capabilities().step_graphs
+    Backend* graph = graphs_ && all_on_gpu_ && n == 1 && m == 1 && forwards_ > 0 &&
+                             backend(gpu_).capabilities().step_graphs
                          ? &backend(gpu_) : nullptr;
     if (n == 1) ++forwards_;
     if (graph == nullptr) {
         // Not one graph: its GPU stretches may be, on the same conditions.
-        segment_step_.on = gpu_ >= 0 && !all_on_gpu_ && n == 1 && forwards_ > 1 &&
+        segment_step_.on = graphs_ && gpu_ >= 0 && !all_on_gpu_ && n == 1 && forwards_ > 1 &&
                            backend(gpu_).capabilities().step_graphs;
         segment_step_.key = StepKey{kv.k(0).data, kv.n_ctx(), 0, false};
         segment_step_.token = tokens;

@@ -68,6 +68,9 @@ class LayerExecutor {
     // (abort_step after an exception).
     StepMode begin_segment(int id);
     void end_segment(StepMode mode, int id);
+    // Off: every step runs eagerly, no graph recorded or replayed (while an observer reads the
+    // activations, which may copy them to the host: no graph can hold a copy). On by default.
+    void set_graphs(bool on) { graphs_ = on; }
     // hidden (host) [n_embd, m] = out [n_embd, m] on the residual stream's home.
     void copy_hidden_out(const Tensor& out, int64_t m, std::vector<float>& hidden);
 
@@ -134,6 +137,7 @@ class LayerExecutor {
     int gpu_ = -1;              // index of the device backend, if any
     bool all_on_gpu_ = false;   // every weight and KV on the device backend: decode as a graph
     int64_t forwards_ = 0;      // single-token steps run; graphs start after an eager one
+    bool graphs_ = true;        // set_graphs
     // What a recorded step graph names besides its token and position: the KV cache and the
     // activation buffers (act_epoch_ counts their reallocations). Null kv: nothing recorded.
     struct StepKey {

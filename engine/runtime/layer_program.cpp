@@ -45,7 +45,17 @@ LayerProgram::LayerProgram(const PlacedModel& model, int64_t gpu_prefill_min_tok
     : model_(model),
       config_(model.model().config()),
       exec_(model, gpu_prefill_min_tokens, gpu_staging_limit),
-      moe_(std::make_unique<MoeScratch>()) {}
+      moe_(std::make_unique<MoeScratch>()) {
+    routed_experts_.resize(static_cast<size_t>(config_.n_layer));
+    if (exec_.gpu() < 0) return;
+    const Backend& g = exec_.backend(exec_.gpu());
+    for (int il = 0; il < config_.n_layer; ++il) {
+        const PlacedMoe& m = model_.layer(il).moe;
+        if (moe_routes_on(m, g, config_.moe.n_expert_used, config_.activation)) {
+            routed_experts_[static_cast<size_t>(il)] = expert_refs(m);
+        }
+    }
+}
 
 LayerProgram::~LayerProgram() = default;
 
@@ -188,7 +198,10 @@ LayerProgram::GpuStretch LayerProgram::gpu_stretch(int il) const {
         !resident(l.attn_output)) {
         return GpuStretch::None;
     }
-    if (!l.moe.experts.empty()) return resident(l.moe.router) ? GpuStretch::AttentionRouter : GpuStretch::Attention;
+    if (!l.moe.experts.empty()) {
+        if (!routed_experts_[static_cast<size_t>(il)].empty()) return GpuStretch::Layer;
+        return resident(l.moe.router) ? GpuStretch::AttentionRouter : GpuStretch::Attention;
+    }
     if (sparse_ != nullptr) return GpuStretch::Attention;
     for (const FfnPart& p : l.ffn)
         if (!resident(p.gate) || !resident(p.up) || !resident(p.down)) return GpuStretch::Attention;

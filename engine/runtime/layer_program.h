@@ -103,7 +103,12 @@ class LayerProgram {
     void reset_sparsity_counts();
 
     // A calibration hook (activation_observer.h), or null; it must outlive the program's use.
-    void set_observer(ActivationObserver* observer) { observer_ = observer; }
+    // While one is set, decode runs eagerly (no step graphs: it may copy what it sees) and MoE
+    // routing runs on the host (it reads the router's logits there).
+    void set_observer(ActivationObserver* observer) {
+        observer_ = observer;
+        exec_.set_graphs(observer == nullptr);
+    }
 
   private:
     using enum LayerExecutor::Slot;
@@ -160,6 +165,9 @@ class LayerProgram {
     // tokens on the backend of its weights, the weighted sum on the host.
     // routed: moe_router already ran (inside the layer's GPU segment).
     void moe_ffn_block(int il, int64_t n, bool routed = false);
+    // Decode of a layer whose routing and experts run as one op on the GPU (routed_experts_):
+    // x += [post_ffw_norm](routed_expert_ffn(cur, logits)), nothing on the host.
+    void moe_routed_block(int il, bool routed);
     // The MoE block's head on the router's backend: cur = ffn_norm(x), logits = router · cur,
     // side by side in its kRouter scratch (one copy to the host).
     void moe_router(int il, int64_t n);
@@ -208,6 +216,8 @@ class LayerProgram {
     mutable std::vector<SparsityCount> sparsity_view_;  // what sparsity_counts() returns
     ActivationObserver* observer_ = nullptr;
     std::unique_ptr<MoeScratch> moe_;  // routing and host buffers of the MoE step
+    // Per layer: its experts when a decode step routes them on the GPU (moe_routes_on), else empty.
+    std::vector<std::vector<ExpertRef>> routed_experts_;
 };
 
 }  // namespace strata

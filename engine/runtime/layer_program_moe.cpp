@@ -10,6 +10,9 @@
 // the end; the host's experts run in between, so both work at once. In decode the device's
 // experts go first as one fused op there (Backend::expert_ffn: a few launches whatever their
 // number), so the host's experts run meanwhile, as one fused op too. The two sums meet at the home.
+// A decode step of a layer whose router and experts all sit on the GPU routes there too
+// (Backend::routed_expert_ffn, moe_routed_block): no host wait, so the layer, and with every
+// layer so the whole step, is one recorded graph.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -237,7 +240,27 @@ void LayerProgram::moe_router(int il, int64_t n) {
     exec_.matmul(w.moe.router, hb, head.cur, head.logits);
 }
 
+void LayerProgram::moe_routed_block(int il, bool routed) {
+    const PlacedLayer& w = model_.layer(il);
+    const MoeConfig& mc = config_.moe;
+    const int gb = exec_.gpu();
+    Backend& g = exec_.backend(gb);
+    if (!routed) moe_router(il, 1);
+    Tensor x = exec_.residual_on(gb, 1);
+    const MoeHead head = moe_head(exec_, gb, config_.n_embd, mc.n_expert, 1);
+    Tensor proj = exec_.act(gb, kProj, config_.n_embd, 1);  // [n_embd, 1]
+    const ExpertTopK top_k{mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
+    g.routed_expert_ffn({&head.cur, &head.logits, routed_experts_[static_cast<size_t>(il)], top_k, config_.activation},
+                        proj);
+    if (w.post_ffw_norm.present()) g.rms_norm(proj, &w.post_ffw_norm.on(gb), static_cast<float>(config_.rms_eps), proj);
+    g.add(x, proj, x);
+}
+
 void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
+    if (n == 1 && observer_ == nullptr && !routed_experts_[static_cast<size_t>(il)].empty()) {
+        moe_routed_block(il, routed);
+        return;
+    }
     const PlacedLayer& w = model_.layer(il);
     const PlacedMoe& m = w.moe;
     const MoeConfig& mc = config_.moe;

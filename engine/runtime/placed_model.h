@@ -60,6 +60,13 @@ struct PlacedMoe {
     PlacedWeight shared_gate;            // [n_embd, 1]: sigmoid scale of the shared expert, or absent
 };
 
+// The layer's experts by index, as Backend::routed_expert_ffn takes them (weights unused).
+std::vector<ExpertRef> expert_refs(const PlacedMoe& moe);
+// Whether a decode step runs this layer's routing and experts as one op on g
+// (Backend::routed_expert_ffn): the router and every expert resident there (not streamed), no
+// shared expert, and g routes them with top-k n_used.
+bool moe_routes_on(const PlacedMoe& moe, const Backend& g, int64_t n_used, Activation act);
+
 struct PlacedLayer {
     Backend* attn_home = nullptr;  // runs norms, RoPE and attention; holds the layer's KV
     PlacedWeight attn_q, attn_k, attn_v, attn_output;

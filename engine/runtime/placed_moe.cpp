@@ -46,4 +46,19 @@ void PlacedModel::place_moe(int il, const LayerWeights& lw, const std::function<
     }
 }
 
+std::vector<ExpertRef> expert_refs(const PlacedMoe& moe) {
+    std::vector<ExpertRef> refs;
+    refs.reserve(moe.experts.size());
+    for (const ExpertWeights& e : moe.experts) refs.push_back({&e.gate.tensor, &e.up.tensor, &e.down.tensor, 0.0f});
+    return refs;
+}
+
+bool moe_routes_on(const PlacedMoe& moe, const Backend& g, int64_t n_used, Activation act) {
+    const auto resident = [&g](const PlacedWeight& w) { return w.backend == &g && w.stream_id < 0; };
+    if (moe.experts.empty() || moe.shared.gate.present() || !moe.router.present() || !resident(moe.router)) return false;
+    for (const ExpertWeights& e : moe.experts)
+        if (!resident(e.gate) || !resident(e.up) || !resident(e.down)) return false;
+    return g.routes_experts(expert_refs(moe), n_used, act);
+}
+
 }  // namespace strata

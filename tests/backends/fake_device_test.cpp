@@ -11,6 +11,7 @@
 #include "engine/core/sparse_scratch.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "backends/fake_device.h"
+#include "tests/kernels_cpu/test_util.h"
 
 namespace strata {
 namespace {
@@ -120,6 +121,72 @@ Buffer device_weights(FakeDeviceBackend& dev, GgmlType type, int64_t k, int64_t 
     out = b.tensor(type, {k, n});
     dev.copy_in(host, out);
     return b;
+}
+
+// routed_expert_ffn is recorded in step graphs and picks its experts at each replay from the
+// logits then in device memory, as CUDA's op reads the ids its routing kernel wrote: a replay
+// after the logits changed takes other experts. Each result equals the CPU's op on the same
+// inputs. f16 experts are refused, as CUDA refuses them (no integer GEMV).
+TEST(FakeDevice, RoutedExpertsChooseFromTheLogitsAtEachReplay) {
+    using cpu::test::HostTensor;
+    FakeDeviceBackend dev({.budget_bytes = 8 << 20, .step_graphs = true});
+    cpu::CpuBackend cpu(1);
+    const int64_t n_embd = 64, width = 64, n_expert = 6, k = 2;
+    std::vector<HostTensor> host;
+    for (int64_t e = 0; e < 3 * n_expert; ++e) {
+        host.push_back(e % 3 == 2 ? cpu::test::random_weights(GgmlType::Q8_0, width, n_embd)
+                                  : cpu::test::random_weights(GgmlType::Q8_0, n_embd, width));
+    }
+    std::vector<Buffer> buffers;
+    auto put = [&](const Tensor& t) {
+        buffers.push_back(dev.allocate(t.n_bytes(), "test"));
+        Tensor d = buffers.back().tensor(t.type, {t.ne[0], t.ne[1]});
+        dev.copy_in(t, d);
+        return d;
+    };
+    std::vector<Tensor> mats;
+    for (const HostTensor& h : host) mats.push_back(put(h.t));
+    std::vector<ExpertRef> on_dev, on_host;
+    for (size_t j = 0; j < mats.size(); j += 3) {
+        on_dev.push_back({&mats[j], &mats[j + 1], &mats[j + 2], 0.0f});
+        on_host.push_back({&host[j].t, &host[j + 1].t, &host[j + 2].t, 0.0f});
+    }
+    ASSERT_TRUE(dev.routes_experts(on_dev, k, Activation::Silu));
+    const HostTensor x = cpu::test::random_f32({n_embd, 1});
+    HostTensor first = cpu::test::random_f32({n_expert, 1}), second = first;
+    first.f32()[0] = first.f32()[1] = 5.0f;    // experts 0 and 1
+    second.f32()[4] = second.f32()[5] = 5.0f;  // experts 4 and 5
+    const Tensor xd = put(x.t);
+    Tensor logits = put(first.t);
+    Tensor y = put(cpu::test::random_f32({n_embd, 1}).t);
+    const ExpertTopK top_k{k, true, 1.0f};
+    auto expected = [&](const HostTensor& l) {
+        HostTensor out = cpu::test::random_f32({n_embd, 1});
+        cpu.routed_expert_ffn({&x.t, &l.t, on_host, top_k, Activation::Silu}, out.t);
+        return std::vector<float>(out.f32(), out.f32() + n_embd);
+    };
+    auto read = [&] {
+        std::vector<float> v(static_cast<size_t>(n_embd));
+        Tensor h = Tensor::contiguous(GgmlType::F32, v.data(), {n_embd, 1});
+        dev.copy_out(y, h);
+        return v;
+    };
+    int owner = 0;
+    const int32_t token = 1, position = 0;
+    dev.begin_step_graph({&owner, 1}, &token, &position);
+    dev.routed_expert_ffn({&xd, &logits, on_dev, top_k, Activation::Silu}, y);
+    dev.end_graph();
+    const std::vector<float> want_first = expected(first), want_second = expected(second);
+    EXPECT_EQ(read(), want_first);
+    dev.copy_in(second.t, logits);
+    ASSERT_TRUE(dev.replay_step({&owner, 1}, token, 1));
+    EXPECT_EQ(read(), want_second);
+    EXPECT_NE(want_first, want_second);
+
+    const HostTensor h16 = cpu::test::random_weights(GgmlType::F16, n_embd, width);
+    const HostTensor d16 = cpu::test::random_weights(GgmlType::F16, width, n_embd);
+    const std::vector<ExpertRef> f16(static_cast<size_t>(n_expert), ExpertRef{&h16.t, &h16.t, &d16.t, 0.0f});
+    EXPECT_FALSE(dev.routes_experts(f16, k, Activation::Silu));
 }
 
 TEST(FakeDevice, SparseFfnHoldsTheCudaScratchAndCountsInItsMemory) {

@@ -232,4 +232,52 @@ void add_expert_cases(std::vector<OpCase>& out) {
     }
 }
 
+// A decode token's routing and its experts as one op (routed_expert_ffn), y overwritten (it
+// starts NaN): top-8 of 64 and top-2 of 8 (qwen3-30b-a3b's and Mixtral's kind), top-4 of 128
+// without renormalising and scaled, top-20 of 24 (more than one batched launch). The logits
+// spread over [-4, 4] so that no two of the top k+1 sit within rounding of each other: every
+// backend must choose the same experts, and a wrong choice moves the output far past the bound.
+void add_routed_expert_cases(std::vector<OpCase>& out) {
+    struct RoutedCase {
+        const char* name;
+        std::pair<GgmlType, GgmlType> types;  // (gate and up, down)
+        int64_t n_embd, width, n_expert, k;
+        bool norm;
+        float scale;
+    };
+    const auto q4k = std::pair{GgmlType::Q4_K, GgmlType::Q6_K};
+    const auto q8 = std::pair{GgmlType::Q8_0, GgmlType::Q8_0};
+    const auto q4_0 = std::pair{GgmlType::Q4_0, GgmlType::Q4_0};
+    const std::vector<RoutedCase> cases = {
+        {"q4_K_q6_K_64_top8", q4k, 256, 256, 64, 8, true, 1.0f},
+        {"q4_K_q6_K_8_top2", q4k, 512, 256, 8, 2, true, 1.0f},
+        {"q8_0_128_top4_scaled", q8, 64, 32, 128, 4, false, 2.5f},
+        {"q4_0_24_top20", q4_0, 64, 64, 24, 20, true, 1.0f},
+    };
+    for (const RoutedCase& c : cases) {
+        auto weights = std::make_shared<std::vector<HostTensor>>();
+        for (int64_t e = 0; e < c.n_expert; ++e) {
+            weights->push_back(random_weights(c.types.first, c.n_embd, c.width));
+            weights->push_back(random_weights(c.types.first, c.n_embd, c.width));
+            weights->push_back(random_weights(c.types.second, c.width, c.n_embd));
+        }
+        const Shared x = random_f32({c.n_embd, 1}), logits = random_f32({c.n_expert, 1}, -4.0f, 4.0f);
+        OpCase oc{std::string("routed_expert_ffn_") + c.name, Bound{5e-4, 5e-4}, [=](OnBackend& on) {
+                      std::vector<Tensor> mats;
+                      for (const HostTensor& w : *weights) mats.push_back(on.put(w));
+                      std::vector<ExpertRef> refs;
+                      for (size_t j = 0; j < mats.size(); j += 3) refs.push_back({&mats[j], &mats[j + 1], &mats[j + 2], 0.0f});
+                      if (!on.backend().routes_experts(refs, c.k, Activation::Silu)) {
+                          throw UnsupportedError(cat(on.backend().name(), " does not route these experts"));
+                      }
+                      const Tensor xd = on.put(*x), ld = on.put(*logits);
+                      Tensor y = on.nan_f32({c.n_embd, 1});
+                      on.backend().routed_expert_ffn({&xd, &ld, refs, {c.k, c.norm, c.scale}, Activation::Silu}, y);
+                      return on.read(y);
+                  }};
+        oc.pool = "routed_experts";
+        out.push_back(std::move(oc));
+    }
+}
+
 }  // namespace strata::backend_ops

@@ -16,5 +16,6 @@ void add_kv_cases(std::vector<OpCase>& out);         // kv_store per KV type
 void add_attention_cases(std::vector<OpCase>& out);  // attention per KV type and head layout
 void add_sparse_cases(std::vector<OpCase>& out);     // thresholded activation, sparse FFN
 void add_expert_cases(std::vector<OpCase>& out);     // expert_ffn per type pair, mixed, chunked
+void add_routed_expert_cases(std::vector<OpCase>& out);  // routed_expert_ffn: top-k on the backend
 
 }  // namespace strata::backend_ops

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/runtime/activation_observer.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/placed_model.h"
@@ -115,11 +118,29 @@ class PlacedMoeTest : public ::testing::TestWithParam<const char*> {
     FakeDeviceStats gpu_stats_;
 };
 
-// Decode steps 2 to 4 (the first is eager) run each layer's attention block and router as one
-// recorded step-graph part (the executor's segments), the experts outside it.
+// Everything on the GPU: decode routes each layer's experts there (routed_expert_ffn), so steps
+// 2 to 4 (the first is eager) are each one recorded step graph, recorded at the second and
+// replayed at the next positions, with nothing copied back but the logits.
 TEST_P(PlacedMoeTest, AllOnTheGpu) {
     expect_matches(placement(*model_, "", Tier::Gpu, Tier::Gpu, Tier::Gpu), 0.0);
     EXPECT_EQ(stats_.ram_weight_bytes, 0u);
+    EXPECT_EQ(gpu_stats_.graph_launches, 3u);
+}
+
+// Everything on the GPU but layer 0's expert 1, in RAM: layer 0 routes on the host (a token may
+// choose that expert), so the step is no single graph; each layer is a recorded part instead
+// (layer 0 its attention block and router, the others the whole layer with their routing).
+TEST_P(PlacedMoeTest, OneExpertInRamKeepsItsLayersRoutingOnTheHost) {
+    Placement p = placement(*model_, "", Tier::Gpu, Tier::Gpu, Tier::Gpu);
+    const std::string layer0 = "blk.0.ffn_";
+    std::erase_if(p.tensors, [&](const TensorPlacement& t) {
+        return t.name.starts_with(layer0) && t.name.find("_exps") != std::string::npos;
+    });
+    ExpertTiers tiers{0, std::vector<Tier>(static_cast<size_t>(model_->config().moe.n_expert), Tier::Gpu)};
+    tiers.tiers[1] = Tier::Ram;
+    p.expert_tiers.push_back(tiers);
+    expect_matches(p, 0.0);
+    EXPECT_GT(stats_.ram_weight_bytes, 0u);
     EXPECT_EQ(gpu_stats_.graph_launches, static_cast<uint64_t>(3 * model_->config().n_layer));
 }
 
@@ -159,6 +180,71 @@ TEST_P(PlacedMoeTest, CudaDecodeRunsEachLayersAttentionAsAGraph) {
 #else
     GTEST_SKIP() << "built without CUDA";
 #endif
+}
+
+// A decode observer that reads nothing: while it is set, the program routes on the host and
+// runs every step eagerly (LayerProgram::set_observer).
+class NullObserver : public ActivationObserver {
+  public:
+    void observe(int, ActivationSite, const Tensor&) override {}
+};
+
+// The logits of 5 decode steps with fixed tokens after the prompt (teacher-forced: both runs see
+// the same inputs whatever they predict), with `observer` set on the program.
+std::vector<std::vector<float>> forced_logits(const PlacedModel& placed, ActivationObserver* observer) {
+    const ModelConfig& c = placed.model().config();
+    LayerProgram program(placed, 0);
+    program.set_observer(observer);
+    KvCache kv(c, 64, GgmlType::F16, placed.kv_backends());
+    std::vector<float> hidden, logits(static_cast<size_t>(program.n_vocab()));
+    program.forward(kPrompt, kv, {}, hidden);
+    std::vector<std::vector<float>> out;
+    for (int32_t s = 0; s < 5; ++s) {
+        const int32_t token = (s * 131 + 7) % 512;
+        program.forward_logits({&token, 1}, kv, 0, hidden, logits.data());
+        out.push_back(logits);
+    }
+    return out;
+}
+
+// On CUDA with 8-bit activations (the default), everything on the GPU: each layer routes there
+// (routed_expert_ffn), so decode steps 2 to 5 are one graph each (recorded at the second step,
+// replayed after), and their logits are those of the same placement routing on the host (an
+// observer set: eager steps, router logits copied back, the chosen experts as expert_ffn).
+// Both run the same kernels on the same experts in the same order, so they agree to rounding.
+TEST_P(PlacedMoeTest, CudaDecodeStepWithRoutedExpertsIsOneGraph) {
+#if STRATA_HAVE_CUDA
+    if (cuda::list_devices().empty()) GTEST_SKIP() << "no CUDA device";
+    cuda::CudaBackendOptions o;
+    o.budget_bytes = 1ull << 30;
+    cuda::CudaBackend gpu(o);
+    const PlacedModel placed(*model_, placement(*model_, "", Tier::Gpu, Tier::Gpu, Tier::Gpu), {&cpu_, &gpu});
+    NullObserver observer;
+    const auto host_routed = forced_logits(placed, &observer);
+    EXPECT_EQ(gpu.graph_launches(), 0u);
+    const auto routed = forced_logits(placed, nullptr);
+    EXPECT_EQ(gpu.graph_launches(), 4u);
+    ASSERT_EQ(routed.size(), host_routed.size());
+    for (size_t s = 0; s < routed.size(); ++s) {
+        SCOPED_TRACE(cat("step ", s));
+        expect_close(routed[s], host_routed[s], 1e-4);
+    }
+#else
+    GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// The same on the fake device: with an observer set no step is a graph; without, steps 2 to 5
+// are (the fake device records routed_expert_ffn), and the logits are identical.
+TEST_P(PlacedMoeTest, RoutedDecodeEqualsHostRouting) {
+    FakeDeviceBackend gpu(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1, .step_graphs = true});
+    const PlacedModel placed(*model_, placement(*model_, "", Tier::Gpu, Tier::Gpu, Tier::Gpu), {&cpu_, &gpu});
+    NullObserver observer;
+    const auto host_routed = forced_logits(placed, &observer);
+    EXPECT_EQ(gpu.stats().graph_launches, 0u);
+    const auto routed = forced_logits(placed, nullptr);
+    EXPECT_EQ(gpu.stats().graph_launches, 4u);
+    EXPECT_EQ(routed, host_routed);
 }
 
 TEST_P(PlacedMoeTest, ExpertsOnTheGpuAttentionInRam) {
