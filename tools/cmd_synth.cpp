@@ -22,6 +22,7 @@ struct SynthArgs {
     int64_t n_layer = 0;
     int64_t n_vocab = 0;
     uint64_t seed = 42;
+    double routing_skew = 0.0;
 };
 
 std::string preset_list() {
@@ -42,6 +43,7 @@ void run_synth(const SynthArgs& args) {
     options.n_layer = args.n_layer;
     options.n_vocab = args.n_vocab;
     options.seed = args.seed;
+    options.routing_skew = args.routing_skew;
 
     ProgressBar bar("synth");
     options.on_progress = [&](const SynthProgress& p) {
@@ -72,6 +74,10 @@ void add_synth_command(CLI::App& app) {
         ->check(int_in(1, 1 << 24));
     cmd->add_option("--seed", args->seed, "Random seed; the same seed gives the same file")
         ->capture_default_str()->check(int_in(0, INT64_MAX));
+    cmd->add_option("--routing-skew", args->routing_skew,
+                    "Mixture-of-experts presets: spread of the experts' router rows (0: none, 1: strong), so "
+                    "that some experts are chosen far more often, as in real models")
+        ->check(CLI::Range(0.0, 4.0));
     cmd->footer(preset_list());
     cmd->callback([args] { run_synth(*args); });
 }

@@ -47,7 +47,22 @@ TokenizerConfig tokenizer_config(const SynthVocab& v) {
     return t;
 }
 
-void write_tensor(GgufWriter& w, const SynthTensor& t, uint64_t seed, std::vector<uint8_t>& buf,
+// A standard normal from two uniforms of `rng` (Box-Muller).
+double standard_normal(Rng& rng) {
+    const double u = 1.0 - rng.uniform();  // (0, 1]
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * 3.14159265358979323846 * rng.uniform());
+}
+
+// Rows [row0, row0 + n) of a router (f32, one row per expert) scaled for SynthOptions::routing_skew.
+void skew_router_rows(float* rows, int64_t row0, int64_t n, int64_t ne0, double skew, uint64_t tensor_seed) {
+    for (int64_t r = 0; r < n; ++r) {
+        Rng rng(mix_seed(tensor_seed, static_cast<uint64_t>(row0 + r) + 0x5EEDull));
+        const auto f = static_cast<float>(std::exp(skew * standard_normal(rng)));
+        for (int64_t i = 0; i < ne0; ++i) rows[r * ne0 + i] *= f;
+    }
+}
+
+void write_tensor(GgufWriter& w, const SynthTensor& t, uint64_t seed, double routing_skew, std::vector<uint8_t>& buf,
                   const std::function<void(uint64_t)>& on_chunk) {
     const int64_t ne0 = t.spec.ne.at(0);
     int64_t n_rows = 1;
@@ -61,6 +76,10 @@ void write_tensor(GgufWriter& w, const SynthTensor& t, uint64_t seed, std::vecto
     for (int64_t row0 = 0; row0 < n_rows; row0 += rows_per_chunk) {
         const int64_t n = std::min(rows_per_chunk, n_rows - row0);
         fill_rows(t.type, t.dist, tensor_seed, row0, n, ne0, buf.data());
+        if (routing_skew > 0 && t.spec.role == TensorRole::FfnGateInp) {
+            STRATA_INVARIANT(t.type == GgmlType::F32);
+            skew_router_rows(reinterpret_cast<float*>(buf.data()), row0, n, ne0, routing_skew, tensor_seed);
+        }
         w.write_tensor_data(buf.data(), n * rb);
         on_chunk(n * rb);
     }
@@ -81,7 +100,7 @@ SynthResult write_with(const SynthOptions& options, GgufWriter& w) {
     progress.n_tensors = static_cast<int64_t>(plan.tensors.size());
     for (const SynthTensor& t : plan.tensors) {
         progress.tensor_name = t.spec.name;
-        write_tensor(w, t, options.seed, buf, [&](uint64_t bytes) {
+        write_tensor(w, t, options.seed, options.routing_skew, buf, [&](uint64_t bytes) {
             progress.bytes_done += bytes;
             if (options.on_progress) options.on_progress(progress);
         });
@@ -104,6 +123,12 @@ SynthPlan plan_synth_model(const SynthOptions& options) {
     plan.vocab = make_synth_vocab(preset.vocab, plan.config.n_vocab);
     plan.config.tokenizer = tokenizer_config(plan.vocab);
     plan.config.file_type = static_cast<int64_t>(synth_file_type(options.type));
+    if (!(options.routing_skew >= 0.0 && options.routing_skew <= 4.0)) {
+        throw ArgumentError(cat("routing skew ", options.routing_skew, " is outside [0, 4]"));
+    }
+    if (options.routing_skew > 0 && !plan.config.is_moe()) {
+        throw ArgumentError(cat("routing skew needs a mixture-of-experts preset; ", preset.name, " has no experts"));
+    }
 
     for (TensorSpec& spec : expected_tensors(plan.config)) {
         if (!spec.in_config) continue;

@@ -41,6 +41,10 @@ struct SynthOptions {
     int64_t n_layer = 0;  // 0: the preset's layer count
     int64_t n_vocab = 0;  // 0: the preset's vocabulary size
     uint64_t seed = 42;
+    // Mixture-of-experts presets: expert e's router row scaled by exp(routing_skew * g_e), g_e a
+    // standard normal drawn per (seed, layer, e), so that some experts win the top-k far more
+    // often than others, as real routers favour some experts (0: none; at most 4).
+    double routing_skew = 0.0;
     SynthProgressFn on_progress;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -377,6 +378,60 @@ TEST_P(PlacedMoeTest, ProfileCountsTheRoutingOfEveryToken) {
     double total = 0;
     for (double u : use[0]) total += u;
     EXPECT_NEAR(total, static_cast<double>(mc.n_expert_used), 1e-9);
+}
+
+// A synth model's routing skew (SynthOptions::routing_skew) shows in what strata profile
+// counts: an expert with a larger router row is chosen more often. Over every layer's experts,
+// the correlation between the log of the row's norm and the expert's count (each centred per
+// layer) is strongly positive; the busiest expert's share grows with the skew.
+TEST(PlacedMoeSkew, ExpertsWithLargerRouterRowsAreChosenMoreOften) {
+    struct Seen {
+        double correlation = 0;  // log row norm against count, over all experts
+        double busiest = 0;      // the busiest expert's count over the mean, averaged over layers
+    };
+    const auto profile_of = [](double skew) {
+        testing::ScratchFile file(cat("skew_", skew, ".gguf"));
+        SynthOptions options;
+        options.preset = "tiny-qwen3moe";
+        options.routing_skew = skew;
+        write_synth_model(options, file.path());
+        const Model model(file.path());
+        std::vector<int32_t> tokens(192);
+        for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 13) % 512);
+        ProfileParams pp;
+        pp.n_ctx = 64;
+        pp.n_batch = 32;
+        cpu::CpuBackend cpu(2);
+        const ActivationProfile profile = profile_activations(model, cpu, tokens, pp);
+        std::vector<double> xs, ys;
+        Seen seen;
+        for (size_t il = 0; il < profile.expert_counts.size(); ++il) {
+            const std::vector<uint64_t>& counts = profile.expert_counts[il];
+            const Tensor& router = model.weights().layers[il].ffn_gate_inp;  // [n_embd, n_expert] f32
+            const auto n = static_cast<double>(counts.size());
+            double mx = 0, my = 0, most = 0;
+            std::vector<double> lx, ly;
+            for (size_t e = 0; e < counts.size(); ++e) {
+                const float* row = router.as<float>() + static_cast<int64_t>(e) * router.ne[0];
+                double sq = 0;
+                for (int64_t i = 0; i < router.ne[0]; ++i) sq += static_cast<double>(row[i]) * row[i];
+                lx.push_back(0.5 * std::log(sq));
+                ly.push_back(static_cast<double>(counts[e]));
+                mx += lx.back() / n, my += ly.back() / n, most = std::max(most, ly.back());
+            }
+            for (size_t e = 0; e < counts.size(); ++e) xs.push_back(lx[e] - mx), ys.push_back(ly[e] - my);
+            seen.busiest += most / my / static_cast<double>(profile.expert_counts.size());
+        }
+        double sxy = 0, sxx = 0, syy = 0;
+        for (size_t i = 0; i < xs.size(); ++i) sxy += xs[i] * ys[i], sxx += xs[i] * xs[i], syy += ys[i] * ys[i];
+        seen.correlation = sxy / std::sqrt(sxx * syy);
+        return seen;
+    };
+    const Seen plain = profile_of(0.0), skewed = profile_of(2.0);
+    std::printf("busiest expert over the mean: %.2f without skew, %.2f with skew 2; correlation of count "
+                "with log router-row norm %.2f\n", plain.busiest, skewed.busiest, skewed.correlation);
+    EXPECT_GT(skewed.correlation, 0.5);
+    EXPECT_GT(skewed.busiest, plain.busiest);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, PlacedMoeTest, ::testing::Values("tiny-qwen3moe", "tiny-mixtral"));

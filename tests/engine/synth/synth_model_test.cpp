@@ -2,6 +2,8 @@
 // size, fails cleanly (no partial file) on bad options or an unwritable path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -102,6 +104,51 @@ TEST(SynthModel, BadOptionsLeaveNoFile) {
     o.n_vocab = 10;
     EXPECT_THROW(write_synth_model(o, scratch.path()), ArgumentError);
     EXPECT_FALSE(std::filesystem::exists(scratch.path()));
+}
+
+// --routing-skew scales each router row (one expert) by one factor, and touches nothing else: the
+// same file otherwise, byte for byte; the factors spread (some experts' rows several times
+// others'), and a skew on a dense preset, or outside [0, 4], is refused.
+TEST(SynthModel, RoutingSkewScalesRouterRowsOnly) {
+    SynthOptions plain;
+    plain.preset = "tiny-qwen3moe";
+    SynthOptions skewed = plain;
+    skewed.routing_skew = 1.0;
+    const std::string fa = synth_bytes(plain), fb = synth_bytes(skewed);
+    ASSERT_EQ(fa.size(), fb.size());
+    GgufFile ga = GgufFile::from_memory(reinterpret_cast<const uint8_t*>(fa.data()), fa.size());
+    GgufFile gb = GgufFile::from_memory(reinterpret_cast<const uint8_t*>(fb.data()), fb.size());
+    ASSERT_EQ(ga.tensors().size(), gb.tensors().size());
+    int routers = 0;
+    for (size_t i = 0; i < ga.tensors().size(); ++i) {
+        const TensorInfo& ta = ga.tensors()[i];
+        const TensorInfo& tb = gb.tensors()[i];
+        const bool same = std::equal(ta.data, ta.data + ta.n_bytes, tb.data);
+        if (ta.name.find("ffn_gate_inp") == std::string::npos) {
+            EXPECT_TRUE(same) << ta.name;
+            continue;
+        }
+        ++routers;
+        EXPECT_FALSE(same) << ta.name;
+        const int64_t ne0 = static_cast<int64_t>(ta.ne[0]), rows = static_cast<int64_t>(ta.ne[1]);
+        const auto* a = reinterpret_cast<const float*>(ta.data);
+        const auto* b = reinterpret_cast<const float*>(tb.data);
+        double lo = 1e30, hi = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+            const double f = static_cast<double>(b[r * ne0]) / a[r * ne0];
+            for (int64_t j = 1; j < ne0; ++j) EXPECT_NEAR(b[r * ne0 + j], f * a[r * ne0 + j], 1e-5 * std::abs(f * a[r * ne0 + j]) + 1e-12);
+            lo = std::min(lo, f);
+            hi = std::max(hi, f);
+        }
+        EXPECT_GT(lo, 0.0);
+        EXPECT_GT(hi / lo, 2.0) << ta.name;  // exp(±σ) over 8 experts
+    }
+    EXPECT_EQ(routers, 4);
+    SynthOptions dense;
+    dense.routing_skew = 1.0;
+    EXPECT_THROW(synth_bytes(dense), ArgumentError);
+    skewed.routing_skew = 4.5;
+    EXPECT_THROW(synth_bytes(skewed), ArgumentError);
 }
 
 TEST(SynthModel, UnwritablePath) {
