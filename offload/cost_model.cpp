@@ -425,11 +425,14 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
 }
 
 // Experts placed one by one, summed per tier: `count` experts' bytes, of which a decode step
-// reads `use` experts' worth (Σ of their selections per token), each selected matrix a product
-// with its own floor. As layer_program_moe.cpp runs a decode step: routing and the weighted sum
-// on the host; the GPU's selected experts queued first and summed there (their input in when the
-// home is the host, their sum out), running while the host computes its own, so only the longer
-// part counts. Prefill runs them one after the other, each GPU expert's rows in and out.
+// reads `use` experts' worth (Σ of their selections per token). As layer_program_moe.cpp runs a
+// decode step: routing and the weighted sum on the host; the GPU's selected experts queued
+// first as one fused op (batched products: one floor per matrix, as add_weight counts) and
+// summed there (their input in when the home is the host, their sum out), running while the
+// host computes its own, also as one fused op, so only the longer part counts. A layer whose
+// router and experts all sit on the GPU (and no shared expert) routes there instead: the
+// routing kernel, the products and the sum, no host part and no copy (moe_routes_on). Prefill
+// runs them one after the other, each GPU expert's rows in and out.
 void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, int home) const {
     const LayerInfo& L = layers_[static_cast<size_t>(layer)];
     if (!L.experts || tiers.size() != L.expert_use.size()) {
@@ -453,9 +456,19 @@ void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, 
         for (const int i : L.expert_index) {
             const double one = static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes) / n_expert;
             add_weight(part, i, one * count[t], tier, proc, share, share);
-            // add_weight counted one floor for the group: the selected products have one each.
-            part.fixed(proc, std::max(0.0, use[t] * gemv_floor_s(proc, one) - gemv_floor_s(proc, one * use[t])), 0);
         }
+    }
+    if (routes_on_gpu(L, count, home)) {  // the routing kernel, the activation and the sum
+        gpu.ops(kGpu, 3);
+        w.t += gpu.t;
+        // Prefill still routes on the host: the logits and the input out, the sum back per batch.
+        const double before = w.t.transfer_s;
+        const int transfers = w.t.transfers;
+        w.copy(4.0 * (n_expert + n_embd_), kGpu, kCpu);
+        w.copy(4.0 * n_embd_, kCpu, kGpu);
+        w.t.transfer_s = before;
+        w.t.transfers = transfers;
+        return;
     }
     add_longer_decode(w.t, gpu.t, cpu.t);
     for (const Walk* p : {&gpu, &cpu}) {
@@ -484,6 +497,13 @@ void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, 
         w.copy(4.0 * n_embd_, kCpu, kGpu);
     }
     w.t.host_parts += 1;  // routing runs on the host
+}
+
+bool CostModel::routes_on_gpu(const LayerInfo& L, const std::array<double, 3>& count, int home) const {
+    if (home != kGpu || count[static_cast<size_t>(Tier::Gpu)] < static_cast<double>(L.experts->n_expert)) return false;
+    return std::none_of(L.other.begin(), L.other.end(), [&](int i) {
+        return table_.tensors[static_cast<size_t>(i)].name.find("_shexp") != std::string::npos;
+    });
 }
 
 // An unsplit FFN: dense, or with activation sparsity the gate dense and up and down read at the

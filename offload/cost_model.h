@@ -49,6 +49,7 @@
 // Not modelled: the disk's queueing (DISK reads are taken at full rate).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -271,6 +272,9 @@ class CostModel {
     void add_ffn_split(Walk& w, int layer, const FfnSplit& split) const;
     void add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const;
     void add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, int home) const;
+    // Whether a decode step routes layer L on the GPU: its router (home) and all its experts
+    // (count per tier) there, and no shared expert.
+    bool routes_on_gpu(const LayerInfo& L, const std::array<double, 3>& count, int home) const;
 
     const TensorTable& table_;
     const HardwareProfile& profile_;

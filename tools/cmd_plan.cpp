@@ -14,6 +14,7 @@
 #include "engine/core/safe_write.h"
 #include "engine/model/model_summary.h"
 #include "engine/runtime/model_placement.h"
+#include "engine/runtime/model.h"
 #include "engine/runtime/runtime.h"
 #include "engine/runtime/hot_cold_ffn.h"
 #include "offload/cost_model.h"
@@ -275,7 +276,8 @@ void plan(const PlanArgs& args) {
     EngineOptions engine = args.engine;
     const bool sparse = engine.sparsity.sparsity_option != nullptr && engine.sparsity.sparsity_option->count() > 0;
     const std::string stats_path_given = engine.sparsity.stats;  // the hot-neuron lines read it
-    if (!engine.sparsity.stats.empty() && !sparse) {
+    // A mixture of experts' stats give the planner its routing counts, with or without --sparsity.
+    if (!engine.sparsity.stats.empty() && !sparse && !Model(args.engine.model).config().is_moe()) {
         std::fprintf(args.json ? stderr : stdout, "note: --stats %s without --sparsity: the placement does not use activation"
                     " statistics (a split FFN computes every neuron); the lines below say what its GPU neurons carry\n",
                     engine.sparsity.stats.c_str());
@@ -318,7 +320,7 @@ void plan(const PlanArgs& args) {
     std::printf("placed by the %s; context %lld tokens, KV cache %s\n", runtime.placement_source().c_str(),
                 static_cast<long long>(p.n_ctx), std::string(type_traits(p.kv_type).name).c_str());
     print_tier_table(p, table);
-    if (!stats_path.empty()) print_hot_neurons(args.engine, runtime, p, stats_path, hot);
+    if (!stats_path.empty() && !runtime.model().config().is_moe()) print_hot_neurons(args.engine, runtime, p, stats_path, hot);
     print_experts(runtime);
     std::printf("\n");
     print_plan_table(rows);

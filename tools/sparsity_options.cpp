@@ -10,7 +10,7 @@ SparsityOptions SparsityFlags::options() const {
     SparsityOptions o;
     const bool given = sparsity_option != nullptr && sparsity_option->count() > 0;
     if (!given) {
-        if (!stats.empty()) throw ArgumentError("--stats was given without --sparsity S");
+        o.stats_path = stats;  // a mixture of experts' routing counts, for the planner (the runtime checks)
         if (predictors || !predictor_file.empty()) {
             throw ArgumentError("--predictors and --predictor-file need --sparsity S (the sparsity they were trained for)");
         }

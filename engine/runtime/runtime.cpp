@@ -24,16 +24,23 @@ namespace {
 
 // A mixture of experts' measured routing for the planner: the experts section of the stats file
 // (`strata profile`; --stats, else the default path) when there is one for this model.
+// A file named by --stats must exist and fit the model; the default one is optional (a stale or
+// broken file there only loses the measured routing).
 void load_expert_use(TensorTable& table, const Model& model, const std::string& model_path,
                      const std::string& stats_path, std::ostream& log) {
-    const std::string path = !stats_path.empty() ? stats_path : default_stats_path(model_path, false);
+    const bool named = !stats_path.empty();
+    const std::string path = named ? stats_path : default_stats_path(model_path, false);
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return;
+    if (!std::filesystem::exists(path, ec)) {
+        if (named) throw ArgumentError(cat("--stats ", path, ": no such file (write one with `strata profile`)"));
+        return;
+    }
     ActivationProfile profile;
     try {
         profile = read_activation_profile(path);
         check_profile_for(profile, model, path);
-    } catch (const Error& e) {  // optional: a stale or broken file only loses the measured routing
+    } catch (const Error& e) {
+        if (named) throw;
         log << "note: routing frequencies not used: " << e.what() << "\n";
         return;
     }
@@ -139,6 +146,10 @@ void Runtime::make_gpu(const RuntimeOptions& o) {
 Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     : options_(options), rss_before_model_(current_rss_bytes()) {
     model_ = std::make_unique<Model>(model_path);
+    if (!options.sparsity.enabled() && !options.sparsity.stats_path.empty() && !model_->config().is_moe()) {
+        throw ArgumentError("--stats was given without --sparsity S (a dense model's stats serve --sparsity; a mixture"
+                            " of experts' routing counts serve the planner without it)");
+    }
     cpu_ = builtin_backends().create("cpu", BackendConfig{0, options.n_threads}, "--threads");
     make_gpu(options);
     const int64_t n_ctx = settle_session();

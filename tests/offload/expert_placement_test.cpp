@@ -186,6 +186,32 @@ TEST(ExpertPlacement, PerExpertCostIsBytesTimesExpectedSelections) {
     EXPECT_NEAR(c.decode_s_per_token - h.decode_s_per_token, du * per_use, std::abs(du * per_use) * 1e-6);
 }
 
+// Everything on the GPU: each MoE layer routes there (one op, no host part), so a decode step
+// is one graph (graph overhead, no copies per layer) and the CPU does nothing. One expert of layer 1 in
+// RAM brings the host back: routing there, the logits, the input and the sum copied, the
+// eager step's overhead; that decode is slower by more than the expert's own bytes.
+TEST(ExpertPlacement, AllOnTheGpuRoutesOnTheGpuAsOneGraph) {
+    TensorTable t = table();
+    CostParams params;
+    params.overhead_s = 1e-3;
+    params.graph_overhead_s = 1e-4;
+    const HardwareProfile hw = machine();
+    const CostModel cm(t, hw, params);
+    Placement p = test::whole_placement(t, Tier::Gpu);
+    p.kv.assign(static_cast<size_t>(t.n_layer), Tier::Gpu);
+    Layout gpu = cm.layout_of(p);
+    const CostEstimate all = cm.estimate(gpu);
+    EXPECT_DOUBLE_EQ(all.overhead_s, params.graph_overhead_s);
+    EXPECT_EQ(all.cpu_s, 0.0);
+    gpu.experts.resize(static_cast<size_t>(t.n_layer));
+    gpu.experts[1] = std::vector<Tier>(kExperts, Tier::Gpu);
+    gpu.experts[1][3] = Tier::Ram;
+    const CostEstimate one_off = cm.estimate(gpu);
+    EXPECT_GE(one_off.transfers, all.transfers + 3);  // the router's logits and the input out, the sum back
+    EXPECT_DOUBLE_EQ(one_off.overhead_s, params.overhead_s);
+    EXPECT_GT(one_off.decode_s_per_token, all.decode_s_per_token + params.overhead_s - params.graph_overhead_s);
+}
+
 TEST(ExpertPlacement, PlannerFillsTheGpuWithTheMostUsedExpertsWithinBudget) {
     TensorTable t = table();
     t.expert_use = skewed_use(11);

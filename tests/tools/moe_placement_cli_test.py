@@ -10,6 +10,7 @@ GPU's gain is within the measurements' noise, and the planner may fairly place n
 usage: moe_placement_cli_test.py --strata BUILD/bin/strata"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,25 @@ def main():
         rc, plan_text, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--plan", plan)
         expect(rc == 0, f"run --plan: {err}")
         expect(plan_text == cpu_text, f"text under the plan differs: {plan_text!r} vs {cpu_text!r}")
+
+        # Stats named by --stats (not beside the model) reach the planner without --sparsity, in
+        # `plan` and in a run; a named file that is missing is an error; a dense model's --stats
+        # still needs --sparsity.
+        other = os.path.join(tmp, "elsewhere.stats")
+        shutil.move(stats, other)
+        placing = ["--gpu", "fake", "--gpu-mem", gpu_mem(5), "-c", "64", "-t", "2"]
+        rc, out, err = run(strata, "plan", "-m", model, *placing, "--stats", other)
+        expect(rc == 0 and f"measured in {other}" in err + out, f"plan --stats {other}: rc {rc} {out} {err}")
+        rc, named_text, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--stats", other)
+        expect(rc == 0 and named_text == cpu_text, f"run --stats: rc {rc} {named_text!r} {err}")
+        missing = os.path.join(tmp, "missing.stats")
+        rc, _, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--stats", missing)
+        expect(rc != 0 and f"{missing}: no such file" in err, f"run --stats {missing}: rc {rc} {err}")
+        dense = os.path.join(tmp, "dense.gguf")
+        rc, _, err = run(strata, "synth", "--preset", "tiny", "-o", dense)
+        expect(rc == 0, f"synth tiny: {err}")
+        rc, _, err = run(strata, "run", "-m", dense, "-p", "hi", "-n", "1", "-t", "2", "--stats", other)
+        expect(rc != 0 and "--stats was given without --sparsity" in err, f"dense run --stats: rc {rc} {err}")
     return finish()
 
 
