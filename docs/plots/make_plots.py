@@ -112,3 +112,14 @@ bars("moe_decode.png", "MoE decode tg32 with GPU segments, H200 + 16 threads (to
       "mixtral-8x7b\n6 GiB (-ncmoe 26)"],
      {"Strata": [52.82, 46.87, 129.80, 17.95], "llama.cpp same call": [54.22, 39.03, 281.62, 13.05]},
      ["#2a7ab9", "#999999"])
+
+# Eleventh session, qwen3-30b-a3b synth, H200 + 16 threads, tg32 tok/s. All on the GPU: call g33,
+# HEAD (routed experts, one graph per step) against the tenth session's 70f1b14, alternated (two
+# runs each, mean), llama-bench -ngl 99 -fa 1 in the same call. 6 GiB: call g36, the model with
+# --routing-skew 0.5; the built-in placement (second, warm run) and the planner with the stats
+# (mean of two runs) against -ncmoe 36 in the same call.
+bars("moe_routed.png", "MoE decode tg32, routing on the GPU, H200 + 16 threads (tok/s)", "tokens/s",
+     ["qwen3-30b-a3b\nall on the GPU", "skewed routing, 6 GiB\nbuilt-in placement", "skewed routing, 6 GiB\nplanned with the stats"],
+     {"Strata before (70f1b14)": [130.94, None, None], "Strata now": [196.83, 57.99, 43.26],
+      "llama.cpp same call": [281.50, 49.47, 49.47]},
+     ["#9ecae1", "#2a7ab9", "#999999"])
