@@ -105,8 +105,11 @@ class LlamaServer:
 
 def stream(url, prompt, tokens):
     """(text, token arrival times, completion tokens) of one streamed greedy completion."""
+    # cache_prompt false: every run evaluates its prompts whole, so that prompt 0's text depends on
+    # batching alone, not on the prefix a slot kept from an earlier run (its last token's 1-column
+    # GEMV with 8-bit activations would differ from the prompt pass's GEMM).
     body = {"prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True}}
+            "stream_options": {"include_usage": True}, "cache_prompt": False}
     req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     text, times, n = "", [], 0

@@ -25,6 +25,7 @@ struct JobSpec {
     SamplerParams sampler;           // validated, logit_bias ids inside the vocabulary
     std::vector<std::string> stop;   // non-empty strings
     bool ignore_eos = false;         // generate past end-of-generation tokens (benchmarks)
+    bool cache_prompt = true;        // false: no slot's cached prefix is reused
     int logprobs = -1;               // -1: none; else the chosen token's and this many alternatives
 };
 

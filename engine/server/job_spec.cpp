@@ -64,6 +64,7 @@ JobSpec make_job_spec(const CompletionRequest& r, const PromptContext& c) {
     if (r.tools.choice.forced()) spec.sampler.grammar = forced_call_grammar(r.tools);
     spec.stop = r.stop;
     spec.ignore_eos = r.ignore_eos;
+    spec.cache_prompt = r.cache_prompt;
     spec.logprobs = r.logprobs;
     return spec;
 }

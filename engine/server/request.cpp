@@ -292,6 +292,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body, const 
     }
     req.stop = parse_stop(j, limits);
     req.ignore_eos = r.boolean("ignore_eos").value_or(false);
+    req.cache_prompt = r.boolean("cache_prompt").value_or(true);
     req.logprobs = parse_logprobs(r, endpoint);
     try {
         req.sampler.validate();

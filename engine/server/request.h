@@ -47,6 +47,9 @@ struct CompletionRequest {
     SamplerParams sampler;              // the server's defaults overridden by the request
     std::vector<std::string> stop;
     bool ignore_eos = false;            // llama-server's extension: keep generating past EOS
+    bool cache_prompt = true;           // llama-server's: false evaluates the whole prompt again,
+                                        // reusing no slot's cached prefix (results then do not
+                                        // depend on what a slot held)
     // -1: no logprobs; else the alternatives per token (chat: logprobs true + top_logprobs
     // 0..20; completions: logprobs 0..5).
     int logprobs = -1;

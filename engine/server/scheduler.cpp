@@ -76,7 +76,7 @@ Slot& Scheduler::pick_slot(const JobSpec& spec) {
     int64_t best_prefix = -1;
     for (Slot& s : slots_) {
         if (s.busy()) continue;
-        const int64_t prefix = s.reusable_prefix(spec.prompt);
+        const int64_t prefix = spec.cache_prompt ? s.reusable_prefix(spec.prompt) : 0;  // else the least recent
         if (prefix > best_prefix || (prefix == best_prefix && s.last_used < best->last_used)) {
             best = &s;
             best_prefix = prefix;

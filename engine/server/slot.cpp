@@ -26,7 +26,7 @@ int64_t Slot::reusable_prefix(std::span<const TokenId> prompt) const {
 void Slot::start(std::shared_ptr<Job> job) {
     STRATA_INVARIANT(!busy());
     const JobSpec& spec = job->spec();
-    const int64_t keep = reusable_prefix(spec.prompt);
+    const int64_t keep = spec.cache_prompt ? reusable_prefix(spec.prompt) : 0;
     session_->truncate(keep);
     job_ = std::move(job);
     next_prompt_ = static_cast<size_t>(keep);

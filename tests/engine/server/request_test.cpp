@@ -193,6 +193,9 @@ TEST(Request, LogprobsInBothShapes) {
     expect_refused(Endpoint::Completion, R"({"prompt": "x", "logprobs": true})", "logprobs");
     EXPECT_TRUE(parse_request(Endpoint::Completion, R"({"prompt": "x", "ignore_eos": true})", d).ignore_eos);
     expect_refused(Endpoint::Completion, R"({"prompt": "x", "ignore_eos": 1})", "ignore_eos");
+    EXPECT_TRUE(parse_request(Endpoint::Completion, R"({"prompt": "x"})", d).cache_prompt);
+    EXPECT_FALSE(parse_request(Endpoint::Completion, R"({"prompt": "x", "cache_prompt": false})", d).cache_prompt);
+    expect_refused(Endpoint::Chat, "{" + m + R"(, "cache_prompt": "no"})", "cache_prompt");
 }
 
 TEST(Request, JsonResponseFormatsBecomeAGrammar) {

@@ -185,6 +185,16 @@ TEST_F(SchedulerTest, NextTurnReusesTheSlotsKv) {
     auto c = std::make_shared<Job>(greedy(prompt("Something else entirely"), 4));
     scheduler.submit(c);
     EXPECT_LE(collect(*c).result.n_reused, 1);
+    // cache_prompt false (llama-server's field): the same extended prompt is evaluated whole,
+    // and gives the same text.
+    JobSpec again = second;
+    again.cache_prompt = false;
+    auto d = std::make_shared<Job>(again);
+    scheduler.submit(d);
+    const Answer got_d = collect(*d);
+    ASSERT_EQ(got_d.result.status, 200);
+    EXPECT_EQ(got_d.result.n_reused, 0);
+    EXPECT_EQ(got_d.text, got_b.text);
 }
 
 TEST_F(SchedulerTest, StopStringsCutTheAnswer) {
