@@ -25,6 +25,7 @@
 #include "tools/commands.h"
 #include "tools/progress_bar.h"
 #include "tools/numbers.h"
+#include "tools/plan_table.h"
 #include "tools/sampling_options.h"
 #include "tools/bench_spec.h"
 #include "tools/spec_options.h"
@@ -376,7 +377,10 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         if (r.estimate) out.cost_model.push_back(cost_model_entry(r));
     }
     if (args.fit) record_fit(runtime, table, engine.model, tg_runs, args.json || args.format != "md");
-    if (engine.verbose) std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());
+    if (engine.verbose) {  // what ran: the placement per run of alike layers, then the memory
+        print_plan_table(plan_rows(runtime.placement(), table, nullptr), stderr);
+        std::fprintf(stderr, "%s", runtime.accounting(session.get()).c_str());
+    }
     return out;
 }
 

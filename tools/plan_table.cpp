@@ -118,7 +118,7 @@ std::vector<PlanRow> plan_rows(const Placement& p, const TensorTable& table, con
     return rows;
 }
 
-void print_plan_table(const std::vector<PlanRow>& rows) {
+void print_plan_table(const std::vector<PlanRow>& rows, std::FILE* out) {
     std::vector<std::vector<std::string>> cells = {
         {"layers", "attention", "KV cache", "feed-forward (FFN)", "weights", "KV", "token time"}};
     for (const PlanRow& r : rows) {
@@ -138,7 +138,7 @@ void print_plan_table(const std::vector<PlanRow>& rows) {
             line += " " + (right ? pad + s : s + pad) + " ";
         }
         while (!line.empty() && line.back() == ' ') line.pop_back();
-        std::printf("%s\n", line.c_str());
+        std::fprintf(out, "%s\n", line.c_str());
     }
 }
 

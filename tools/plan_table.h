@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,8 @@ struct PlanRow {
 // `cm` may be null (no hardware profile): the shares are then unknown.
 std::vector<PlanRow> plan_rows(const Placement& p, const TensorTable& table, const CostModel* cm);
 
-void print_plan_table(const std::vector<PlanRow>& rows);
+// To `out` (stdout for strata plan; bench -v writes it to stderr beside its accounting).
+void print_plan_table(const std::vector<PlanRow>& rows, std::FILE* out = stdout);
 
 // Weight and KV bytes per tier with the budgets, one line each.
 void print_tier_table(const Placement& p, const TensorTable& table);

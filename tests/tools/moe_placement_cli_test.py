@@ -83,6 +83,9 @@ def main():
         expect(rc == 0 and f"measured in {other}" in err + out, f"plan --stats {other}: rc {rc} {out} {err}")
         rc, named_text, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--stats", other)
         expect(rc == 0 and named_text == cpu_text, f"run --stats: rc {rc} {named_text!r} {err}")
+        # bench -v says what ran: the placement per run of layers (per-expert tiers included).
+        rc, out, err = run(strata, "bench", "-m", model, *placing, "--stats", other, "-p", "0", "-n", "4", "-r", "1", "-v")
+        expect(rc == 0 and "feed-forward (FFN)" in err and "experts" in err, f"bench -v: rc {rc} {err[-2000:]}")
         missing = os.path.join(tmp, "missing.stats")
         rc, _, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--stats", missing)
         expect(rc != 0 and f"{missing}: no such file" in err, f"run --stats {missing}: rc {rc} {err}")
