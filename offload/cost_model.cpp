@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <unordered_map>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/core/layer_ops.h"
@@ -88,14 +89,23 @@ struct CostModel::Walk {
     // `count`: expected copies per token (MoE: selections of the experts off the home).
     void copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
         if (from == to || count <= 0) return;
-        const HardwareProfile& p = m.profile_;
-        const double gbs = to == kGpu ? p.h2d_gbs : p.d2h_gbs;
-        const double lat = p.transfer_latency_us * 1e-6;
-        const double move = gbs > 0 ? bytes / (gbs * kGiga) : 0.0;
+        const auto [lat, move] = latency_and_move(bytes, to);
         t.transfer_s += count * (lat + move);
         t.transfers += static_cast<int>(std::lround(count));
+        prefill_copy(bytes, from, to, per_batch, count);
+    }
+    // Only the prefill share of such a copy (a step that copies in prompt passes, not in decode).
+    void prefill_copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
+        if (from == to || count <= 0) return;
+        const auto [lat, move] = latency_and_move(bytes, to);
         const double n = static_cast<double>(m.params_.n_prompt);
         t.pf_transfer_s += count * (per_batch ? (lat + move) / n : lat / n + move);
+    }
+    // One copy's latency and moving time, in seconds, towards `to`.
+    std::pair<double, double> latency_and_move(double bytes, int to) const {
+        const HardwareProfile& p = m.profile_;
+        const double gbs = to == kGpu ? p.h2d_gbs : p.d2h_gbs;
+        return {p.transfer_latency_us * 1e-6, gbs > 0 ? bytes / (gbs * kGiga) : 0.0};
     }
     void run(int proc, double decode_s, double prefill_s) {
         (proc == kGpu ? t.gpu_s : t.cpu_s) += decode_s;
@@ -461,13 +471,9 @@ void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, 
     if (routes_on_gpu(L, count, home)) {  // the routing kernel, the activation and the sum
         gpu.ops(kGpu, 3);
         w.t += gpu.t;
-        // Prefill still routes on the host: the logits and the input out, the sum back per batch.
-        const double before = w.t.transfer_s;
-        const int transfers = w.t.transfers;
-        w.copy(4.0 * (n_expert + n_embd_), kGpu, kCpu);
-        w.copy(4.0 * n_embd_, kCpu, kGpu);
-        w.t.transfer_s = before;
-        w.t.transfers = transfers;
+        // Prefill still routes on the host: the logits and the input out, the sum back.
+        w.prefill_copy(4.0 * (n_expert + n_embd_), kGpu, kCpu);
+        w.prefill_copy(4.0 * n_embd_, kCpu, kGpu);
         return;
     }
     add_longer_decode(w.t, gpu.t, cpu.t);
