@@ -34,6 +34,9 @@ struct CudaBackend::Impl {
         return static_cast<const T*>(stage_bytes(host, sizeof(T) * static_cast<size_t>(n)));
     }
     const void* stage_bytes(const void* host, size_t bytes);
+    // RoPE's launch arguments for n_tokens of head_dim: p checked (ArgumentError), positions
+    // (a host array) and the per-pair tables staged (cuda_backend.cpp).
+    RopeLaunch rope_launch(const int32_t* positions, int64_t n_tokens, int64_t head_dim, const RopeParams& p);
     // The device copy of the step's position for a kv_store at first_cell of n rows, or null
     // when the store is not the recorded step's.
     const int32_t* step_cell(int64_t first_cell, int64_t n) const;
@@ -48,6 +51,12 @@ struct CudaBackend::Impl {
         float* xds;
     };
     Q8Scratch q8_scratch(int64_t m, int64_t k);
+    // x's q8 activations in the x_q8 scratch: the last op's when it quantized this very x, else
+    // quantized now (backend_matmul.cpp).
+    Q8Scratch quantized(const Tensor& x);
+    // Weight rows per warp of a q8 GEMV over `rows` rows: the configured count, halved while the
+    // launch would leave multiprocessors idle.
+    int gemv_rows_per_warp(int64_t rows) const;
     // Whether an op writing y (RMSNorm, gated activation) should also quantize it for the GEMV
     // that reads it next: y is few rows of whole q8 blocks and reuse is on.
     bool fuse_q8(const Tensor& y) const;

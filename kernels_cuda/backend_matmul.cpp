@@ -44,6 +44,29 @@ CudaBackend::Impl::Q8Scratch CudaBackend::Impl::q8_scratch(int64_t m, int64_t k)
     return Q8Scratch{buf, reinterpret_cast<int8_t*>(buf), reinterpret_cast<float*>(buf + ds_offset)};
 }
 
+CudaBackend::Impl::Q8Scratch CudaBackend::Impl::quantized(const Tensor& x) {
+    const Q8Scratch q8 = q8_scratch(x.n_rows(), x.ne[0]);
+    // x was quantized by the last op (a quantization, or the RMSNorm / gated activation that
+    // wrote it), which wrote no other device memory, so x_q8 still holds it. y never aliases x
+    // (Backend's rule), so a product keeps it valid too.
+    QuantizedX& last = quantized_x;
+    const bool reuse = options.reuse_quantized_activations && last.valid && last.data == x.data && last.ne == x.ne &&
+                       last.nb == x.nb && last.buf == q8.buf;
+    if (!reuse) {
+        const OpScope timed = time_op("quantize_rows_q8");
+        forget_quantized_x();  // until the launch below has been queued
+        quantize_rows_q8(f32_view(x), q8.xq, q8.xds, stream);
+        last = QuantizedX{true, x.data, x.ne, x.nb, q8.buf};
+    }
+    return q8;
+}
+
+int CudaBackend::Impl::gemv_rows_per_warp(int64_t rows) const {
+    int r = options.gemv_rows_per_warp;
+    while (r > 1 && rows / r < sm_count) r /= 2;
+    return r;
+}
+
 bool CudaBackend::Impl::fuse_q8(const Tensor& y) const {
     return options.quantize_activations && options.reuse_quantized_activations && y.ne[0] % 32 == 0 &&
            y.n_rows() <= options.gemv_max_tokens && y.n_rows() > 0;
@@ -62,25 +85,10 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
 
     if (m <= s.options.gemv_max_tokens) {
         if (s.options.quantize_activations && gemv_q8_supported(w.type)) {
-            const Impl::Q8Scratch q8 = s.q8_scratch(m, k);
-            const void* buf = q8.buf;
-            int8_t* xq = q8.xq;
-            float* xds = q8.xds;
-            int rows_per_warp = s.options.gemv_rows_per_warp;
-            while (rows_per_warp > 1 && n / rows_per_warp < s.sm_count) rows_per_warp /= 2;
-            // x was quantized by the last op (a quantization, or the RMSNorm / gated activation
-            // that wrote it), which wrote no other device memory, so x_q8 still holds it. y never aliases x (Backend's rule), so this product keeps it valid too.
-            Impl::QuantizedX& last = s.quantized_x;
-            const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x.data &&
-                               last.ne == x.ne && last.nb == x.nb && last.buf == buf;
-            if (!reuse) {
-                const OpScope timed = s.time_op("quantize_rows_q8");
-                s.forget_quantized_x();  // until the launch below has been queued
-                quantize_rows_q8(f32_view(x), xq, xds, s.stream);
-                last = Impl::QuantizedX{true, x.data, x.ne, x.nb, buf};
-            }
+            const Impl::Q8Scratch q8 = s.quantized(x);
+            const int rows_per_warp = s.gemv_rows_per_warp(n);
             const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_q8", w, m) : "");
-            gemv_q8(w.type, wd, w.nb[1], k, n, xq, xds, rows_per_warp, f32_view(y), s.stream);
+            gemv_q8(w.type, wd, w.nb[1], k, n, q8.xq, q8.xds, rows_per_warp, f32_view(y), s.stream);
             return;
         }
         s.forget_quantized_x();  // y may cover the bytes of the x x_q8 was quantized from
@@ -121,6 +129,46 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
         dequantize_rows_f16(w.type, wd + static_cast<uint64_t>(row0) * w.nb[1], w.nb[1], k, rows,
                             static_cast<uint16_t*>(tile), s.stream);
         gemm_f16(s.cublas, tile, k, x16, k, rows, m, yd + row0, ldy);
+    }
+}
+
+// Decode products of one input: each run of consecutive weights with one dp4a type and shape
+// is one batched GEMV launch over x quantized once (as an expert_ffn's gates are); the rest go
+// through matmul.
+void CudaBackend::matmul_many(const Tensor& x, std::span<const MatmulOut> outs) {
+    Impl& s = *impl_;
+    const bool q8 = x.n_rows() == 1 && s.options.quantize_activations && s.options.gemv_max_tokens >= 1;
+    const auto batchable = [&](const Tensor& w, const Tensor& first) {
+        return w.type == first.type && w.nb[1] == first.nb[1] && w.ne[0] == first.ne[0] && w.ne[1] == first.ne[1];
+    };
+    size_t i = 0;
+    while (i < outs.size()) {
+        const Tensor& first = *outs[i].w;
+        size_t end = i + 1;
+        if (q8 && gemv_q8_supported(first.type)) {
+            while (end < outs.size() && end - i < static_cast<size_t>(kGemvBatchMax) && batchable(*outs[end].w, first)) ++end;
+        }
+        if (end - i == 1) {
+            matmul(first, x, *outs[i].y);
+            ++i;
+            continue;
+        }
+        GemvBatch batch;
+        for (size_t j = i; j < end; ++j) {
+            const Tensor& w = *outs[j].w;
+            Tensor& y = *outs[j].y;
+            check_matmul(w, x, y);
+            if (!y.is_contiguous()) throw ArgumentError(cat("matmul_many: y ", y.shape_string(), " must be contiguous"));
+            batch.w[j - i] = static_cast<const uint8_t*>(w.data);
+            batch.y[j - i] = y.as<float>();
+        }
+        const int count = static_cast<int>(end - i);
+        const int64_t k = first.ne[0], n = first.ne[1];
+        const Impl::Q8Scratch xq = s.quantized(x);
+        const OpScope timed(s.timer.get(), s.stream, s.capturing,
+                            s.timer ? cat(op_label("gemv_q8", first, 1), " x", count) : "");
+        gemv_q8_batch(first.type, batch, count, first.nb[1], k, n, xq.xq, xq.xds, s.gemv_rows_per_warp(n * count), s.stream);
+        i = end;
     }
 }
 

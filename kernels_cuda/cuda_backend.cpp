@@ -430,16 +430,23 @@ void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p)
     if (x.ne[3] != 1) {
         throw ArgumentError(cat("rope: x must be [head_dim, n_heads, n_tokens], got ", x.shape_string()));
     }
-    if (p.n_rot <= 0 || p.n_rot % 2 != 0 || p.n_rot > x.ne[0]) {
-        throw ArgumentError(cat("rope: n_rot = ", p.n_rot, " must be even and in (0, head_dim = ", x.ne[0], "]"));
+    const RopeLaunch launch = impl_->rope_launch(positions, x.ne[2], x.ne[0], p);
+    if (x.ne[2] == 0 || x.ne[1] == 0) return;
+    cuda::rope(f32_view(x), x.ne[1], launch, impl_->stream);
+}
+
+RopeLaunch CudaBackend::Impl::rope_launch(const int32_t* positions, int64_t n_tokens, int64_t head_dim,
+                                          const RopeParams& p) {
+    if (p.n_rot <= 0 || p.n_rot % 2 != 0 || p.n_rot > head_dim) {
+        throw ArgumentError(cat("rope: n_rot = ", p.n_rot, " must be even and in (0, head_dim = ", head_dim, "]"));
     }
     if (!(p.freq_base > 0.0f) || !(p.freq_scale > 0.0f)) {
         throw ArgumentError(cat("rope: freq_base = ", p.freq_base, " and freq_scale = ", p.freq_scale,
                                 " must be > 0"));
     }
-    const int64_t n_tokens = x.ne[2];
-    if (n_tokens == 0 || x.ne[1] == 0) return;
-    if (positions == nullptr || impl_->arena->owns(positions)) {
+    RopeLaunch launch;
+    if (n_tokens == 0) return launch;
+    if (positions == nullptr || arena->owns(positions)) {
         throw ArgumentError("rope: positions must be a host array");
     }
     const int half = p.n_rot / 2;
@@ -449,22 +456,21 @@ void CudaBackend::rope(Tensor& x, const int32_t* positions, const RopeParams& p)
         inv_freq[static_cast<size_t>(i)] =
             std::pow(p.freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(p.n_rot));
     }
-    RopeLaunch launch;
-    launch.positions = impl_->stage(positions, n_tokens);
-    launch.inv_freq = impl_->stage(inv_freq.data(), half);
+    launch.positions = stage(positions, n_tokens);
+    launch.inv_freq = stage(inv_freq.data(), half);
     if (p.freq_factors != nullptr) {
-        launch.freq_factors = impl_->arena->owns(p.freq_factors, sizeof(float) * static_cast<uint64_t>(half))
+        launch.freq_factors = arena->owns(p.freq_factors, sizeof(float) * static_cast<uint64_t>(half))
                                   ? p.freq_factors
-                                  : impl_->stage(p.freq_factors, half);
+                                  : stage(p.freq_factors, half);
     }
     launch.freq_scale = p.freq_scale;
     check_rope_yarn(p);
     const std::vector<float> ramp = rope_yarn_ramp(p);
-    if (p.ext_factor != 0.0f) launch.yarn_ramp = impl_->stage(ramp.data(), half);
+    if (p.ext_factor != 0.0f) launch.yarn_ramp = stage(ramp.data(), half);
     launch.mscale = rope_magnitude(p);
     launch.n_rot = p.n_rot;
     launch.neox = p.style == RopeStyle::Neox;
-    cuda::rope(f32_view(x), x.ne[1], launch, impl_->stream);
+    return launch;
 }
 
 void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell) {

@@ -107,6 +107,11 @@ class CudaBackend : public Backend {
     void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                    const int32_t* positions, const AttentionParams& params, Tensor& out) override;
     void softcap(Tensor& x, float cap) override;
+    // Fused ops (backend_fused.cpp): one launch each where the shapes allow, else the default.
+    void add_rms_norm(Tensor& x, Tensor& delta, const Tensor* delta_weight, const Tensor* weight, float eps,
+                      Tensor& y) override;
+    void attention_prologue(const AttentionPrologueArgs& args) override;
+    void matmul_many(const Tensor& x, std::span<const MatmulOut> outs) override;
     // Activation sparsity: mask-based kernels with no host wait when args.counts is given (then
     // the count stays on the device and -1 is returned), so a decode graph records the op;
     // without counts, and for the thresholded activation of batches, the op waits to count.

@@ -130,7 +130,10 @@ void thresholded_gated_activation(F32View gate, F32View up, Activation act, floa
 // ---- norm.cu, elementwise.cu, rope.cu: f32 ops on views (y may alias x where Backend says).
 // rms_norm and gated_activation also write y as q8 blocks (quantize_rows_q8's layout) when xq
 // and xds are given and the row length is a multiple of 32; they return whether they did.
-bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, cudaStream_t stream);
+// With delta given (data not null): x = x + delta first, in place (add_rms_norm), delta normed
+// with delta_weight first when that is given; y must not alias x.
+bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, float* xds, cudaStream_t stream,
+              F32View delta = {}, const float* delta_weight = nullptr);
 void add(F32View a, F32View b, bool broadcast_b, F32View y, cudaStream_t stream);
 void scale(F32View x, float s, cudaStream_t stream);
 // y row t (+)= Σ_{j in [offsets[t], offsets[t+1])} weights[j] · x row rows[j] (device arrays,
@@ -175,6 +178,29 @@ struct KvStoreLaunch {
 };
 void kv_store(F32View src, const KvStoreLaunch& cache, int64_t first_cell, const int32_t* first_cell_dev,
               cudaStream_t stream);
+
+// ---- attention_prologue.cu: attention's prologue for n_tokens (Backend::attention_prologue) in
+// one launch. q rows [head_dim] n_head per token, k rows n_head_kv per token, v one row per
+// token; positions in rope; k and v stored at first_cell (first_dev on the device when not null)
+// when `store`. The caller checked the shapes, that head_dim <= kPrologueMaxHeadDim, the cache
+// types (kv_store_supported) and that block types meet whole 32-blocks.
+constexpr int64_t kPrologueMaxHeadDim = 2048;
+struct PrologueLaunch {
+    F32View q, k, v;
+    int64_t head_dim = 0, n_head = 0, n_head_kv = 0, n_tokens = 0;
+    const float* q_bias = nullptr;
+    const float* k_bias = nullptr;
+    const float* v_bias = nullptr;
+    const float* q_norm = nullptr;
+    const float* k_norm = nullptr;
+    float eps = 0.0f;
+    RopeLaunch rope;
+    bool store = false;
+    KvStoreLaunch k_cache, v_cache;
+    int64_t first_cell = 0;
+    const int32_t* first_dev = nullptr;
+};
+void attention_prologue(const PrologueLaunch& args, cudaStream_t stream);
 
 // ---- attention_*.cu
 bool attention_cache_supported(GgmlType type);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "engine/core/bounded_read.h"
@@ -30,6 +31,7 @@ namespace {
 struct ProfileArgs {
     std::string model;
     std::string text_file;
+    bool random_tokens = false;  // token ids drawn uniformly, as strata bench's tg feeds them
     std::string output;  // empty: default_stats_path
     int64_t n_tokens = 0;
     int64_t n_ctx = 512;
@@ -37,6 +39,18 @@ struct ProfileArgs {
     SkewArgs skew;  // --skew STATS: report, no run
     PredictorTrainFlags predictors;
 };
+
+constexpr const char* kRandomTokens = "random tokens";
+
+// n token ids drawn uniformly from the vocabulary with a fixed seed: the input strata bench's tg
+// decodes (and llama-bench's), so that a mixture's routing profiled here is the one it measures.
+std::vector<TokenId> random_tokens(int64_t n, int64_t n_vocab) {
+    std::mt19937 rng(4321);
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(n_vocab - 1));
+    std::vector<TokenId> ids(static_cast<size_t>(n));
+    for (TokenId& t : ids) t = token(rng);
+    return ids;
+}
 
 // Layer 0's and the last layer's busiest and idlest experts, as shares of the tokens.
 void print_routing(const ActivationProfile& profile) {
@@ -54,13 +68,16 @@ void run(const ProfileArgs& args, const CLI::App& cmd) {
         return;
     }
     if (!args.skew.order_from.empty()) throw ArgumentError("--order-from needs --skew STATS");
-    if (args.model.empty() || args.text_file.empty()) {
-        throw ArgumentError("profile needs -m/--model and -f/--file (or --skew STATS to report a stats file's skew)");
+    if (args.model.empty() || (args.text_file.empty() != args.random_tokens)) {
+        throw ArgumentError("profile needs -m/--model and one of -f/--file and --random-tokens (or --skew STATS to "
+                            "report a stats file's skew)");
     }
     if (args.n_tokens < 0) throw ArgumentError(cat("--tokens must be >= 0, got ", args.n_tokens));
+    if (args.random_tokens && args.n_tokens == 0) throw ArgumentError("--random-tokens needs --tokens N (N > 0)");
     check_predictor_train_flags(args.predictors, cmd);
-    const std::string text = read_bounded_file(args.text_file, "calibration text", ReadOptions{kMaxTextFileBytes});
-    if (text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
+    const std::string text =
+        args.random_tokens ? std::string() : read_bounded_file(args.text_file, "calibration text", ReadOptions{kMaxTextFileBytes});
+    if (!args.random_tokens && text.empty()) throw ArgumentError(cat("text file '", args.text_file, "' is empty"));
     const std::string output = args.output.empty() ? default_stats_path(args.model, true) : args.output;
     check_write_target(output, "activation stats");  // before the long run
     if (args.predictors.train) {
@@ -83,7 +100,8 @@ void run(const ProfileArgs& args, const CLI::App& cmd) {
         throw ArgumentError("--train-predictors is for dense models: a mixture of experts has no FFN neurons of its own");
     }
     Backend& backend = runtime.cpu();
-    const std::vector<TokenId> tokens = model.tokenizer().encode(text, /*add_special=*/true);
+    const std::vector<TokenId> tokens =
+        args.random_tokens ? random_tokens(args.n_tokens, model.config().n_vocab) : model.tokenizer().encode(text, /*add_special=*/true);
     ProfileParams pp;
     pp.n_ctx = args.n_ctx;
     pp.n_batch = args.n_ctx;
@@ -93,10 +111,10 @@ void run(const ProfileArgs& args, const CLI::App& cmd) {
         bar.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total), "tokens");
     });
     bar.finish();
-    profile.text_name = std::filesystem::path(args.text_file).filename().string();
+    profile.text_name = args.random_tokens ? std::string(kRandomTokens) : std::filesystem::path(args.text_file).filename().string();
     write_file_atomic(output, activation_profile_to_json(profile), "activation stats");
     std::printf("profiled %llu tokens of %s: %zu layers; wrote %s\n", static_cast<unsigned long long>(profile.n_tokens),
-                args.text_file.c_str(), profile.layers.size(), output.c_str());
+                args.random_tokens ? kRandomTokens : args.text_file.c_str(), profile.layers.size(), output.c_str());
     if (!profile.expert_counts.empty()) print_routing(profile);
     if (profile.layers.front().n_ff == 0) return;  // a mixture of experts: no FFN neurons of its own
     for (double s : {0.25, 0.5, 0.7}) {
@@ -115,6 +133,9 @@ void add_profile_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("profile", "calibration run: activation statistics for --sparsity");
     cmd->add_option("-m,--model", args->model, "GGUF model file (required for a calibration run)");
     cmd->add_option("-f,--file", args->text_file, "calibration text (e.g. scripts/perplexity-text.sh's; required for a run)");
+    cmd->add_flag("--random-tokens", args->random_tokens,
+                  "instead of -f: --tokens N token ids drawn uniformly from the vocabulary, the input strata bench's tg "
+                  "decodes (a mixture's routing on that workload)");
     cmd->add_option("-o,--output", args->output,
                     "stats file (default: MODEL.stats beside the model, else ~/.cache/strata/MODEL.stats)");
     cmd->add_option("--tokens", args->n_tokens, "evaluate at most this many tokens (0 = the whole text)")

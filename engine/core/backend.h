@@ -101,6 +101,33 @@ struct RoutedExpertFfnArgs {
     Activation act = Activation::Silu;
 };
 
+// One product of a group that shares its input (Backend::matmul_many): y = w · x.
+struct MatmulOut {
+    const Tensor* w = nullptr;
+    Tensor* y = nullptr;
+};
+
+// Attention's prologue for n new tokens on one backend (Backend::attention_prologue), in place:
+// q and k get their bias, then per head an RMSNorm with q_norm / k_norm, then RoPE at
+// positions; v gets its bias; then k and v are stored at first_cell of the caches (kv_store),
+// where the caches are given. Each part is skipped where its tensor is null.
+struct AttentionPrologueArgs {
+    Tensor q;  // [head_dim_k, n_head, n] f32, contiguous
+    Tensor k;  // [head_dim_k, n_head_kv, n] f32, contiguous
+    Tensor v;  // [head_dim_v * n_head_kv, n] f32, contiguous
+    const Tensor* q_bias = nullptr;  // [head_dim_k * n_head] f32
+    const Tensor* k_bias = nullptr;  // [head_dim_k * n_head_kv] f32
+    const Tensor* v_bias = nullptr;  // [head_dim_v * n_head_kv] f32
+    const Tensor* q_norm = nullptr;  // [head_dim_k] f32
+    const Tensor* k_norm = nullptr;  // [head_dim_k] f32
+    float eps = 0.0f;
+    const int32_t* positions = nullptr;  // [n], a host array
+    RopeParams rope;
+    Tensor* k_cache = nullptr;  // [head_dim_k * n_head_kv, cells]; both caches or neither
+    Tensor* v_cache = nullptr;  // [head_dim_v * n_head_kv, cells]
+    int64_t first_cell = 0;
+};
+
 // Weighted sums of gathered rows (Backend::combine_rows), in CSR form: output column t sums
 // the entries [offsets[t], offsets[t + 1]), entry j adding weights[j] times row rows[j] of the
 // input. Host arrays: offsets has one more entry than the output has columns, starts at 0 and
@@ -307,6 +334,20 @@ public:
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no routed expert FFN"));
     }
+
+    // ---- fused ops: a run of the ops above as one. The defaults (backend_fused.cpp) call those
+    // ops in order, so every backend has them; a device overrides them to launch less.
+    // x += delta, then y = rms_norm(x, weight, eps): a block's residual add and the next block's
+    // input norm. With delta_weight, delta is first normed with it (rms_norm(delta, delta_weight,
+    // eps): the block's post norm, Gemma's). x [ne0, n] is updated in place; delta may be
+    // overwritten; y (same shape) does not alias x or delta.
+    virtual void add_rms_norm(Tensor& x, Tensor& delta, const Tensor* delta_weight, const Tensor* weight, float eps,
+                              Tensor& y);
+    // Biases, per-head norms, RoPE and the KV stores of new tokens (AttentionPrologueArgs).
+    virtual void attention_prologue(const AttentionPrologueArgs& args);
+    // matmul(*o.w, x, *o.y) for every o in order: the products of one input (a layer's q, k and
+    // v; an FFN's gate and up). No y aliases x or another y.
+    virtual void matmul_many(const Tensor& x, std::span<const MatmulOut> outs);
 
     // Waits until every queued op has finished (a no-op on synchronous backends).
     virtual void synchronize() {}

@@ -2,6 +2,7 @@
 #include "engine/core/op_checks.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/core/error.h"
 
@@ -151,6 +152,44 @@ void check_routed_expert_ffn_shapes(std::string_view op, const RoutedExpertFfnAr
     }
     if (args.top_k.n_used < 1 || args.top_k.n_used > n_expert) {
         throw ArgumentError(cat(op, ": top-k ", args.top_k.n_used, " of ", n_expert, " experts"));
+    }
+}
+
+namespace {
+
+void check_f32_vector(std::string_view op, std::string_view what, const Tensor* t, int64_t n) {
+    if (t == nullptr) return;
+    if (t->type != GgmlType::F32 || t->n_elements() != n || !t->is_contiguous()) {
+        throw ArgumentError(cat(op, ": ", what, " ", t->shape_string(), " must be ", n, " contiguous f32 elements"));
+    }
+}
+
+}  // namespace
+
+void check_attention_prologue(std::string_view op, const AttentionPrologueArgs& a) {
+    const Tensor &q = a.q, &k = a.k, &v = a.v;
+    for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}}) {
+        if (t->type != GgmlType::F32 || !t->is_contiguous() || t->ne[3] != 1) {
+            throw ArgumentError(cat(op, ": ", what, " ", t->shape_string(), " must be contiguous f32"));
+        }
+    }
+    const int64_t hd = q.ne[0], n = q.ne[2];
+    if (k.ne[0] != hd || k.ne[2] != n || v.ne[1] != n || v.ne[2] != 1) {
+        throw ArgumentError(cat(op, ": q ", q.shape_string(), ", k ", k.shape_string(), " and v ", v.shape_string(),
+                                " must be [hd, n_head, n], [hd, n_head_kv, n] and [row, n]"));
+    }
+    check_f32_vector(op, "q bias", a.q_bias, hd * q.ne[1]);
+    check_f32_vector(op, "k bias", a.k_bias, hd * k.ne[1]);
+    check_f32_vector(op, "v bias", a.v_bias, v.ne[0]);
+    check_f32_vector(op, "q norm", a.q_norm, hd);
+    check_f32_vector(op, "k norm", a.k_norm, hd);
+    if (!(a.eps >= 0.0f)) throw ArgumentError(cat(op, ": eps = ", a.eps, ", expected >= 0"));
+    if (n > 0 && a.positions == nullptr) throw ArgumentError(cat(op, ": positions must be given"));
+    if ((a.k_cache == nullptr) != (a.v_cache == nullptr)) throw ArgumentError(cat(op, ": give both caches or neither"));
+    if (a.k_cache != nullptr) {
+        check_kv_store_shapes(Tensor::contiguous(GgmlType::F32, k.data, {hd * k.ne[1], n}, k.memory), *a.k_cache,
+                              a.first_cell);
+        check_kv_store_shapes(v, *a.v_cache, a.first_cell);
     }
 }
 

@@ -39,6 +39,12 @@ void check_expert_ffn_shapes(std::string_view op, const ExpertFfnArgs& args, con
 // with n_expert the experts' count; 1 <= top_k.n_used <= n_expert.
 void check_routed_expert_ffn_shapes(std::string_view op, const RoutedExpertFfnArgs& args, const Tensor& y);
 
+// attention_prologue's: q [hd_k, n_head, n] and k [hd_k, n_head_kv, n] f32 3-D contiguous, v
+// [ne0, n] f32 2-D contiguous; each bias as long as a token's row of its tensor, each norm hd_k
+// long (f32, contiguous); positions given; both caches or neither, with rows as long as k's and
+// v's token rows (kv_store's shapes).
+void check_attention_prologue(std::string_view op, const AttentionPrologueArgs& a);
+
 // combine_rows's arguments: x [ne0, r] and y [ne0, n] as 2-D views with the same ne0 and
 // different data; c.offsets given, starting at 0 and never decreasing; c.rows and c.weights
 // given when there are entries, each row inside [0, r).

@@ -3,6 +3,7 @@
 #include "engine/runtime/layer_executor.h"
 
 #include <algorithm>
+#include <array>
 
 #include "engine/core/error.h"
 #include "engine/core/layer_ops.h"
@@ -209,6 +210,29 @@ void LayerExecutor::matmul(const PlacedWeight& w, int home, const Tensor& in, Te
     Tensor out_w = act(wb, kMmOut, out.ne[0], n);
     matmul_local(w, wb, in_w, out_w);
     transfer(wb, out_w, home, out);
+}
+
+void LayerExecutor::matmul_many(std::span<const PlacedWeight* const> ws, int home, const Tensor& in,
+                                std::span<Tensor* const> outs, bool local) {
+    const int64_t n = in.ne[1];
+    Backend& b = backend(home);
+    const bool resident = std::all_of(ws.begin(), ws.end(), [&](const PlacedWeight* w) {
+        return w->backend == &b && w->stream_id < 0 && compute_backend(*w, n) == home;
+    });
+    if (!resident) {
+        for (size_t i = 0; i < ws.size(); ++i) {
+            if (local) {
+                matmul_local(*ws[i], home, in, *outs[i]);
+            } else {
+                matmul(*ws[i], home, in, *outs[i]);
+            }
+        }
+        return;
+    }
+    std::array<MatmulOut, 8> group{};
+    STRATA_INVARIANT(ws.size() == outs.size() && ws.size() <= group.size());
+    for (size_t i = 0; i < ws.size(); ++i) group[i] = MatmulOut{&ws[i]->tensor, outs[i]};
+    b.matmul_many(in, std::span<const MatmulOut>(group.data(), ws.size()));
 }
 
 void LayerExecutor::run_ffn_parts(std::span<const FfnPart> parts, int hb, const Tensor& cur, Tensor& proj,

@@ -90,6 +90,11 @@ class LayerExecutor {
     // w · in on backend bi (w's own, or the GPU it is shipped to), in and out there too;
     // streams w in when it is on DISK.
     void matmul_local(const PlacedWeight& w, int bi, const Tensor& in, Tensor& out);
+    // outs[i] = ws[i] · in for every i (at most 8), with in and outs on backend `home`: one
+    // matmul_many there when every weight is resident there (not streamed, not shipped), else
+    // each as matmul() (local: as matmul_local()).
+    void matmul_many(std::span<const PlacedWeight* const> ws, int home, const Tensor& in, std::span<Tensor* const> outs,
+                     bool local = false);
     // The backend a weight's product runs on for a batch of n tokens.
     int compute_backend(const PlacedWeight& w, int64_t n) const;
     // The backend an FFN part (gate, up and down together) runs on for a batch of n tokens.

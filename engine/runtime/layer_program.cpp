@@ -141,6 +141,7 @@ void LayerProgram::forward_impl(std::span<const int32_t> tokens, KvCache& kv, st
 Tensor LayerProgram::run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) {
     const int64_t n = static_cast<int64_t>(tokens.size());
     const int64_t m = static_cast<int64_t>(output_rows.size());
+    prenormed_ = {};
     const int eb = exec_.x_home();  // the residual stream starts where the embedding is
     Tensor x = exec_.act(eb, kX, config_.n_embd, n);  // [n_embd, n]
     exec_.backend(eb).get_rows(model_.token_embd().tensor, tokens.data(), n, x);
@@ -214,32 +215,21 @@ LayerProgram::GpuStretch LayerProgram::gpu_stretch(int il) const {
 void LayerProgram::attention_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const int hb = exec_.index_of(w.attn_home);
-    Backend& b = *w.attn_home;
-    const float eps = static_cast<float>(config_.rms_eps);
     const int64_t n_head = config_.n_head[static_cast<size_t>(il)];
     const int64_t n_head_kv = config_.n_head_kv[static_cast<size_t>(il)];
     const int64_t hd_k = config_.head_dim_k, hd_v = config_.head_dim_v;
 
     Tensor x = exec_.residual_on(hb, n);                // [n_embd, n]
     Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
-    b.rms_norm(x, &w.attn_norm.on(hb), eps, cur);
+    input_norm(il, NormSite::Attention, hb, x, w.attn_norm, cur);
     observe(il, ActivationSite::AttnInput, cur);
 
     Tensor q = exec_.act(hb, kQ, n_head * hd_k, n);     // [n_head*hd_k, n]
     Tensor k = exec_.act(hb, kK, n_head_kv * hd_k, n);  // [n_head_kv*hd_k, n]
     Tensor v = exec_.act(hb, kV, n_head_kv * hd_v, n);  // [n_head_kv*hd_v, n]
-    exec_.matmul(w.attn_q, hb, cur, q);
-    exec_.matmul(w.attn_k, hb, cur, k);
-    exec_.matmul(w.attn_v, hb, cur, v);
-    if (w.attn_q_bias.present()) b.add(q, w.attn_q_bias.on(hb), q);
-    if (w.attn_k_bias.present()) b.add(k, w.attn_k_bias.on(hb), k);
-    if (w.attn_v_bias.present()) b.add(v, w.attn_v_bias.on(hb), v);
-    if (w.attn_q_norm.present()) {  // per head: [hd_k, heads*n]
-        Tensor qf = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head * n}, q.memory);
-        Tensor kf = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv * n}, k.memory);
-        b.rms_norm(qf, &w.attn_q_norm.on(hb), eps, qf);
-        b.rms_norm(kf, &w.attn_k_norm.on(hb), eps, kf);
-    }
+    const PlacedWeight* qkv_w[] = {&w.attn_q, &w.attn_k, &w.attn_v};
+    Tensor* qkv[] = {&q, &k, &v};
+    exec_.matmul_many(qkv_w, hb, cur, qkv);
 
     Tensor attn = exec_.act(hb, kAttn, n_head * hd_v, n);  // [n_head*hd_v, n]
     attend(il, hb, q, k, v, attn);
@@ -247,8 +237,7 @@ void LayerProgram::attention_block(int il, int64_t n) {
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     observe(il, ActivationSite::AttnOutputInput, attn);
     exec_.matmul(w.attn_output, hb, attn, proj);
-    if (w.post_attention_norm.present()) b.rms_norm(proj, &w.post_attention_norm.on(hb), eps, proj);
-    b.add(x, proj, x);
+    add_residual(il, NormSite::Ffn, hb, x, proj, w.post_attention_norm);
 }
 
 void LayerProgram::attend(int il, int hb, Tensor& q, Tensor& k, Tensor& v, Tensor& attn) {
@@ -259,16 +248,32 @@ void LayerProgram::attend(int il, int hb, Tensor& q, Tensor& k, Tensor& v, Tenso
     const int64_t hd_k = config_.head_dim_k, hd_v = config_.head_dim_v;
     const bool swa = config_.is_swa[static_cast<size_t>(il)];
 
-    // Per-head views [hd, heads, n] for RoPE.
-    Tensor q_heads = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head, n}, q.memory);
-    Tensor k_heads = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv, n}, k.memory);
-    const RopeParams rope = rope_params(config_.rope, swa, model_.rope_freqs());
-    b.rope(q_heads, positions_.data(), rope);
-    b.rope(k_heads, positions_.data(), rope);
-
-    for (const SeqSpan& s : seqs_) {
-        b.kv_store(k.rows(s.row0, s.n), s.kv->k(il), s.pos0);
-        b.kv_store(v.rows(s.row0, s.n), s.kv->v(il), s.pos0);
+    // Biases, per-head norms [hd, heads, n], RoPE and (one sequence) the KV stores as one op.
+    const PlacedLayer& w = model_.layer(il);
+    const auto on_hb = [hb](const SmallWeight& t) { return t.present() ? &t.on(hb) : nullptr; };
+    AttentionPrologueArgs pa;
+    pa.q = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head, n}, q.memory);
+    pa.k = Tensor::contiguous(GgmlType::F32, k.data, {hd_k, n_head_kv, n}, k.memory);
+    pa.v = v;
+    pa.q_bias = on_hb(w.attn_q_bias);
+    pa.k_bias = on_hb(w.attn_k_bias);
+    pa.v_bias = on_hb(w.attn_v_bias);
+    pa.q_norm = on_hb(w.attn_q_norm);
+    pa.k_norm = on_hb(w.attn_k_norm);
+    pa.eps = static_cast<float>(config_.rms_eps);
+    pa.positions = positions_.data();
+    pa.rope = rope_params(config_.rope, swa, model_.rope_freqs());
+    if (seqs_.size() == 1) {
+        pa.k_cache = &seqs_.front().kv->k(il);
+        pa.v_cache = &seqs_.front().kv->v(il);
+        pa.first_cell = seqs_.front().pos0;
+    }
+    b.attention_prologue(pa);
+    if (seqs_.size() > 1) {
+        for (const SeqSpan& s : seqs_) {
+            b.kv_store(k.rows(s.row0, s.n), s.kv->k(il), s.pos0);
+            b.kv_store(v.rows(s.row0, s.n), s.kv->v(il), s.pos0);
+        }
     }
 
     AttentionParams ap;
@@ -305,13 +310,11 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         return;
     }
     const PlacedLayer& w = model_.layer(il);
-    const float eps = static_cast<float>(config_.rms_eps);
     const int hb = exec_.part_backend(w.ffn.front(), n);
-    Backend& h = exec_.backend(hb);
 
     Tensor x = exec_.residual_on(hb, n);                // [n_embd, n]
     Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
-    h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    input_norm(il, NormSite::Ffn, hb, x, w.ffn_norm, cur);
     observe(il, ActivationSite::FfnInput, cur);
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     struct GatedParts final : LayerExecutor::FfnPartMath {
@@ -323,8 +326,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         }
     } parts(*this, il);
     exec_.run_ffn_parts(w.ffn, hb, cur, proj, n, parts);
-    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
-    h.add(x, proj, x);
+    add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
 }
 
 void LayerProgram::gated_ffn(int il, const FfnPart& p, int pb, const Tensor& in, Tensor& out) {
@@ -333,8 +335,9 @@ void LayerProgram::gated_ffn(int il, const FfnPart& p, int pb, const Tensor& in,
     const int64_t width = p.end - p.begin;
     Tensor gate = exec_.act(pb, kGate, width, n);  // [width, n]
     Tensor up = exec_.act(pb, kUp, width, n);      // [width, n]
-    exec_.matmul_local(p.gate, pb, in, gate);
-    exec_.matmul_local(p.up, pb, in, up);
+    const PlacedWeight* gate_up_w[] = {&p.gate, &p.up};
+    Tensor* gate_up[] = {&gate, &up};
+    exec_.matmul_many(gate_up_w, pb, in, gate_up, /*local=*/true);
     observe(il, ActivationSite::FfnGateAct, gate);
     b.gated_activation(gate, up, config_.activation, gate);
     observe(il, ActivationSite::FfnDownInput, gate);

@@ -12,12 +12,15 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "engine/core/backend.h"
 #include "engine/runtime/layer_executor.h"
+#include "engine/runtime/placed_model.h"
 #include "predictor/activation_profile.h"
 
 namespace strata {
@@ -82,6 +85,20 @@ class LayerProgram {
     // copies took (the pinned staging; the transfers themselves overlap).
     using ShipStats = LayerExecutor::ShipStats;
     const ShipStats& ship_stats() const { return exec_.ship_stats(); }
+    // Host time of decode steps' MoE layers routed on the host, summed since the program was
+    // made (steady clock around its phases; `bench -v` prints it per token).
+    struct MoeHostTimes {
+        int64_t layers = 0;     // host-routed decode layers run
+        double wait_s = 0;      // the router's logits and input reaching the host (the GPU's work before them)
+        double route_s = 0;     // top-k on the host
+        double device_s = 0;    // queueing the device's experts
+        double host_s = 0;      // the host's experts
+        double sum_s = 0;       // the sums at the home, the post norm and the residual add
+        // Expert selections of decode tokens, by where the chosen expert ran (layers routed on
+        // the GPU count all theirs there).
+        uint64_t gpu_selections = 0, host_selections = 0;
+    };
+    const MoeHostTimes& moe_host_times() const { return moe_times_; }
 
     // Activation sparsity (sparse_ffn.h): each FFN runs with the calibrated thresholds of
     // `sparse` (which must outlive the program, and was built for this placed model), or dense
@@ -202,6 +219,32 @@ class LayerProgram {
     int fused_host_backend(const ExpertWeights& w) const;
     void observe(int il, ActivationSite site, const Tensor& t) const;
 
+    // ---- block boundaries (layer_program_residual.cpp). A block ends with add_residual(il,
+    // site, ...) naming the block that comes next (site of layer il), which starts with
+    // input_norm for the same il and site.
+    enum class NormSite : uint8_t { Attention, Ffn };
+    // The input norm of the block (il, site) when it will run on backend hb: its weight and
+    // output buffer; none when it runs elsewhere, has no plain input norm, or il is past the last layer.
+    struct NextNorm {
+        const SmallWeight* weight;
+        Tensor out;
+    };
+    std::optional<NextNorm> next_norm(int il, NormSite site, int hb, int64_t n);
+    // x += [post_norm](proj) on backend hb (proj normed in place), fused with the next block's
+    // input norm where next_norm finds it.
+    void add_residual(int il, NormSite site, int hb, Tensor& x, Tensor& proj, const SmallWeight& post_norm);
+    // out = rms_norm(x) with weight on hb, unless the last add_residual already wrote it for
+    // this very block (layer, site, backend and buffer).
+    void input_norm(int il, NormSite site, int hb, const Tensor& x, const SmallWeight& weight, Tensor& out);
+    struct Prenormed {
+        int il = -1;
+        NormSite site = NormSite::Attention;
+        int hb = -1;
+        const void* out = nullptr;
+        std::array<int64_t, 4> ne{};
+    };
+    Prenormed prenormed_;  // what the last add_residual normed, until the next block takes it
+
     const PlacedModel& model_;
     const ModelConfig& config_;
     std::vector<int32_t> positions_;
@@ -216,6 +259,7 @@ class LayerProgram {
     mutable std::vector<SparsityCount> sparsity_view_;  // what sparsity_counts() returns
     ActivationObserver* observer_ = nullptr;
     std::unique_ptr<MoeScratch> moe_;  // routing and host buffers of the MoE step
+    MoeHostTimes moe_times_;
     // Per layer: its experts when a decode step routes them on the GPU (moe_routes_on), else empty.
     std::vector<std::vector<ExpertRef>> routed_experts_;
 };

@@ -104,8 +104,7 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
     c.evaluated += static_cast<uint64_t>(l.n_ff * n);
     c.active += static_cast<uint64_t>(active);
-    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
-    h.add(x, proj, x);
+    add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
 }
 
 }  // namespace strata

@@ -14,6 +14,7 @@
 // (Backend::routed_expert_ffn, moe_routed_block): no host wait, so the layer, and with every
 // layer so the whole step, is one recorded graph.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -235,7 +236,7 @@ void LayerProgram::moe_router(int il, int64_t n) {
     const int hb = exec_.index_of(w.moe.router.backend);
     Tensor x = exec_.residual_on(hb, n);
     MoeHead head = moe_head(exec_, hb, config_.n_embd, config_.moe.n_expert, n);
-    exec_.backend(hb).rms_norm(x, &w.ffn_norm.on(hb), static_cast<float>(config_.rms_eps), head.cur);
+    input_norm(il, NormSite::Ffn, hb, x, w.ffn_norm, head.cur);
     observe(il, ActivationSite::FfnInput, head.cur);
     exec_.matmul(w.moe.router, hb, head.cur, head.logits);
 }
@@ -252,8 +253,8 @@ void LayerProgram::moe_routed_block(int il, bool routed) {
     const ExpertTopK top_k{mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
     g.routed_expert_ffn({&head.cur, &head.logits, routed_experts_[static_cast<size_t>(il)], top_k, config_.activation},
                         proj);
-    if (w.post_ffw_norm.present()) g.rms_norm(proj, &w.post_ffw_norm.on(gb), static_cast<float>(config_.rms_eps), proj);
-    g.add(x, proj, x);
+    moe_times_.gpu_selections += static_cast<uint64_t>(mc.n_expert_used);
+    add_residual(il + 1, NormSite::Attention, gb, x, proj, w.post_ffw_norm);
 }
 
 void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
@@ -269,6 +270,15 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
     const int hb = exec_.index_of(m.router.backend);
     Backend& h = exec_.backend(hb);
 
+    using Clock = std::chrono::steady_clock;
+    const auto since = [](Clock::time_point& t) {
+        const Clock::time_point now = Clock::now();
+        const double s = std::chrono::duration<double>(now - t).count();
+        t = now;
+        return s;
+    };
+    Clock::time_point t = Clock::now();
+    MoeHostTimes phase;  // counted for decode steps only
     if (!routed) moe_router(il, n);
     Tensor x = exec_.residual_on(hb, n);
     const MoeHead head = moe_head(exec_, hb, n_embd, mc.n_expert, n);
@@ -276,6 +286,7 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
     const RoutingParams params{mc.n_expert, mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
     const float* in_host = exec_.host_f32(hb, head.whole, s.head);  // the input, then the logits
     const float* host_logits = in_host + n_embd * n;
+    phase.wait_s = since(t);
     route_tokens(host_logits, n, params, s.routing);
     if (observer_) observer_->observe_routing(il, {host_logits, s.routing.expert.data(), n, mc.n_expert, mc.n_expert_used});
 
@@ -286,7 +297,15 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
     if (m.shared.gate.present()) shared_expert(m, hb, cur, sum);
     // Decode: the device's experts are queued first as one op, so they run while the host
     // computes its own; their sum is added at the home.
+    phase.route_s = since(t);
+    if (n == 1) {
+        for (int64_t j = 0; j < mc.n_expert_used; ++j) {
+            const int32_t e = s.routing.expert[static_cast<size_t>(j)];
+            (on_device(m.experts[static_cast<size_t>(e)]) ? moe_times_.gpu_selections : moe_times_.host_selections) += 1;
+        }
+    }
     const bool device_sum = n == 1 && exec_.gpu() >= 0 && run_device_experts(m, hb, cur, in_host);
+    phase.device_s = since(t);
     // A pass of several tokens: the GPU's experts (resident or shipped) are queued in the loop
     // and summed there after it; the input goes to the GPU once, at the first of them.
     const int gb = exec_.gpu();
@@ -328,6 +347,7 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
         Tensor out = Tensor::contiguous(GgmlType::F32, sum, {n_embd, 1});
         exec_.backend(fused_backend).expert_ffn({&xin, s.fused, config_.activation}, out);
     }
+    phase.host_s = since(t);
     Tensor device_total;  // [n_embd, n] on the GPU: the sum of its experts
     if (device_sum) device_total = exec_.act(gb, kMoeSum, n_embd, 1);
     if (any_device) {
@@ -335,8 +355,16 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
         combine_device_experts(slots_out, device_total);
     }
     sum_at_home(hb, sum, device_total, proj);
-    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), static_cast<float>(config_.rms_eps), proj);
-    h.add(x, proj, x);
+    add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
+    if (n == 1) {
+        phase.sum_s = since(t);
+        moe_times_.layers += 1;
+        moe_times_.wait_s += phase.wait_s;
+        moe_times_.route_s += phase.route_s;
+        moe_times_.device_s += phase.device_s;
+        moe_times_.host_s += phase.host_s;
+        moe_times_.sum_s += phase.sum_s;
+    }
 }
 
 }  // namespace strata

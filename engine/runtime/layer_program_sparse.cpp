@@ -110,8 +110,7 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
         c.evaluated += static_cast<uint64_t>(n_ff * n);
         c.active += static_cast<uint64_t>(active);
     }
-    if (w.post_ffw_norm.present()) h.rms_norm(proj, &w.post_ffw_norm.on(hb), eps, proj);
-    h.add(x, proj, x);
+    add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
 }
 
 int64_t LayerProgram::predicted_ffn(int il, const LayerPredictor& predictor, const FfnPart& p, int hb,

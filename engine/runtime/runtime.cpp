@@ -50,6 +50,26 @@ void load_expert_use(TensorTable& table, const Model& model, const std::string& 
     log << "routing: expert use per layer measured in " << path << " (" << profile.expert_tokens << " tokens)\n";
 }
 
+// The share of decode tokens' expert selections the placement runs on the GPU under the table's
+// routing frequencies (expert_use_of: measured, else uniform); nullopt without experts.
+std::optional<double> expected_gpu_selections(const Placement& p, const TensorTable& table) {
+    double gpu = 0, all = 0;
+    for (int l = 0; l < table.n_layer; ++l) {
+        const std::optional<ExpertTensors> ex = find_expert_tensors(table, l);
+        if (!ex) continue;
+        const std::vector<double> use = expert_use_of(table, l, ex->n_expert);
+        const ExpertTiers* per = p.experts_of(l);
+        const Tier whole = p.tier_of(ex->gate->name).value_or(Tier::Ram);
+        for (int64_t e = 0; e < ex->n_expert; ++e) {
+            const auto i = static_cast<size_t>(e);
+            all += use[i];
+            if ((per != nullptr && i < per->tiers.size() ? per->tiers[i] : whole) == Tier::Gpu) gpu += use[i];
+        }
+    }
+    if (!(all > 0)) return std::nullopt;
+    return gpu / all;
+}
+
 // Resident bytes now (/proc/self/statm), 0 when unknown.
 uint64_t current_rss_bytes() {
     std::ifstream in("/proc/self/statm");
@@ -106,7 +126,9 @@ TensorTable Runtime::placement_table() const {
     const int64_t n_ctx = options_.session.n_ctx <= 0 ? model_->config().n_ctx_train
                                                       : std::min(options_.session.n_ctx, model_->config().n_ctx_train);
     const int64_t ring_slack = options_.session.swa_full ? n_ctx : options_.session.n_batch;
-    return tensor_table(*model_, ring_slack, options_.session.n_sequences);
+    TensorTable table = tensor_table(*model_, ring_slack, options_.session.n_sequences);
+    table.expert_use = expert_use_;
+    return table;
 }
 
 void Runtime::make_gpu(const RuntimeOptions& o) {
@@ -164,8 +186,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     std::ostream null_log(nullptr);
     std::ostream& log = options.log != nullptr ? *options.log : null_log;
     find_profile(model_path, log);
-    if (model_->config().is_moe() && options.placer == Placer::Plan) {
+    // The routing the placer plans for, and every estimate of the placement (a built-in or
+    // file placement's too) assumes.
+    if (model_->config().is_moe()) {
         load_expert_use(table, *model_, model_path, options.sparsity.stats_path, log);
+        expert_use_ = table.expert_use;
     }
     // The queue depth and block the profile's disk sweep chose, inside a ring counted in RAM.
     disk_options_ = disk_stream_options(options.disk_io, largest_streamed_bytes(table), profile_ ? &*profile_ : nullptr);
@@ -316,6 +341,23 @@ std::string Runtime::accounting(const Session* session) const {
             out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU, host copies "
                 << s.seconds << " s (" << (s.seconds > 0 ? static_cast<double>(s.bytes) / s.seconds / 1e9 : 0.0)
                 << " GB/s" << (r.registered_bytes > 0 ? "; registered weights are only queued" : "") << ")\n";
+        }
+    }
+    if (session != nullptr && session->program().moe_host_times().layers > 0) {
+        const LayerProgram::MoeHostTimes& m = session->program().moe_host_times();
+        const auto us = [&](double s) { return s / static_cast<double>(m.layers) * 1e6; };
+        out << "moe layers routed on the host: " << m.layers << " decode layer steps; per layer (us): waiting for "
+            << "the router " << us(m.wait_s) << ", routing " << us(m.route_s) << ", queueing device experts "
+            << us(m.device_s) << ", host experts " << us(m.host_s) << ", sums " << us(m.sum_s) << "\n";
+    }
+    if (session != nullptr) {
+        const LayerProgram::MoeHostTimes& m = session->program().moe_host_times();
+        const uint64_t all = m.gpu_selections + m.host_selections;
+        const std::optional<double> expected = expected_gpu_selections(placement_, placement_table());
+        if (all > 0 && expected) {
+            out << "expert selections in decode: " << 100.0 * static_cast<double>(m.gpu_selections) / static_cast<double>(all)
+                << "% ran on the GPU (" << m.gpu_selections << " of " << all << "); the estimates' routing ("
+                << (expert_use_.empty() ? "uniform" : "the stats file's") << ") expects " << 100.0 * *expected << "%\n";
         }
     }
     if (sparse_) out << sparsity_report(*sparse_, session != nullptr ? &session->program() : nullptr);

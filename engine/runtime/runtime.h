@@ -159,6 +159,9 @@ class Runtime {
     std::string machine_key_;
     CostParams cost_params_;
     std::optional<CostEstimate> estimate_;
+    // A mixture of experts' routing frequencies from its stats file (none: uniform), which
+    // placement_table() carries, so that every estimate of the placement assumes one routing.
+    std::vector<std::vector<double>> expert_use_;
     std::optional<PlanReport> plan_report_;
     DiskStreamOptions disk_options_;
     std::unique_ptr<PlacedModel> placed_;

@@ -124,7 +124,7 @@ Bound matmul_bound(GgmlType type) {
 const std::vector<std::string>& families() {
     static const std::vector<std::string> names = {"matmul",   "get_rows",  "row_ops", "rope",
                                                    "kv_store", "attention", "sparse",  "experts",
-                                                   "routed_experts"};
+                                                   "routed_experts", "fused"};
     return names;
 }
 
@@ -137,7 +137,7 @@ const std::vector<OpCase>& cases_of(const std::string& family) {
         {"row_ops", add_row_op_cases}, {"rope", add_rope_cases},
         {"kv_store", add_kv_cases},    {"attention", add_attention_cases},
         {"sparse", add_sparse_cases},  {"experts", add_expert_cases},
-        {"routed_experts", add_routed_expert_cases},
+        {"routed_experts", add_routed_expert_cases}, {"fused", add_fused_cases},
     };
     cpu::test::rng().seed(16);  // the same inputs whichever families ran before
     std::vector<OpCase>& cases = built[family];

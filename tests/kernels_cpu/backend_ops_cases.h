@@ -1,5 +1,5 @@
 // The builders of the backend-ops table, one per family of Backend operations
-// (backend_ops_cases.cpp, backend_ops_attention.cpp); all_cases() calls each once.
+// (backend_ops_cases.cpp, backend_ops_attention.cpp, backend_ops_fused.cpp); all_cases() calls each once.
 #pragma once
 
 #include <vector>
@@ -17,5 +17,6 @@ void add_attention_cases(std::vector<OpCase>& out);  // attention per KV type an
 void add_sparse_cases(std::vector<OpCase>& out);     // thresholded activation, sparse FFN
 void add_expert_cases(std::vector<OpCase>& out);     // expert_ffn per type pair, mixed, chunked
 void add_routed_expert_cases(std::vector<OpCase>& out);  // routed_expert_ffn: top-k on the backend
+void add_fused_cases(std::vector<OpCase>& out);          // add_rms_norm, attention_prologue
 
 }  // namespace strata::backend_ops

@@ -10,6 +10,7 @@ GPU's gain is within the measurements' noise, and the planner may fairly place n
 usage: moe_placement_cli_test.py --strata BUILD/bin/strata"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,16 @@ def main():
         tokens = raw["experts"]["tokens"]
         for i, row in enumerate(raw["experts"]["counts"]):
             expect(len(row) == 8 and sum(row) == 2 * tokens, f"layer {i}: counts {row} for {tokens} tokens, top-2")
+        # The routing of random token ids (the workload bench's tg decodes): same counts, and the
+        # flag is exclusive with -f and needs --tokens.
+        rc, out, err = run(strata, "profile", "-m", model, "--random-tokens", "-c", "32", "--tokens", "128", "-o", stats + ".rnd")
+        expect(rc == 0 and "random tokens" in out, f"profile --random-tokens: rc {rc} {out} {err}")
+        rnd = json.load(open(stats + ".rnd"))["experts"]
+        expect(rnd["tokens"] == 128 and all(sum(r) == 2 * 128 for r in rnd["counts"]), f"random-token counts {rnd}")
+        expect(rnd["counts"] != raw["experts"]["counts"], "random tokens routed exactly as the text")
+        for bad in (["--random-tokens", "-c", "32"], ["--random-tokens", "-f", text, "--tokens", "8"]):
+            rc, _, err = run(strata, "profile", "-m", model, *bad, "-o", stats + ".bad")
+            expect(rc != 0 and "--random-tokens" in err, f"profile {bad}: rc {rc} {err}")
         rc = subprocess.run([sys.executable, SKEW, stats + ".raw", stats, "--top-k", "2", "--s", "1.0"]).returncode
         expect(rc == 0, "skew_routing.py failed")
         use = json.load(open(stats))["experts"]["counts"]
@@ -86,6 +97,23 @@ def main():
         # bench -v says what ran: the placement per run of layers (per-expert tiers included).
         rc, out, err = run(strata, "bench", "-m", model, *placing, "--stats", other, "-p", "0", "-n", "4", "-r", "1", "-v")
         expect(rc == 0 and "feed-forward (FFN)" in err and "experts" in err, f"bench -v: rc {rc} {err[-2000:]}")
+        # ... and where its tokens' expert selections ran, against what the estimates' routing
+        # expects: the stats file's when given (the plan put its busiest experts on the GPU, so
+        # more than uniform routing would), which the bench's prediction then also uses.
+        shares, predicted = {}, {}
+        for name, extra in (("stats", ["--stats", other]), ("uniform", [])):
+            rc, out, err = run(strata, "bench", "-m", model, *placing, "--plan", plan, *extra, "-p", "0", "-n", "4", "-r", "1", "-v")
+            m = re.search(r"expert selections in decode: ([0-9.]+)% ran on the GPU \((\d+) of (\d+)\); the estimates' routing \(([^)]*)\) expects ([0-9.]+)%", err)
+            expect(rc == 0 and m is not None, f"bench --plan {extra} -v: rc {rc} {err[-2000:]}")
+            if m is None:
+                continue
+            expect(m.group(4) == ("the stats file's" if extra else "uniform"), f"{name}: routing named {m.group(4)}")
+            expect(int(m.group(3)) > 0 and 0 < float(m.group(1)) < 100, f"{name}: a mixed placement ran {m.group(0)}")
+            shares[name] = float(m.group(5))
+            predicted[name] = float([c for c in out.splitlines() if "| tg4 |" in c][0].split("|")[-2])
+        if len(shares) == 2:
+            expect(shares["stats"] > shares["uniform"], f"expected GPU shares {shares}: the busiest experts are on the GPU")
+            expect(predicted["stats"] != predicted["uniform"], f"bench's prediction ignores --stats: {predicted}")
         missing = os.path.join(tmp, "missing.stats")
         rc, _, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(5), "--stats", missing)
         expect(rc != 0 and f"{missing}: no such file" in err, f"run --stats {missing}: rc {rc} {err}")
