@@ -182,6 +182,10 @@ void LayerProgram::layer(int il, int64_t n) {
             throw;
         }
     }
+    // A decode layer routed on the GPU is all of its stretch, replayed or not: its selections ran there.
+    if (stretch == GpuStretch::Layer && !model_.layer(il).moe.experts.empty()) {
+        moe_times_.gpu_selections += static_cast<uint64_t>(config_.moe.n_expert_used);
+    }
     if (stretch == GpuStretch::AttentionRouter) {
         moe_ffn_block(il, n, /*routed=*/true);
     } else if (stretch != GpuStretch::Layer) {

@@ -94,8 +94,9 @@ class LayerProgram {
         double device_s = 0;    // queueing the device's experts
         double host_s = 0;      // the host's experts
         double sum_s = 0;       // the sums at the home, the post norm and the residual add
-        // Expert selections of decode tokens, by where the chosen expert ran (layers routed on
-        // the GPU count all theirs there).
+        // Expert selections of decode tokens, by where the chosen expert ran (a layer routed on
+        // the GPU counts all its selections there, replayed or not; a step replayed whole as
+        // one graph is not counted).
         uint64_t gpu_selections = 0, host_selections = 0;
     };
     const MoeHostTimes& moe_host_times() const { return moe_times_; }

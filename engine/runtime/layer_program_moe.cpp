@@ -253,7 +253,6 @@ void LayerProgram::moe_routed_block(int il, bool routed) {
     const ExpertTopK top_k{mc.n_expert_used, mc.norm_topk, static_cast<float>(mc.weights_scale)};
     g.routed_expert_ffn({&head.cur, &head.logits, routed_experts_[static_cast<size_t>(il)], top_k, config_.activation},
                         proj);
-    moe_times_.gpu_selections += static_cast<uint64_t>(mc.n_expert_used);
     add_residual(il + 1, NormSite::Attention, gb, x, proj, w.post_ffw_norm);
 }
 

@@ -35,7 +35,9 @@ namespace {
 
 const std::vector<int32_t> kPrompt = {1, 17, 300, 42, 7, 250, 99, 3, 480, 11, 64};
 
-std::vector<std::vector<float>> run(const PlacedModel& placed, int64_t gpu_prefill_min_tokens = 0) {
+// The prompt's logits, then 4 greedy decode steps' logits; `times`: the decode's MoE counts.
+std::vector<std::vector<float>> run(const PlacedModel& placed, int64_t gpu_prefill_min_tokens = 0,
+                                    LayerProgram::MoeHostTimes* times = nullptr) {
     SessionParams params;
     params.n_ctx = 64;
     params.n_batch = 4;
@@ -49,6 +51,7 @@ std::vector<std::vector<float>> run(const PlacedModel& placed, int64_t gpu_prefi
         logits = session.feed(std::vector<int32_t>{next});
         out.emplace_back(logits.begin(), logits.end());
     }
+    if (times != nullptr) *times = session.program().moe_host_times();
     return out;
 }
 
@@ -101,7 +104,7 @@ class PlacedMoeTest : public ::testing::TestWithParam<const char*> {
         check_placement_for(p, *model_);
         FakeDeviceBackend gpu(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1, .step_graphs = true});
         const PlacedModel placed(*model_, p, {&cpu_, &gpu}, disk);
-        const auto got = run(placed, gpu_prefill_min_tokens);
+        const auto got = run(placed, gpu_prefill_min_tokens, &moe_times_);
         ASSERT_EQ(got.size(), reference_.size());
         for (size_t s = 0; s < got.size(); ++s) {
             SCOPED_TRACE(cat("step ", s));
@@ -117,6 +120,7 @@ class PlacedMoeTest : public ::testing::TestWithParam<const char*> {
     std::vector<std::vector<float>> reference_;
     ResidencyStats stats_;
     FakeDeviceStats gpu_stats_;
+    LayerProgram::MoeHostTimes moe_times_;
 };
 
 // Everything on the GPU: decode routes each layer's experts there (routed_expert_ffn), so steps
@@ -143,6 +147,13 @@ TEST_P(PlacedMoeTest, OneExpertInRamKeepsItsLayersRoutingOnTheHost) {
     expect_matches(p, 0.0);
     EXPECT_GT(stats_.ram_weight_bytes, 0u);
     EXPECT_EQ(gpu_stats_.graph_launches, static_cast<uint64_t>(3 * model_->config().n_layer));
+    // Every decode selection is counted once, where it ran: layer 0's on the host or the GPU
+    // (routed on the host), the other layers' on the GPU (routed there inside replayed graphs).
+    const auto per_step = static_cast<uint64_t>(model_->config().n_layer * model_->config().moe.n_expert_used);
+    const auto others = static_cast<uint64_t>((model_->config().n_layer - 1) * model_->config().moe.n_expert_used);
+    EXPECT_EQ(moe_times_.gpu_selections + moe_times_.host_selections, 4 * per_step);
+    EXPECT_GE(moe_times_.gpu_selections, 4 * others);
+    EXPECT_EQ(moe_times_.layers, 4);  // layer 0 of each decode step routed on the host
 }
 
 TEST_P(PlacedMoeTest, ExpertsInRamAttentionOnTheGpu) {
