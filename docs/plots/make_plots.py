@@ -123,3 +123,12 @@ bars("moe_routed.png", "MoE decode tg32, routing on the GPU, H200 + 16 threads (
      {"Strata before (70f1b14)": [130.94, None, None], "Strata now": [196.83, 57.99, 43.26],
       "llama.cpp same call": [281.50, 49.47, 49.47]},
      ["#9ecae1", "#2a7ab9", "#999999"])
+
+# Twelfth session (H200, calls g42 and g45): decode against llama.cpp (-fa 1) in the same call,
+# means of two alternating runs; before = a061af1, now = the fused GPU ops.
+bars("fused_ops_decode.png", "Decode vs llama.cpp in the same call, H200 (ratio; 1 = llama.cpp)", "Strata / llama.cpp",
+     ["7B tg128\nall GPU", "Gemma-3 270M tg128\nall GPU", "Qwen3-30B-A3B tg32\nall GPU", "70B tg32\nall GPU",
+      "Qwen3-30B-A3B tg32\n6 GiB"],
+     {"before (a061af1)": [1.08, 0.80, 0.73, None, 1.16], "now (fused ops)": [1.15, 1.01, 0.82, 1.15, 1.23],
+      "llama.cpp": [1.0, 1.0, 1.0, 1.0, 1.0]},
+     ["#bbbbbb", "#2a7ab9", "#999999"])
