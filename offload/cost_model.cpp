@@ -28,6 +28,12 @@ int small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles) {
     return block_small_ops(ops, [&](TensorRole w) { return roles[static_cast<size_t>(w)] >= 0; });
 }
 
+// The same blocks on the GPU, whose fused ops run them as fewer kernels (fused_block_small_ops;
+// a block's input norm counts with the previous block's end even where that ran elsewhere).
+int gpu_small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles) {
+    return fused_block_small_ops(ops, [&](TensorRole w) { return roles[static_cast<size_t>(w)] >= 0; });
+}
+
 // Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
 double part_bytes(const TensorEntry& t, bool is_down, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
@@ -185,6 +191,8 @@ void CostModel::index_layers(GgmlType kv_type) {
         }
         L.attn_ops = small_ops_of(attention_block_ops(), has) + 1;  // + the attention
         L.ffn_ops = small_ops_of(ffn_block_ops(), has);
+        L.gpu_attn_ops = gpu_small_ops_of(attention_block_ops(), has) + 1;
+        L.gpu_ffn_ops = gpu_small_ops_of(ffn_block_ops(), has);
     }
 }
 
@@ -258,9 +266,14 @@ double CostModel::gemv_floor_s(int proc, double bytes) const {
 
 bool CostModel::is_graph(const CostTerms& t) { return t.host_parts <= 0 && t.gpu_kernels > 0; }
 
+// A replayed graph launches each kernel for gpu_graph_node_us where the fixed costs counted an
+// eager launch's gpu_op_us per kernel (a small op, or inside a product's floor). A cheaper node
+// lowers them, but never below the nodes themselves.
 double CostModel::gpu_fixed_unit_s(const CostTerms& t) const {
     if (!is_graph(t)) return t.gpu_fixed_s;
-    return t.gpu_fixed_s + t.gpu_kernels * std::max(0.0, profile_.gpu_graph_node_us - profile_.gpu_op_us) * 1e-6;
+    const double node = profile_.gpu_graph_node_us * 1e-6, op = profile_.gpu_op_us * 1e-6;
+    const double replayed = t.gpu_fixed_s + t.gpu_kernels * (node - op);
+    return node >= op ? replayed : std::max(t.gpu_kernels * node, replayed);
 }
 
 int CostModel::segment_of(int tensor) const {
@@ -401,7 +414,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
-    w.ops(ah, L.attn_ops - 1);
+    w.ops(ah, (ah == kGpu ? L.gpu_attn_ops : L.attn_ops) - 1);
     w.fixed(ah, line ? std::max(line->floor_s, line->at0_s + line->per_cell_s * cells) : op_s(ah), 1);
     if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
@@ -409,7 +422,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     const int fh = ffn_home(layout, s);
     if (fh < 0) return w.t;
     w.copy(4.0 * n_embd, ah, fh);
-    w.ops(fh, L.ffn_ops);
+    w.ops(fh, fh == kGpu ? L.gpu_ffn_ops : L.ffn_ops);
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {

@@ -253,6 +253,7 @@ class CostModel {
         double q_width = 0;  // attn_q output width (prefill attention FLOP)
         double n_embd = 0;
         double attn_ops = 0, ffn_ops = 0;  // small ops per block, optional tensors included
+        double gpu_attn_ops = 0, gpu_ffn_ops = 0;  // the same as the GPU's fused kernels
     };
     enum Proc { kCpu = 0, kGpu = 1 };
     struct Walk;

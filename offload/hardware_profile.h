@@ -36,7 +36,7 @@ struct CpuRates {
 };
 
 struct HardwareProfile {
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
     int schema_version = kSchemaVersion;
 
     std::string cpu_name;
@@ -74,7 +74,8 @@ struct HardwareProfile {
     double transfer_latency_us = 0;              // one small copy incl. its synchronisation
     // As cpu_op_us and the GEMV floors, on the GPU (a kernel launch and its ramp-up: several
     // µs each, as much as a 10 MB matrix takes at full bandwidth); gpu_graph_node_us: one small
-    // op of a decode step recorded as a CUDA graph (capture, update and launch included).
+    // op of a decode step recorded once as a CUDA graph and replayed per token (schema 4; 3
+    // timed the recording and its update too).
     double gpu_op_us = 0;
     double gpu_gemv_floor_us = 0;
     double gpu_gemv_tiny_floor_us = 0;

@@ -29,6 +29,12 @@ enum class LayerOpKind : uint8_t {
 // The activation an op reads (products of one input share its quantization on the CPU).
 enum class LayerAct : uint8_t { Residual, Normed, Q, K, V, Attn, Gate, Up, Proj };
 
+// The fused op (Backend::attention_prologue, add_rms_norm) an op belongs to on a backend that
+// fuses them (CUDA): Prologue, attention's biases, q/k norms, RoPE and KV stores; BlockEnd, a
+// block's post norm and residual add; BlockStart, a block's input norm, which the previous
+// block's end computes with its add.
+enum class FusedGroup : uint8_t { None, Prologue, BlockEnd, BlockStart };
+
 struct LayerOp {
     LayerOpKind kind;
     TensorRole weight = kNoWeight;  // the weight it reads, if any
@@ -37,6 +43,7 @@ struct LayerOp {
     TensorRole optional = kNoWeight;
     // An FFN op each part of a split FFN runs on its own backend (products, activation).
     bool per_part = false;
+    FusedGroup fused = FusedGroup::None;
 };
 
 // x += [post_norm](Wo · attention(rope(norm_qk(Wq·n(x) + bq)), rope(..Wk..), Wv..))
@@ -62,6 +69,29 @@ int block_small_ops(std::span<const LayerOp> ops, Has&& has) {
     for (; inputs != 0; inputs &= inputs - 1) ++n;
     return n;
 }
+// The kernels of a block's small ops on a backend with the fused ops (CUDA): each fused group
+// present once, BlockStart none (the previous block's end made it), and one activation
+// quantization per product input that no fused op or activation already wrote quantized
+// (the RMSNorm and the gated activation write theirs; the attention's output is quantized apart).
+template <typename Has>
+int fused_block_small_ops(std::span<const LayerOp> ops, Has&& has) {
+    int n = 0;
+    uint32_t groups = 0, inputs = 0;
+    for (const LayerOp& op : ops) {
+        if (op.optional != kNoWeight && !has(op.optional)) continue;
+        if (op.kind == LayerOpKind::Product) {
+            if (op.input != LayerAct::Normed && op.input != LayerAct::Gate) inputs |= 1u << static_cast<unsigned>(op.input);
+        } else if (op.fused != FusedGroup::None) {
+            if (op.fused != FusedGroup::BlockStart) groups |= 1u << static_cast<unsigned>(op.fused);
+        } else if (op.kind != LayerOpKind::Attention) {
+            ++n;
+        }
+    }
+    for (; groups != 0; groups &= groups - 1) ++n;
+    for (; inputs != 0; inputs &= inputs - 1) ++n;
+    return n;
+}
+
 // The small ops each extra part of a split FFN adds: its per_part ops and the add of its
 // partial sum at the home.
 int ffn_part_small_ops();

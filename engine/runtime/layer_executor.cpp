@@ -214,6 +214,8 @@ void LayerExecutor::matmul(const PlacedWeight& w, int home, const Tensor& in, Te
 
 void LayerExecutor::matmul_many(std::span<const PlacedWeight* const> ws, int home, const Tensor& in,
                                 std::span<Tensor* const> outs, bool local) {
+    std::array<MatmulOut, 8> group{};
+    STRATA_INVARIANT(ws.size() == outs.size() && ws.size() <= group.size());
     const int64_t n = in.ne[1];
     Backend& b = backend(home);
     const bool resident = std::all_of(ws.begin(), ws.end(), [&](const PlacedWeight* w) {
@@ -229,8 +231,6 @@ void LayerExecutor::matmul_many(std::span<const PlacedWeight* const> ws, int hom
         }
         return;
     }
-    std::array<MatmulOut, 8> group{};
-    STRATA_INVARIANT(ws.size() == outs.size() && ws.size() <= group.size());
     for (size_t i = 0; i < ws.size(); ++i) group[i] = MatmulOut{&ws[i]->tensor, outs[i]};
     b.matmul_many(in, std::span<const MatmulOut>(group.data(), ws.size()));
 }

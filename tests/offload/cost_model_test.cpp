@@ -224,10 +224,13 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     costly.cpu_op_us = 100;        // nothing runs on the CPU: must not count
     const CostEstimate a = estimate(all, t, free_ops, params);
     const CostEstimate b = estimate(all, t, costly, params);
-    // Per layer 9 attention ops + 5 FFN ops and 7 products; the output product.
+    // Per layer on the GPU's fused ops (layer_ops.h): attention 4 (the prologue, the block's
+    // end, the attention output's quantization, the attention) and FFN 2 (the activation, the
+    // block's end), and 7 products; the output product. On the CPU the same blocks are 9 and 5
+    // ops (layer_ops_test.cpp checks both counts).
     const double n = t.n_layer;
-    const double kernels = n * (9 + 5 + 7) + 1;
-    const double want = (n * (9 + 5) * 5 + (n * 7 + 1) * 4) * 1e-6;
+    const double kernels = n * (4 + 2 + 7) + 1;
+    const double want = (n * (4 + 2) * 5 + (n * 7 + 1) * 4) * 1e-6;
     EXPECT_NEAR(b.gpu_s - a.gpu_s, want, want * 1e-9);
     EXPECT_NEAR(b.decode_s_per_token - a.decode_s_per_token, want, want * 1e-9);
     EXPECT_EQ(b.cpu_s, a.cpu_s);
@@ -237,6 +240,18 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     const CostEstimate g = estimate(all, t, costly, params);
     const CostEstimate g0 = estimate(all, t, free_ops, params);
     EXPECT_NEAR(g.gpu_s - g0.gpu_s, want + kernels * (7 - 5) * 1e-6, want * 1e-9);
+    // A replayed node cheaper than an eager launch lowers each kernel's fixed cost by the
+    // difference, never below the node itself. With 4 µs floors and a 2 µs node the node binds
+    // (2 µs a kernel); with 10 µs floors the difference does (3 µs less a kernel).
+    HardwareProfile replay = costly;
+    replay.gpu_graph_node_us = 2;
+    EXPECT_NEAR(estimate(all, t, replay, params).gpu_s - g0.gpu_s, kernels * 2e-6, want * 1e-9);
+    HardwareProfile slow_floors = costly;
+    slow_floors.gpu_gemv_floor_us = slow_floors.gpu_gemv_tiny_floor_us = 10;
+    slow_floors.gpu_graph_node_us = slow_floors.gpu_op_us;  // a node as dear as an eager op: no change
+    const double eager_like = estimate(all, t, slow_floors, params).gpu_s;
+    slow_floors.gpu_graph_node_us = 2;
+    EXPECT_NEAR(estimate(all, t, slow_floors, params).gpu_s - eager_like, -kernels * 3e-6, want * 1e-9);
     // A graph step pays the graph steps' overhead, an eager one (the token table on the host)
     // overhead_s; observe() says which the run was.
     CostParams two = params;

@@ -114,7 +114,7 @@ TEST(HardwareProfile, RefusesCorruptFiles) {
     expect_format_error(edited("host_read_gbs", ""), "$.host_read_gbs: missing");
     expect_format_error(edited("host_read_gbs", "\"fast\""), "$.host_read_gbs: must be a number");
     expect_format_error(edited("disk_read_gbs", "-1.5"), "$.disk_read_gbs: must be >= 0");
-    expect_format_error(edited("schema_version", "2"), "this Strata reads 3");
+    expect_format_error(edited("schema_version", "2"), "this Strata reads 4");
     expect_format_error(edited("gpu_op_us", ""), "$.gpu_op_us: missing");
     expect_format_error(edited("cpu_gemv_floor_us", "-2"), "$.cpu_gemv_floor_us: must be >= 0");
     expect_format_error(edited("gpu_attention_us", "{\"32x8\": 3}"), "$.gpu_attention_us.32x8: is not an attention shape");

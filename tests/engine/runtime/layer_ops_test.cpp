@@ -123,5 +123,25 @@ TEST_P(LayerOps, APassIssuesTheDescribedOps) {
 
 INSTANTIATE_TEST_SUITE_P(TinyArchitectures, LayerOps, ::testing::Values("tiny-gemma3", "tiny-qwen2", "tiny-qwen3"));
 
+// The small ops the cost model counts per block: the unfused lists (the CPU's ops, checked
+// against a pass above) and, on the GPU's fused ops, one prologue (biases, q/k norms, RoPE, KV
+// stores), one block end (post norm and residual add, with the next input norm), the attention
+// output's quantization and the activation; optional tensors change only the unfused count.
+TEST(LayerOpCounts, FusedBlocksCountOneKernelPerFusedOp) {
+    const auto none = [](TensorRole) { return false; };
+    const auto all = [](TensorRole) { return true; };
+    // Attention: input norm, 2 RoPE, 2 KV stores, the residual add, 2 quantizations (normed
+    // input, attention output); + 3 biases, 2 q/k norms, the post norm.
+    EXPECT_EQ(block_small_ops(attention_block_ops(), none), 8);
+    EXPECT_EQ(block_small_ops(attention_block_ops(), all), 14);
+    EXPECT_EQ(fused_block_small_ops(attention_block_ops(), none), 3);
+    EXPECT_EQ(fused_block_small_ops(attention_block_ops(), all), 3);
+    // FFN: input norm, activation, residual add, 2 quantizations (normed input, activation).
+    EXPECT_EQ(block_small_ops(ffn_block_ops(), none), 5);
+    EXPECT_EQ(block_small_ops(ffn_block_ops(), all), 6);
+    EXPECT_EQ(fused_block_small_ops(ffn_block_ops(), none), 2);
+    EXPECT_EQ(fused_block_small_ops(ffn_block_ops(), all), 2);
+}
+
 }  // namespace
 }  // namespace strata
