@@ -38,6 +38,7 @@ struct BenchArgs {
     EngineOptions engine;
     std::vector<int64_t> n_prompt{512};
     std::vector<int64_t> n_gen{128};
+    std::vector<int64_t> n_depth{0};       // -d: tokens in the context before each test
     std::vector<int> threads;              // -t list; empty: -t's default
     std::vector<std::string> gpu_layers;   // -ngl list
     std::vector<std::string> kv_types;     // -ctk list
@@ -55,7 +56,7 @@ struct BenchArgs {
 // One measured test, in llama-bench's terms.
 struct BenchRow {
     std::string model, arch, test, type_k, gpu_layers;
-    int64_t n_prompt = 0, n_gen = 0, n_batch = 0;
+    int64_t n_prompt = 0, n_gen = 0, n_batch = 0, n_depth = 0;
     int threads = 0;
     double mean = 0, stdev = 0, predicted = 0;
     std::vector<double> samples;
@@ -71,7 +72,7 @@ nlohmann::json row_json(const BenchRow& r) {
     for (int64_t n : ns) avg_ns += n / static_cast<int64_t>(ns.size());
     nlohmann::json j = {{"model_filename", r.model}, {"model_type", r.arch}, {"n_batch", r.n_batch},
                         {"n_threads", r.threads}, {"n_gpu_layers", r.gpu_layers}, {"type_k", r.type_k},
-                        {"type_v", r.type_k}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test", r.test},
+                        {"type_v", r.type_k}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth}, {"test", r.test},
                         {"avg_ns", avg_ns}, {"samples_ns", ns}, {"avg_ts", r.mean}, {"stddev_ts", r.stdev},
                         {"samples_ts", r.samples}, {"predicted_ts", r.predicted},
                         {"gpu_bytes", r.gpu_bytes}, {"ram_bytes", r.ram_bytes}, {"disk_bytes", r.disk_bytes}};
@@ -126,10 +127,16 @@ Stat stats(const std::vector<double>& v) {
     return s;
 }
 
-// Tokens/s of one test: pp (n prompt tokens, one feed) or tg (n decode steps after one token).
-double run_once(Session& session, bool prompt, int64_t n, std::mt19937& rng, int64_t n_vocab) {
+// Tokens/s of one test: pp (n prompt tokens, one feed) or tg (n decode steps after one token),
+// after `depth` untimed tokens already in the context (llama-bench's -d).
+double run_once(Session& session, bool prompt, int64_t n, std::mt19937& rng, int64_t n_vocab, int64_t depth = 0) {
     std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(n_vocab - 1));
     session.clear();
+    if (depth > 0) {
+        std::vector<TokenId> ids(static_cast<size_t>(depth));
+        for (auto& t : ids) t = token(rng);
+        session.feed(ids);
+    }
     if (prompt) {
         std::vector<TokenId> ids(static_cast<size_t>(n));
         for (auto& t : ids) t = token(rng);
@@ -152,10 +159,11 @@ struct TgRun {
     double measured_s = 0;
 };
 
-// Decode steps 1..n after one token attend to 2..n+1 cells: (n + 3) / 2 on average.
-CostParams params_for_tg(const Runtime& runtime, int64_t n) {
+// Decode steps 1..n after `depth` tokens and one more attend to depth + 2..n+1 cells:
+// depth + (n + 3) / 2 on average.
+CostParams params_for_tg(const Runtime& runtime, int64_t n, int64_t depth) {
     CostParams c = runtime.cost_params();
-    c.n_ctx_used = std::min(c.n_ctx_used, (n + 3) / 2);
+    c.n_ctx_used = std::min(c.n_ctx_used, depth + (n + 3) / 2);
     return c;
 }
 
@@ -264,12 +272,13 @@ struct ConfigResult {
     nlohmann::json cost_model = nlohmann::json::array();
 };
 
-// The longest test of the lists: a prompt, or a generation after its one-token prompt.
+// The longest test of the lists: a prompt, or a generation after its one-token prompt, after
+// the deepest context.
 int64_t longest_test(const BenchArgs& args) {
     int64_t longest = 1;
     for (int64_t n : args.n_prompt) longest = std::max(longest, n);
     for (int64_t n : args.n_gen) longest = std::max(longest, n + 1);
-    return longest;
+    return longest + *std::max_element(args.n_depth.begin(), args.n_depth.end());
 }
 
 // The runtime's options for a configuration whose longest test is `longest` tokens; sets
@@ -334,17 +343,18 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         if (!args.json) print_row(args, row);
         out.rows.push_back(std::move(row));
     };
-    auto one = [&](bool prompt, int64_t n) {
+    auto one = [&](bool prompt, int64_t n, int64_t depth) {
         if (n <= 0) return;
         // Warm-up: a whole prompt pass (as llama-bench warms up, so both reach the same state:
         // every weight's pages touched, each GEMM shape's kernels loaded), 16 tokens of decode.
-        run_once(*session, prompt, prompt ? n : std::min<int64_t>(n, 16), rng, n_vocab);
+        run_once(*session, prompt, prompt ? n : std::min<int64_t>(n, 16), rng, n_vocab, depth);
         BenchRow row;
         const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
-        ProgressBar bar(cat(prompt ? "pp" : "tg", n), ProgressStyle{"runs", 1.0});  // a row over a second
+        const std::string test = cat(prompt ? "pp" : "tg", n, depth > 0 ? cat(" @ d", depth) : "");
+        ProgressBar bar(test, ProgressStyle{"runs", 1.0});  // a row over a second
         for (int r = 0; r < args.repetitions; ++r) {
             bar.update(static_cast<uint64_t>(r), static_cast<uint64_t>(args.repetitions), "");
-            row.samples.push_back(run_once(*session, prompt, n, rng, n_vocab));
+            row.samples.push_back(run_once(*session, prompt, n, rng, n_vocab, depth));
         }
         bar.clear();  // the row takes its line
         row.sparsity = achieved_sparsity(before, session->program().sparsity_counts());
@@ -352,19 +362,22 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         const Stat st = stats(row.samples);
         row.mean = st.mean;
         row.stdev = st.stdev;
-        row.test = cat(prompt ? "pp" : "tg", n);
+        row.test = test;
+        row.n_depth = depth;
         (prompt ? row.n_prompt : row.n_gen) = n;
         row.predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
         if (!prompt) {
-            TgRun run{row.test, params_for_tg(runtime, n), std::nullopt, 1.0 / st.mean};
+            TgRun run{row.test, params_for_tg(runtime, n, depth), std::nullopt, 1.0 / st.mean};
             run.estimate = estimate_for(runtime, table, run.params);
             if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
             tg_runs.push_back(std::move(run));
         }
         emit(std::move(row));
     };
-    for (int64_t n : args.n_prompt) one(true, n);
-    for (int64_t n : args.n_gen) one(false, n);
+    for (int64_t d : args.n_depth) {  // llama-bench's order: each depth, its pp then its tg tests
+        for (int64_t n : args.n_prompt) one(true, n, d);
+        for (int64_t n : args.n_gen) one(false, n, d);
+    }
     if (spec.mode != SpecMode::Off) {  // gen N without and with speculation, on one prompt
         const std::vector<TokenId> prompt = bench_prompt(args, runtime.model());
         for (int64_t n : args.n_gen) {
@@ -455,6 +468,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt lengths to test, e.g. 128,512 (pp; 0 = none)")
         ->capture_default_str()->delimiter(',')->check(int_in(0, kMaxContext));
     cmd->add_option("-n,--n-gen", args->n_gen, "generation lengths to test (tg; 0 = none)")
+        ->capture_default_str()->delimiter(',')->check(int_in(0, kMaxContext));
+    cmd->add_option("-d,--n-depth", args->n_depth,
+                    "tokens already in the context before each test, e.g. 0,8192 (llama-bench's -d; untimed)")
         ->capture_default_str()->delimiter(',')->check(int_in(0, kMaxContext));
     cmd->add_option("-t,--threads", args->threads, "CPU threads, e.g. 4,8 (default: physical cores)")
         ->delimiter(',')->check(int_in(0, kMaxThreadsFlag));

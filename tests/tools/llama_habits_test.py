@@ -243,6 +243,12 @@ def bench_effects(model):
     expect(sorted(r["type_k"] for r in rows) == ["f16", "f16", "q8_0", "q8_0"], f"bench -ctk list: {out!r}")
     rc, out, err = run([*b, "-p", "16", "-o", "json", "-ub", "8"])
     expect(rc == 0 and all(r["n_batch"] == 8 for r in json.loads(out)), f"bench -ub 8: {out[:300]!r}")
+    # -d: each test after that many tokens in the context, named as llama-bench names it; the
+    # context grows to hold the deepest test (no -c given).
+    rc, out, err = run([*b, "-p", "8", "-d", "0,40", "-o", "json"])
+    if expect(rc == 0, f"bench -d 0,40: {err!r}"):
+        got = [(r["test"], r["n_depth"]) for r in json.loads(out)]
+        expect(got == [("pp8", 0), ("tg2", 0), ("pp8 @ d40", 40), ("tg2 @ d40", 40)], f"bench -d 0,40: {got}")
 
 
 def calibration_json(model, tmp):
