@@ -19,14 +19,6 @@ namespace {
 
 using Impl = CudaBackend::Impl;
 
-// Weight rows one warp streams: the configured count, halved while the launch would leave
-// multiprocessors idle (as matmul chooses for one matrix).
-int rows_per_warp(int configured, int64_t rows, int sm_count) {
-    int r = configured;
-    while (r > 1 && rows / r < sm_count) r /= 2;
-    return r;
-}
-
 void check_args(const char* op, const ExpertFfnArgs& args, const Tensor& y) {
     check_expert_ffn_shapes(op, args, y);
     check_device_f32(op, "x", *args.x);
@@ -105,7 +97,7 @@ void queue_batched(Impl& s, const Tensor& x, Activation act, const BatchedExpert
         s.forget_quantized_x();
         quantize_rows_q8(f32_view(x), q8x.xq, q8x.xds, s.stream);
     }
-    const int r_in = rows_per_warp(s.options.gemv_rows_per_warp, width * n_e, s.sm_count);
+    const int r_in = s.gemv_rows_per_warp(width * n_e);
     for (int64_t j0 = 0; j0 < n_e; j0 += kGemvBatchMax) {
         const int count = static_cast<int>(std::min<int64_t>(kGemvBatchMax, n_e - j0));
         GemvBatch gates, ups;
@@ -124,7 +116,7 @@ void queue_batched(Impl& s, const Tensor& x, Activation act, const BatchedExpert
     const Tensor gates = Tensor::contiguous(GgmlType::F32, b.gate, {width, n_e}, MemoryKind::Device);
     const Tensor ups = Tensor::contiguous(GgmlType::F32, b.up, {width, n_e}, MemoryKind::Device);
     gated_activation(f32_view(gates), f32_view(ups), act, f32_view(gates), q8h.xq, q8h.xds, s.stream);
-    const int r_out = rows_per_warp(s.options.gemv_rows_per_warp, n_embd * n_e, s.sm_count);
+    const int r_out = s.gemv_rows_per_warp(n_embd * n_e);
     for (int64_t j0 = 0; j0 < n_e; j0 += kGemvBatchMax) {
         const int count = static_cast<int>(std::min<int64_t>(kGemvBatchMax, n_e - j0));
         GemvBatch downs;

@@ -24,14 +24,10 @@ constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types n
 // A layer's tensors by role: table index, or -1 where the layer has none.
 using LayerRoles = std::array<int, kTensorRoleCount>;
 
-int small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles) {
-    return block_small_ops(ops, [&](TensorRole w) { return roles[static_cast<size_t>(w)] >= 0; });
-}
-
-// The same blocks on the GPU, whose fused ops run them as fewer kernels (fused_block_small_ops;
-// a block's input norm counts with the previous block's end even where that ran elsewhere).
-int gpu_small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles) {
-    return fused_block_small_ops(ops, [&](TensorRole w) { return roles[static_cast<size_t>(w)] >= 0; });
+// fused: as the GPU's fused ops run them (a block's input norm counts with the previous
+// block's end even where that ran elsewhere).
+int small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles, bool fused = false) {
+    return block_small_ops(ops, [&](TensorRole w) { return roles[static_cast<size_t>(w)] >= 0; }, fused);
 }
 
 // Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
@@ -191,8 +187,8 @@ void CostModel::index_layers(GgmlType kv_type) {
         }
         L.attn_ops = small_ops_of(attention_block_ops(), has) + 1;  // + the attention
         L.ffn_ops = small_ops_of(ffn_block_ops(), has);
-        L.gpu_attn_ops = gpu_small_ops_of(attention_block_ops(), has) + 1;
-        L.gpu_ffn_ops = gpu_small_ops_of(ffn_block_ops(), has);
+        L.gpu_attn_ops = small_ops_of(attention_block_ops(), has, /*fused=*/true) + 1;
+        L.gpu_ffn_ops = small_ops_of(ffn_block_ops(), has, /*fused=*/true);
     }
 }
 

@@ -54,34 +54,20 @@ std::span<const LayerOp> ffn_block_ops();
 // The small ops of a block (everything but its products and its attention), counting one
 // activation quantization per distinct product input (the CPU quantizes it once for all the
 // products that read it); `has(w)` says whether the layer has an optional weight.
+// fused: the kernels of a backend with the fused ops (CUDA) instead: each fused group present
+// once, BlockStart none (the previous block's end made it), and no quantization of an input
+// that the RMSNorm or the gated activation already wrote quantized (the attention's output is
+// quantized apart).
 template <typename Has>
-int block_small_ops(std::span<const LayerOp> ops, Has&& has) {
+int block_small_ops(std::span<const LayerOp> ops, Has&& has, bool fused = false) {
     int n = 0;
-    uint32_t inputs = 0;  // bit per LayerAct
+    uint32_t groups = 0, inputs = 0;  // bit per FusedGroup / LayerAct
     for (const LayerOp& op : ops) {
         if (op.optional != kNoWeight && !has(op.optional)) continue;
         if (op.kind == LayerOpKind::Product) {
-            inputs |= 1u << static_cast<unsigned>(op.input);
-        } else if (op.kind != LayerOpKind::Attention) {
-            ++n;
-        }
-    }
-    for (; inputs != 0; inputs &= inputs - 1) ++n;
-    return n;
-}
-// The kernels of a block's small ops on a backend with the fused ops (CUDA): each fused group
-// present once, BlockStart none (the previous block's end made it), and one activation
-// quantization per product input that no fused op or activation already wrote quantized
-// (the RMSNorm and the gated activation write theirs; the attention's output is quantized apart).
-template <typename Has>
-int fused_block_small_ops(std::span<const LayerOp> ops, Has&& has) {
-    int n = 0;
-    uint32_t groups = 0, inputs = 0;
-    for (const LayerOp& op : ops) {
-        if (op.optional != kNoWeight && !has(op.optional)) continue;
-        if (op.kind == LayerOpKind::Product) {
-            if (op.input != LayerAct::Normed && op.input != LayerAct::Gate) inputs |= 1u << static_cast<unsigned>(op.input);
-        } else if (op.fused != FusedGroup::None) {
+            const bool written_quantized = fused && (op.input == LayerAct::Normed || op.input == LayerAct::Gate);
+            if (!written_quantized) inputs |= 1u << static_cast<unsigned>(op.input);
+        } else if (fused && op.fused != FusedGroup::None) {
             if (op.fused != FusedGroup::BlockStart) groups |= 1u << static_cast<unsigned>(op.fused);
         } else if (op.kind != LayerOpKind::Attention) {
             ++n;
@@ -91,7 +77,6 @@ int fused_block_small_ops(std::span<const LayerOp> ops, Has&& has) {
     for (; inputs != 0; inputs &= inputs - 1) ++n;
     return n;
 }
-
 // The small ops each extra part of a split FFN adds: its per_part ops and the add of its
 // partial sum at the home.
 int ffn_part_small_ops();

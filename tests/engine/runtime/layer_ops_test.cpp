@@ -134,13 +134,13 @@ TEST(LayerOpCounts, FusedBlocksCountOneKernelPerFusedOp) {
     // input, attention output); + 3 biases, 2 q/k norms, the post norm.
     EXPECT_EQ(block_small_ops(attention_block_ops(), none), 8);
     EXPECT_EQ(block_small_ops(attention_block_ops(), all), 14);
-    EXPECT_EQ(fused_block_small_ops(attention_block_ops(), none), 3);
-    EXPECT_EQ(fused_block_small_ops(attention_block_ops(), all), 3);
+    EXPECT_EQ(block_small_ops(attention_block_ops(), none, true), 3);
+    EXPECT_EQ(block_small_ops(attention_block_ops(), all, true), 3);
     // FFN: input norm, activation, residual add, 2 quantizations (normed input, activation).
     EXPECT_EQ(block_small_ops(ffn_block_ops(), none), 5);
     EXPECT_EQ(block_small_ops(ffn_block_ops(), all), 6);
-    EXPECT_EQ(fused_block_small_ops(ffn_block_ops(), none), 2);
-    EXPECT_EQ(fused_block_small_ops(ffn_block_ops(), all), 2);
+    EXPECT_EQ(block_small_ops(ffn_block_ops(), none, true), 2);
+    EXPECT_EQ(block_small_ops(ffn_block_ops(), all, true), 2);
 }
 
 }  // namespace
