@@ -253,6 +253,8 @@ def family_numbers(tmp, model):
     expect_refused(["bench", "-m", model, "--gpu", "none", "-p", "1e9", "-n", "0"], "not an integer", code=2)
     expect_refused(["bench", "-m", model, "--gpu", "none", "-p", "1000000", "-n", "0", "-r", "1"], "does not fit")
     expect_refused(["bench", "-m", model, "--gpu", "none", "-r", "0"], "out of range", code=2)
+    expect_refused(["bench", "-m", model, "--gpu", "none", "-d", "-5", "-n", "2"], "out of range", code=2)
+    expect_refused(["bench", "-m", model, "--gpu", "none", "-d", "1000000", "-p", "0", "-n", "2", "-r", "1"], "does not fit")
     text = os.path.join(tmp, "text.txt")
     with open(text, "w") as f:
         f.write("the quick brown fox jumps over the lazy dog. " * 200)
