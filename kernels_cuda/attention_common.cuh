@@ -64,16 +64,57 @@ __device__ __forceinline__ int64_t visible_first(int64_t pos, int32_t window) {
     return window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
 }
 
+// A prefill block's query rows (attention_tiled.cu, attention_mma.cu): blockIdx.y is kv head
+// kvh times n_hgroups plus its head group, blockIdx.x a run of tt tokens; row r is token
+// t0 + r / gb, query head h0 + r % gb (a short last head group has tt == 1).
+struct PrefillRows {
+    int kvh, h0, t0, gb, n_rows, n_tokens, n_head;
+    __device__ PrefillRows(const AttentionLaunch& a, int n_hgroups, int gb_, int tt) {
+        kvh = static_cast<int>(blockIdx.y) / n_hgroups;
+        const int hg = static_cast<int>(blockIdx.y) % n_hgroups;
+        const int group = a.n_head / a.n_head_kv;
+        gb = gb_;
+        h0 = kvh * group + hg * gb;
+        t0 = static_cast<int>(blockIdx.x) * tt;
+        n_rows = min(gb, group - hg * gb) * tt;
+        n_tokens = a.n_tokens;
+        n_head = a.n_head;
+    }
+    __device__ bool valid(int r) const { return r < n_rows && t0 + r / gb < n_tokens; }
+    // The row of q and out (token-major, heads within a token).
+    __device__ int64_t out_row(int r) const { return static_cast<int64_t>(t0 + r / gb) * n_head + h0 + r % gb; }
+};
+
+// Split `split` of n_splits of a prefill block's keys: the cells [begin, end] (inclusive; empty
+// when begin > end) of the union of its rows' visible ranges [first[r], last[r]], rows r <
+// n_rows that valid(r) accepts.
+struct KeyRange {
+    int64_t begin, end;
+};
+template <class Valid>
+__device__ __forceinline__ KeyRange split_key_range(const int64_t* first, const int64_t* last, int n_rows, Valid valid,
+                                                    int split, int n_splits) {
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int r = 0; r < n_rows; ++r) {
+        if (!valid(r)) continue;
+        lo = min(lo, first[r]);
+        hi = max(hi, last[r]);
+    }
+    const int64_t chunk = (hi - lo + 1 + n_splits - 1) / n_splits;
+    const int64_t begin = lo + split * chunk;
+    return KeyRange{begin, min(hi, begin + chunk - 1)};
+}
+
 __device__ __forceinline__ float softcapped(float s, float cap, float inv_cap) {
     return cap > 0.0f ? cap * tanhf(s * inv_cap) : s;
 }
 
-// ---- shared by the decode kernels (attention_decode.cu, attention_decode_f16.cu)
+// ---- shared by the decode kernels (attention_decode.cu, attention_decode_vec.cu)
 constexpr int kDecodeMaxGroup = 8;  // query heads per block
 
-// The 16-byte-load kernel for f16 caches of head dim 64/128/256 (same grid as the generic one);
-// false, launching nothing, for any other cache.
-bool attention_decode_f16(const AttentionLaunch& a, int n_hgroups, dim3 grid, cudaStream_t stream);
+// The vectorized kernel for f16, q8_0 and q4_0 caches (K and V of one type) of head dim
+// 64/128/256 (same grid as the generic one); false, launching nothing, for any other cache.
+bool attention_decode_vec(const AttentionLaunch& a, int n_hgroups, dim3 grid, cudaStream_t stream);
 
 // Splits that hold keys for a token that sees `span` cells: all n_splits, or with
 // min_split_cells set (decode) at most one per min_split_cells keys. A step graph plans its

@@ -1,7 +1,7 @@
-// Flash-decoding attention for few query tokens (f16 caches of the common head dims take the
-// vectorized kernel of attention_decode_f16.cu; this one serves every cache type). A block takes one token, one kv head with up to
-// 8 of its query heads (GQA: K/V read once for the group) and one split of the token's visible
-// keys; the split's size is worked out on the device from the token's position, so one launch
+// Flash-decoding attention for few query tokens (f16, q8_0 and q4_0 caches of the common head
+// dims take the vectorized kernel of attention_decode_vec.cu; this one serves every cache type).
+// A block takes one token, one kv head with up to 8 of its query heads (GQA: K/V read once for
+// the group) and one split of the token's visible keys; the split's size is worked out on the device from the token's position, so one launch
 // shape serves every position (a replayed graph). Keys go in tiles of kTile cells: each warp
 // scores 4 cells at a time (independent loads in flight), the block updates the online softmax
 // in shared memory, then every thread sums p·V for its value elements over the whole tile.
@@ -252,8 +252,8 @@ void attention_decode(const AttentionLaunch& a, cudaStream_t stream) {
     const int n_hgroups = (group + kMaxGroup - 1) / kMaxGroup;
     const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv * n_hgroups),
                     static_cast<unsigned>(a.n_tokens));
-    if (attention_decode_f16(a, n_hgroups, grid, stream)) {
-        // f16 caches with head dim 64/128/256: 16-byte loads (attention_decode_f16.cu)
+    if (attention_decode_vec(a, n_hgroups, grid, stream)) {
+        // f16/q8_0/q4_0 caches with head dim 64/128/256: 8-element loads (attention_decode_vec.cu)
     } else if (a.k.type == GgmlType::F16 && a.v.type == GgmlType::F16) {
         attention_decode_kernel<true><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);
     } else {

@@ -112,15 +112,10 @@ __global__ void __launch_bounds__(kThreads)
     float* rc = rl + kRows;                   // [kRows] rescale factor of this tile
 
     const int tid = threadIdx.x;
-    const int kvh = blockIdx.y / n_hgroups, hg = blockIdx.y % n_hgroups;
-    const int group = a.n_head / a.n_head_kv;
-    const int h0 = kvh * group + hg * gb;
-    const int t0 = blockIdx.x * tt;
-    // rows r < n_rows: token t0 + r / gb, head h0 + r % gb (the last head group may be short;
-    // then tt == 1)
-    const int n_rows = min(gb, group - hg * gb) * tt;
-    auto row_valid = [&](int r) { return r < n_rows && t0 + r / gb < a.n_tokens; };
-    auto out_row = [&](int r) { return static_cast<int64_t>(t0 + r / gb) * a.n_head + h0 + r % gb; };
+    const PrefillRows rows(a, n_hgroups, gb, tt);
+    const int kvh = rows.kvh, t0 = rows.t0;
+    auto row_valid = [&](int r) { return rows.valid(r); };
+    auto out_row = [&](int r) { return rows.out_row(r); };
 
     for (int i = tid; i < kRows * dk; i += kThreads) {
         const int r = i / dk, e = i % dk;
@@ -136,15 +131,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
 
     // This block's key range, cut into n_splits parts.
-    int64_t lo = INT64_MAX, hi = -1;
-    for (int r = 0; r < n_rows; ++r) {
-        if (!row_valid(r)) continue;
-        lo = min(lo, rfirst[r]);
-        hi = max(hi, rlast[r]);
-    }
-    const int64_t chunk = (hi - lo + 1 + a.n_splits - 1) / a.n_splits;
-    const int64_t c_begin = lo + blockIdx.z * chunk;
-    const int64_t c_end = min(hi, c_begin + chunk - 1);  // inclusive
+    const KeyRange keys = split_key_range(rfirst, rlast, rows.n_rows, row_valid, static_cast<int>(blockIdx.z), a.n_splits);
+    const int64_t c_begin = keys.begin, c_end = keys.end;  // inclusive
 
     const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
     const int orow = tid / 8, ocol = tid % 8;

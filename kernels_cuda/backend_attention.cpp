@@ -14,6 +14,8 @@ constexpr int64_t kMinDecodeSplitCells = 32;  // decode: half a tile of attentio
 constexpr int kMaxSplits = 256;
 constexpr int kDecodeHeads = 8;          // query heads per decode block (attention_decode.cu)
 constexpr int kTiledRows = 16;           // query rows per tiled block (attention_tiled.cu)
+// Partials of split keys stay within this (the device op scratch reserves room for them).
+constexpr uint64_t kMaxPartialBytes = 16ull << 20;
 
 // Splits so that `per_sm` blocks per multiprocessor run, each with at least min_cells keys.
 int plan_splits(int64_t blocks, int64_t span, int sm_count, int per_sm, int64_t min_cells) {
@@ -35,7 +37,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     Impl& s = *impl_;
     const int64_t n_tokens = q.ne[2];
     if (n_tokens == 0) return;
-    const OpScope timed = s.time_op(n_tokens <= s.options.attention_decode_max_tokens ? "attention decode" : "attention tiled");
+    const OpScope timed = s.time_op(n_tokens <= s.options.attention_decode_max_tokens ? "attention decode" : "attention prefill");
 
     AttentionLaunch a;
     a.q = f32_view(q);
@@ -58,22 +60,25 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
 
     const int group = p.n_head / p.n_head_kv;
     const bool decode = n_tokens <= s.options.attention_decode_max_tokens && n_tokens <= 65535;
+    const bool mma = !decode && s.options.attention_tensor_cores && attention_mma_supported(a, s.smem_optin);
     int64_t blocks = 0;
     if (decode) {
         blocks = n_tokens * p.n_head_kv * ((group + kDecodeHeads - 1) / kDecodeHeads);
     } else {
-        const int64_t gb = std::min(group, kTiledRows);
-        blocks = (n_tokens + kTiledRows / gb - 1) / (kTiledRows / gb) * p.n_head_kv *
-                 ((group + kTiledRows - 1) / kTiledRows);
+        const int rows = mma ? attention_mma_rows() : kTiledRows;
+        const int64_t gb = std::min(group, rows);
+        blocks = (n_tokens + rows / gb - 1) / (rows / gb) * p.n_head_kv * ((group + rows - 1) / rows);
     }
     // Decode blocks are short-lived and latency-bound: more of them, with fewer keys each.
     // A step graph replays at later positions: its splits follow the cache's capacity (the
     // kernel cuts each token's own span into them on the device).
     const bool step = s.step.recording && n_tokens == 1 && positions == s.step.position_host;
     const int64_t split_span = step ? k_cache.ne[1] : a.max_span;
-    a.n_splits = decode ? plan_splits(blocks, split_span, s.sm_count, 4, kMinDecodeSplitCells)
+    a.n_splits = decode ? plan_splits(blocks, split_span, s.sm_count, s.options.attention_decode_blocks_per_sm, kMinDecodeSplitCells)
                         : plan_splits(blocks, a.max_span, s.sm_count, 2, kMinSplitCells);
     if (decode) a.min_split_cells = kMinDecodeSplitCells;
+    const uint64_t partial_row = static_cast<uint64_t>(n_tokens) * p.n_head * (p.head_dim_v + 2) * sizeof(float);
+    a.n_splits = static_cast<int>(std::clamp<uint64_t>(kMaxPartialBytes / partial_row, 1, static_cast<uint64_t>(a.n_splits)));
     if (a.n_splits > 1) {
         const uint64_t slots = static_cast<uint64_t>(n_tokens) * p.n_head * a.n_splits;
         const uint64_t acc_bytes = slots * p.head_dim_v * sizeof(float);
@@ -84,6 +89,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     }
     if (decode) {
         attention_decode(a, s.stream);
+    } else if (mma) {
+        attention_mma(a, s.smem_optin, s.stream);
     } else {
         attention_tiled(a, s.stream);
     }

@@ -65,6 +65,7 @@ struct CudaBackend::Impl {
     CudaBackendOptions options;
     int sm_count = 0;
     int compute_major = 0;
+    size_t smem_optin = 0;  // shared memory a block may opt in to (attention_mma's limit)
     uint64_t outside_arena = 0;  // device bytes cuBLAS holds for itself (measured)
     std::shared_ptr<DeviceArena> arena;
     cudaStream_t stream = nullptr;

@@ -87,6 +87,7 @@ CudaBackend::Impl::Impl(const CudaBackendOptions& opts) : options(opts) {
     CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
     sm_count = prop.multiProcessorCount;
     compute_major = prop.major;
+    smem_optin = prop.sharedMemPerBlockOptin;
     const uint64_t budget = vram_budget(options);
     // cuBLAS allocates device memory of its own (outside any workspace we hand it): measure it
     // and give the arena only the rest of the budget.

@@ -41,6 +41,12 @@ struct CudaBackendOptions {
     // Attention over at most this many query tokens uses the flash-decoding kernel, more the
     // tiled one.
     int attention_decode_max_tokens = 8;
+    // Decode attention splits each token's keys so that about this many blocks per
+    // multiprocessor run (more blocks keep more of the cache's bytes in flight).
+    int attention_decode_blocks_per_sm = 8;
+    // Prefill attention on tensor cores (f16 Q, K, V and P; attention_mma.cu) where the head dims
+    // allow; off: the f32 tiled kernel.
+    bool attention_tensor_cores = true;
     // Upper bound of the f16 weight tile the cuBLAS path dequantizes into.
     uint64_t gemm_tile_bytes = 64ull << 20;
     // For memory() only, set by the registry's factory (cuda_registration.cpp): what the whole

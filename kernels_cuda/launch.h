@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/core/expert_routing.h"
@@ -233,6 +234,12 @@ struct AttentionLaunch {
 void attention_decode(const AttentionLaunch& a, cudaStream_t stream);
 // Tiled: one block per (16 query rows of one kv head's group, key split).
 void attention_tiled(const AttentionLaunch& a, cudaStream_t stream);
+// Prefill on tensor cores (attention_mma.cu): one block per (64 query rows of one kv head's
+// group, key split); Q, K, V and P rounded to f16, f32 softmax and sums. Supported: dk == dv of
+// 64, 128 or 256 whose tiles fit smem_limit bytes (the device's opt-in shared memory per block).
+int attention_mma_rows();
+bool attention_mma_supported(const AttentionLaunch& a, size_t smem_limit);
+void attention_mma(const AttentionLaunch& a, size_t smem_limit, cudaStream_t stream);
 // Merges the n_splits partials into out (used by both when n_splits > 1).
 void attention_combine(const AttentionLaunch& a, cudaStream_t stream);
 

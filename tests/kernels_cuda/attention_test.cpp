@@ -13,7 +13,6 @@ namespace {
 
 using test::HostTensor;
 
-constexpr double kFloatOps = 1e-7;
 
 TEST(CudaKvStore, WritesTheSameBytesAsTheCpu) {
     STRATA_SKIP_WITHOUT_GPU();
@@ -44,9 +43,12 @@ TEST(CudaAttention, MatchesCpuOnBothKernels) {
     CudaBackendOptions decode_opts = test::test_options(), tiled_opts = test::test_options();
     decode_opts.attention_decode_max_tokens = 64;
     tiled_opts.attention_decode_max_tokens = 0;
-    CudaBackend auto_gpu(test::test_options()), decode_gpu(decode_opts), tiled_gpu(tiled_opts);
-    CudaBackend* gpus[] = {&auto_gpu, &decode_gpu, &tiled_gpu};
-    const char* gpu_names[] = {"auto", "decode", "tiled"};
+    CudaBackendOptions mma_opts = tiled_opts;
+    tiled_opts.attention_tensor_cores = false;
+    const CudaBackendOptions opts[] = {test::test_options(), decode_opts, tiled_opts, mma_opts};
+    CudaBackend auto_gpu(opts[0]), decode_gpu(opts[1]), tiled_gpu(opts[2]), mma_gpu(opts[3]);
+    CudaBackend* gpus[] = {&auto_gpu, &decode_gpu, &tiled_gpu, &mma_gpu};
+    const char* gpu_names[] = {"auto", "decode", "tiled", "tensor cores"};
     cpu::CpuBackend& cpu = test::cpu_backend();
 
     const HeadConfig configs[] = {{4, 1, 256, 256}, {8, 2, 128, 128}, {7, 7, 64, 64},
@@ -59,7 +61,7 @@ TEST(CudaAttention, MatchesCpuOnBothKernels) {
         for (const auto& [kt, vt] : caches) {
             const int64_t k_row = int64_t{hc.dk} * hc.n_head_kv, v_row = int64_t{hc.dv} * hc.n_head_kv;
             if (k_row % type_traits(kt).block_size != 0 || v_row % type_traits(vt).block_size != 0) continue;
-            for (int64_t n_tokens : {1, 5, 17}) {
+            for (int64_t n_tokens : {1, 5, 17, 130}) {
                 for (int64_t past : {0, 40, 200, 3000}) {
                     const int64_t n_cells = past + n_tokens, cap = n_cells + 3;
                     HostTensor kc(kt, {k_row, cap}), vc(vt, {v_row, cap});
@@ -81,12 +83,12 @@ TEST(CudaAttention, MatchesCpuOnBothKernels) {
                         p.softcap = variant == 1 ? 20.0f : 0.0f;
                         HostTensor ref(GgmlType::F32, {hc.dv, hc.n_head, n_tokens});
                         cpu.attention(q.t, kc.t, vc.t, n_cells, pos.data(), p, ref.t);
-                        for (int g = 0; g < 3; ++g) {
+                        for (int g = 0; g < 4; ++g) {
                             CudaBackend& gpu = *gpus[g];
                             DeviceTensor kd = gpu.upload(kc.t), vd = gpu.upload(vc.t), qd = gpu.upload(q.t);
                             DeviceTensor out = test::nan_device(gpu, {hc.dv, hc.n_head, n_tokens});
                             gpu.attention(qd.tensor, kd.tensor, vd.tensor, n_cells, pos.data(), p, out.tensor);
-                            EXPECT_LE(test::device_nmse(gpu, out.tensor, ref), kFloatOps)
+                            EXPECT_LE(test::device_nmse(gpu, out.tensor, ref), test::attention_nmse_bound(opts[g], n_tokens))
                                 << gpu_names[g] << " heads " << hc.n_head << "/" << hc.n_head_kv << " d "
                                 << hc.dk << "/" << hc.dv << " " << type_traits(kt).name << "/"
                                 << type_traits(vt).name << " tokens " << n_tokens << " past " << past

@@ -34,6 +34,13 @@ inline CudaBackendOptions test_options() {
     return o;
 }
 
+// NMSE bound of an attention over n_tokens query tokens against the CPU's f32 sums on a backend
+// with options o: the f32 kernels 1e-7; prefill on tensor cores (more tokens than the decode
+// kernel takes) rounds Q, K, V and P to f16, as the f16 cuBLAS products round their operands.
+inline double attention_nmse_bound(const CudaBackendOptions& o, int64_t n_tokens) {
+    return o.attention_tensor_cores && n_tokens > o.attention_decode_max_tokens ? 1e-6 : 1e-7;
+}
+
 // A host tensor of the same type and shape as t.
 inline HostTensor host_like(const Tensor& t) {
     return HostTensor(t.type, {t.ne[0], t.ne[1], t.ne[2], t.ne[3]});

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,21 @@ CudaBackend* make_backend(bool quantize_activations, int rows_per_warp) {
     o.quantize_activations = quantize_activations;
     o.gemv_rows_per_warp = rows_per_warp;
     return new CudaBackend(o);  // lives until exit
+}
+
+// A backend with the default options as `set` changes them, one per key (lives until exit).
+template <class F>
+CudaBackend* backend_with(const std::string& key, F set) {
+    if (strata::cuda::list_devices().empty()) return nullptr;
+    static std::map<std::string, CudaBackend*> made;
+    CudaBackend*& b = made[key];
+    if (b == nullptr) {
+        strata::cuda::CudaBackendOptions o;
+        o.budget_bytes = 4ull << 30;
+        set(o);
+        b = new CudaBackend(o);
+    }
+    return b;
 }
 
 // Backends by GEMV variant: rows per warp 1, 2, 4 (q8 activations), and 0 = f32 activations.
@@ -112,25 +128,26 @@ void bm_copy(benchmark::State& state) {
 
 // One weight matrix per (variant, type), made once: random bytes are cheap, uploads are not.
 const DeviceTensor& weights(CudaBackend& b, int variant, GgmlType type, int64_t k, int64_t n) {
-    static std::map<std::pair<int, GgmlType>, DeviceTensor> cache;
-    auto it = cache.find({variant, type});
+    static std::map<std::tuple<int, GgmlType, int64_t, int64_t>, DeviceTensor> cache;
+    const auto key = std::make_tuple(variant, type, k, n);
+    auto it = cache.find(key);
     if (it == cache.end()) {
         const HostTensor w = random_blocks(type, k, n);
-        it = cache.emplace(std::make_pair(variant, type), b.upload(w.t, "bench weights")).first;
+        it = cache.emplace(key, b.upload(w.t, "bench weights")).first;
     }
     return it->second;
 }
 
 // y [n, m] = W [k, n] · x [k, m] on the backend of `variant`; bytes = weights + x + y.
-void bm_matmul(benchmark::State& state, GgmlType type, int64_t m, int variant) {
+void bm_matmul(benchmark::State& state, GgmlType type, int64_t m, int variant, int64_t k = 8192, int64_t n = 28672) {
     CudaBackend* b = backend(variant);
     if (b == nullptr) return state.SkipWithError("no CUDA device");
-    const int64_t k = 8192, n = 28672;
     const DeviceTensor& wd = weights(*b, variant, type, k, n);
     DeviceTensor xd = b->upload(strata::cpu::test::random_f32({k, m}).t, "bench x");
     DeviceTensor yd = b->allocate(GgmlType::F32, {n, m});
     const double bytes = static_cast<double>(wd.tensor.n_bytes()) + 4.0 * static_cast<double>((k + n) * m);
-    const std::string name = std::string(strata::type_traits(type).name) + " m=" + std::to_string(m) +
+    const std::string name = std::string(strata::type_traits(type).name) + " " + std::to_string(k) + "x" +
+                             std::to_string(n) + " m=" + std::to_string(m) +
                              (variant == 0 ? " f32 x" : " q8 x, rows/warp " + std::to_string(variant));
     timed_batches(state, *b, [&] { b->matmul(wd.tensor, xd.tensor, yd.tensor); }, bytes, name);
     if (m > 8) state.counters["TFLOP/s"] = 2.0 * k * n * m * g_bandwidth[name] * 1e9 / bytes / 1e12;
@@ -158,8 +175,11 @@ void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n
 // Decode attention of the Llama-2-7B shape (32 heads, head dim 128) over `cells` cells of an
 // f16 or q8_0 cache: 20 attentions recorded as one step graph and replayed, so the time is
 // the GPU's, not the launches'. Reported per attention; GB/s counts the K and V bytes read.
-void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells) {
-    CudaBackend* b = backend(4);
+void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells, int blocks_per_sm = 0) {
+    CudaBackend* b = blocks_per_sm > 0 ? backend_with("blocks " + std::to_string(blocks_per_sm), [&](strata::cuda::CudaBackendOptions& o) {
+        o.attention_decode_blocks_per_sm = blocks_per_sm;
+    })
+                                       : backend(4);
     if (b == nullptr) return state.SkipWithError("no CUDA device");
     constexpr int kHeads = 32, kDim = 128, kPerGraph = 20;
     HostTensor kc(kv_type, {kDim * kHeads, cells}), vc(kv_type, {kDim * kHeads, cells});
@@ -179,9 +199,41 @@ void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cell
     b->end_graph();
     const double bytes = 2.0 * static_cast<double>(kc.t.n_bytes()) * kPerGraph;
     const std::string name = std::string("attention ") + std::string(strata::type_traits(kv_type).name) + " " +
-                             std::to_string(cells) + " cells, x" + std::to_string(kPerGraph);
+                             std::to_string(cells) + " cells, x" + std::to_string(kPerGraph) +
+                             (blocks_per_sm > 0 ? ", " + std::to_string(blocks_per_sm) + " blocks/SM" : "");
     timed_batches(state, *b, [&] { b->replay_step(b, token, pos); }, bytes, name);
     state.counters["us/attention"] = bytes / (g_bandwidth[name] * 1e9) / kPerGraph * 1e6;
+}
+
+// Prefill attention of the Llama-2-7B shape (32 heads, head dim 128): a prompt of `tokens`
+// tokens at positions 0.., causal, over an f16 or q8_0 cache, on tensor cores or the f32 tiled
+// kernel. TFLOP/s counts the causal half of QKᵀ and PV (4·d·Σ visible cells per head).
+void bm_attention_prefill(benchmark::State& state, GgmlType kv_type, int64_t tokens, bool tensor_cores) {
+    CudaBackend* b = backend_with(tensor_cores ? "tensor cores" : "f32 tiled", [&](strata::cuda::CudaBackendOptions& o) {
+        o.attention_tensor_cores = tensor_cores;
+    });
+    if (b == nullptr) return state.SkipWithError("no CUDA device");
+    constexpr int kHeads = 32, kDim = 128;
+    HostTensor kc(kv_type, {kDim * kHeads, tokens}), vc(kv_type, {kDim * kHeads, tokens});
+    strata::cpu::CpuBackend cpu(0);
+    cpu.kv_store(strata::cpu::test::random_f32({kDim * kHeads, tokens}, -2.0f, 2.0f).t, kc.t, 0);
+    cpu.kv_store(strata::cpu::test::random_f32({kDim * kHeads, tokens}, -2.0f, 2.0f).t, vc.t, 0);
+    DeviceTensor kd = b->upload(kc.t, "bench k"), vd = b->upload(vc.t, "bench v");
+    DeviceTensor qd = b->upload(strata::cpu::test::random_f32({kDim, kHeads, tokens}).t, "bench q");
+    DeviceTensor od = b->allocate(GgmlType::F32, {kDim, kHeads, tokens});
+    strata::AttentionParams p;
+    p.n_head = p.n_head_kv = kHeads;
+    p.head_dim_k = p.head_dim_v = kDim;
+    p.scale = 0.088f;
+    std::vector<int32_t> pos(static_cast<size_t>(tokens));
+    for (int64_t t = 0; t < tokens; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+    const double flops = 4.0 * kDim * kHeads * static_cast<double>(tokens) * static_cast<double>(tokens + 1) / 2.0;
+    const double bytes = 2.0 * static_cast<double>(kc.t.n_bytes()) + 8.0 * kDim * kHeads * static_cast<double>(tokens);
+    const std::string name = std::string("attention prefill ") + std::string(strata::type_traits(kv_type).name) + " " +
+                             std::to_string(tokens) + (tensor_cores ? " tokens, tensor cores" : " tokens, f32 tiled");
+    timed_batches(state, *b, [&] { b->attention(qd.tensor, kd.tensor, vd.tensor, tokens, pos.data(), p, od.tensor); },
+                  bytes, name);
+    state.counters["TFLOP/s"] = flops * g_bandwidth[name] * 1e9 / bytes / 1e12;
 }
 
 // One decode FFN of the Llama-2-7B shape (n_embd 4096, n_ff 11008; gate and up Q4_K, down Q6_K),
@@ -253,6 +305,14 @@ STRATA_GEMV_BENCH(q4_K_m4_r2, GgmlType::Q4_K, 4, 2);
 STRATA_GEMV_BENCH(q4_K_f32x, GgmlType::Q4_K, 1, 0);
 STRATA_GEMV_BENCH(f16, GgmlType::F16, 1, 0);
 STRATA_GEMV_BENCH(q4_K_prefill512, GgmlType::Q4_K, 512, 2);
+// The 7B shape's prefill products (dequantized f16 tiles through cuBLAS).
+#define STRATA_PREFILL_BENCH(tag, type, k, n) \
+    BENCHMARK_CAPTURE(bm_matmul, tag, type, 512, 2, k, n)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_PREFILL_BENCH(q4_K_4096x11008_prefill512, GgmlType::Q4_K, 4096, 11008);
+STRATA_PREFILL_BENCH(q4_K_11008x4096_prefill512, GgmlType::Q4_K, 11008, 4096);
+STRATA_PREFILL_BENCH(q6_K_11008x4096_prefill512, GgmlType::Q6_K, 11008, 4096);
+STRATA_PREFILL_BENCH(q6_K_4096x4096_prefill512, GgmlType::Q6_K, 4096, 4096);
+STRATA_PREFILL_BENCH(f16_11008x4096_prefill512, GgmlType::F16, 11008, 4096);
 #define STRATA_DECODE_BENCH(tag, type, k, n) \
     BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_DECODE_BENCH(q4_K_4096x4096, GgmlType::Q4_K, 4096, 4096);
@@ -279,6 +339,21 @@ STRATA_ATTN_BENCH(f16_4096, GgmlType::F16, 4096);
 STRATA_ATTN_BENCH(f16_32768, GgmlType::F16, 32768);
 STRATA_ATTN_BENCH(q8_0_4096, GgmlType::Q8_0, 4096);
 STRATA_ATTN_BENCH(q4_0_4096, GgmlType::Q4_0, 4096);
+STRATA_ATTN_BENCH(q8_0_32768, GgmlType::Q8_0, 32768);
+STRATA_ATTN_BENCH(q8_0_8192, GgmlType::Q8_0, 8192);
+STRATA_ATTN_BENCH(f16_8192, GgmlType::F16, 8192);
+#define STRATA_ATTN_BLOCKS_BENCH(tag, type, cells, blocks) \
+    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, blocks)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_ATTN_BLOCKS_BENCH(q8_0_8192_b4, GgmlType::Q8_0, 8192, 4);
+STRATA_ATTN_BLOCKS_BENCH(q8_0_8192_b16, GgmlType::Q8_0, 8192, 16);
+STRATA_ATTN_BLOCKS_BENCH(f16_8192_b4, GgmlType::F16, 8192, 4);
+STRATA_ATTN_BLOCKS_BENCH(f16_8192_b16, GgmlType::F16, 8192, 16);
+#define STRATA_PREFILL_ATTN_BENCH(tag, type, tokens, tc) \
+    BENCHMARK_CAPTURE(bm_attention_prefill, tag, type, tokens, tc)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_PREFILL_ATTN_BENCH(f16_512_tiled, GgmlType::F16, 512, false);
+STRATA_PREFILL_ATTN_BENCH(f16_512_mma, GgmlType::F16, 512, true);
+STRATA_PREFILL_ATTN_BENCH(q8_0_512_mma, GgmlType::Q8_0, 512, true);
+STRATA_PREFILL_ATTN_BENCH(f16_4096_mma, GgmlType::F16, 4096, true);
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
