@@ -213,6 +213,31 @@ nlohmann::json achieved_sparsity(const std::vector<LayerProgram::SparsityCount>&
             {"per_layer", layers}};
 }
 
+// One test (pp or tg of n tokens after depth tokens): a warm-up, then `repetitions` timed runs;
+// the row's name, counts, samples, mean, deviation and achieved sparsity.
+BenchRow measure_test(Session& session, bool prompt, int64_t n, int64_t depth, int repetitions, std::mt19937& rng) {
+    const int64_t n_vocab = session.program().n_vocab();
+    // Warm-up: a whole prompt pass (as llama-bench warms up, so both reach the same state:
+    // every weight's pages touched, each GEMM shape's kernels loaded), 16 tokens of decode.
+    run_once(session, prompt, prompt ? n : std::min<int64_t>(n, 16), rng, n_vocab, depth);
+    BenchRow row;
+    const std::vector<LayerProgram::SparsityCount> before = session.program().sparsity_counts();
+    row.test = cat(prompt ? "pp" : "tg", n, depth > 0 ? cat(" @ d", depth) : "");
+    ProgressBar bar(row.test, ProgressStyle{"runs", 1.0});  // a row over a second
+    for (int r = 0; r < repetitions; ++r) {
+        bar.update(static_cast<uint64_t>(r), static_cast<uint64_t>(repetitions), "");
+        row.samples.push_back(run_once(session, prompt, n, rng, n_vocab, depth));
+    }
+    bar.clear();  // the row takes its line
+    row.sparsity = achieved_sparsity(before, session.program().sparsity_counts());
+    const Stat st = stats(row.samples);
+    row.mean = st.mean;
+    row.stdev = st.stdev;
+    row.n_depth = depth;
+    (prompt ? row.n_prompt : row.n_gen) = n;
+    return row;
+}
+
 // Records each measured tg as a calibration run, which later runs fit the cost model to.
 void record_fit(const Runtime& runtime, const TensorTable& table, const std::string& model,
                 const std::vector<TgRun>& tg_runs, bool quiet) {
@@ -291,6 +316,7 @@ RuntimeOptions bench_runtime_options(const BenchArgs& args, EngineOptions& engin
     if (engine.n_ctx < longest) engine.n_ctx = longest;
     RuntimeOptions ro = engine.runtime_options();
     ro.want_estimate = args.fit;
+    ro.session.ctx_train_factor = 8;  // llama-bench's -d 8192 on a 4096-context model runs
     // One forward pass per prompt, as llama-bench's default batch does for pp512, unless -b
     // (or -ub) asks for another physical batch.
     if (!args.batch_given && engine.llama.n_ubatch == 0) {
@@ -318,11 +344,10 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     std::unique_ptr<Session> session = runtime.new_session();
     if (longest > session->n_ctx()) {
         throw ArgumentError(cat("bench: a test of ", longest, " tokens does not fit the context of ", session->n_ctx(),
-                                " tokens (", engine.n_ctx > 0 ? "-c, at most the model's training context"
-                                                              : "the model's training context", ")"));
+                                " tokens (bench's context reaches 8x the model's training context of ",
+                                runtime.model().config().n_ctx_train, " at most)"));
     }
     const double target_sparsity = runtime.sparse() != nullptr ? runtime.sparse()->sparsity() : -1;
-    const int64_t n_vocab = session->program().n_vocab();
     std::mt19937 rng(1234);
     const Placement& plan = runtime.placement();
     const ResidencyStats& rs = runtime.placed().stats();
@@ -345,29 +370,11 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     };
     auto one = [&](bool prompt, int64_t n, int64_t depth) {
         if (n <= 0) return;
-        // Warm-up: a whole prompt pass (as llama-bench warms up, so both reach the same state:
-        // every weight's pages touched, each GEMM shape's kernels loaded), 16 tokens of decode.
-        run_once(*session, prompt, prompt ? n : std::min<int64_t>(n, 16), rng, n_vocab, depth);
-        BenchRow row;
-        const std::vector<LayerProgram::SparsityCount> before = session->program().sparsity_counts();
-        const std::string test = cat(prompt ? "pp" : "tg", n, depth > 0 ? cat(" @ d", depth) : "");
-        ProgressBar bar(test, ProgressStyle{"runs", 1.0});  // a row over a second
-        for (int r = 0; r < args.repetitions; ++r) {
-            bar.update(static_cast<uint64_t>(r), static_cast<uint64_t>(args.repetitions), "");
-            row.samples.push_back(run_once(*session, prompt, n, rng, n_vocab, depth));
-        }
-        bar.clear();  // the row takes its line
-        row.sparsity = achieved_sparsity(before, session->program().sparsity_counts());
+        BenchRow row = measure_test(*session, prompt, n, depth, args.repetitions, rng);
         if (!row.sparsity.is_null()) row.sparsity["target"] = target_sparsity;
-        const Stat st = stats(row.samples);
-        row.mean = st.mean;
-        row.stdev = st.stdev;
-        row.test = test;
-        row.n_depth = depth;
-        (prompt ? row.n_prompt : row.n_gen) = n;
         row.predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
         if (!prompt) {
-            TgRun run{row.test, params_for_tg(runtime, n, depth), std::nullopt, 1.0 / st.mean};
+            TgRun run{row.test, params_for_tg(runtime, n, depth), std::nullopt, 1.0 / row.mean};
             run.estimate = estimate_for(runtime, table, run.params);
             if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
             tg_runs.push_back(std::move(run));

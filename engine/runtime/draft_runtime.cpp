@@ -27,8 +27,7 @@ bool gets_gpu(const std::string& gpu) {
 }
 
 int64_t context_cells(const Model& m, const SessionParams& s) {
-    const int64_t train = m.config().n_ctx_train;
-    return s.n_ctx <= 0 ? train : std::min(s.n_ctx, train);
+    return session_context(m.config().n_ctx_train, s);
 }
 
 }  // namespace

@@ -123,8 +123,7 @@ Runtime::~Runtime() = default;
 std::string Runtime::machine_key() const { return machine_key_; }
 
 TensorTable Runtime::placement_table() const {
-    const int64_t n_ctx = options_.session.n_ctx <= 0 ? model_->config().n_ctx_train
-                                                      : std::min(options_.session.n_ctx, model_->config().n_ctx_train);
+    const int64_t n_ctx = session_context(model_->config().n_ctx_train, options_.session);
     const int64_t ring_slack = options_.session.swa_full ? n_ctx : options_.session.n_batch;
     TensorTable table = tensor_table(*model_, ring_slack, options_.session.n_sequences);
     table.expert_use = expert_use_;
@@ -219,10 +218,13 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
 int64_t Runtime::settle_session() {
     const ModelConfig& config = model_->config();
     const SessionParams& asked = options_.session;
-    const int64_t n_ctx = asked.n_ctx <= 0 ? config.n_ctx_train : std::min(asked.n_ctx, config.n_ctx_train);
+    const int64_t n_ctx = session_context(config.n_ctx_train, asked);
     // A batch longer than the context is never used; its activations are not reserved.
     options_.session.n_batch = std::min(options_.session.n_batch, n_ctx);
-    if (asked.n_ctx > config.n_ctx_train && options_.log != nullptr) {
+    if (n_ctx > config.n_ctx_train && options_.log != nullptr) {
+        *options_.log << "note: context " << n_ctx << " is more than the model's training context ("
+                      << config.n_ctx_train << "): for speed only, text past it degrades\n";
+    } else if (asked.n_ctx > config.n_ctx_train && options_.log != nullptr) {
         *options_.log << "note: -c " << asked.n_ctx << " is more than the model's training context ("
                       << config.n_ctx_train << "); using " << config.n_ctx_train << "\n";
     }

@@ -9,24 +9,28 @@
 namespace strata {
 namespace {
 
-int64_t context_size(const Model& model, int64_t requested) {
-    if (requested <= 0) return model.config().n_ctx_train;
-    return std::min(requested, model.config().n_ctx_train);
+int64_t context_size(const Model& model, const SessionParams& params) {
+    return session_context(model.config().n_ctx_train, params);
 }
 
 // The most tokens one forward pass stores: the room of the sliding-window rings (kv_cache.h);
 // the whole context with swa_full.
 int64_t kv_batch(const Model& model, const SessionParams& params) {
-    return params.swa_full ? context_size(model, params.n_ctx) : std::max<int64_t>(params.n_batch, 1);
+    return params.swa_full ? context_size(model, params) : std::max<int64_t>(params.n_batch, 1);
 }
 
 }  // namespace
+
+int64_t session_context(int64_t n_ctx_train, const SessionParams& params) {
+    if (params.n_ctx <= 0) return n_ctx_train;
+    return std::min(params.n_ctx, n_ctx_train * std::max<int64_t>(1, params.ctx_train_factor));
+}
 
 Session::Session(const PlacedModel& placed, const SessionParams& params)
     : placed_(&placed),
       model_(placed.model()),
       params_(params),
-      kv_(model_.config(), context_size(model_, params.n_ctx), params.kv_type, placed.kv_backends(),
+      kv_(model_.config(), context_size(model_, params), params.kv_type, placed.kv_backends(),
           kv_batch(model_, params)),
       program_(placed, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
@@ -39,7 +43,7 @@ Session::Session(const Model& model, Backend& backend, const SessionParams& para
       placed_(owned_.get()),
       model_(model),
       params_(params),
-      kv_(model.config(), context_size(model, params.n_ctx), params.kv_type, owned_->kv_backends(),
+      kv_(model.config(), context_size(model, params), params.kv_type, owned_->kv_backends(),
           kv_batch(model, params)),
       program_(*owned_, params.gpu_prefill_min_tokens, params.gpu_staging_limit) {
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));

@@ -24,6 +24,9 @@ class HotColdFfn;
 
 struct SessionParams {
     int64_t n_ctx = 4096;              // KV cells; clamped to the model's training context
+    // n_ctx may reach this many times the training context (bench: 8, as llama-bench sizes its
+    // context by the test; speed is measured there, text past the training context degrades).
+    int64_t ctx_train_factor = 1;
     // Prompt tokens per forward pass; also the room a sliding-window layer's KV ring keeps beyond
     // its window (kv_cache.h), so rewinding up to n_batch tokens keeps the cache.
     int64_t n_batch = 256;
@@ -47,6 +50,10 @@ struct SessionParams {
     // Hot neurons on the GPU (hot_cold_ffn.h), built on `sparse`; null: off. Must outlive it.
     const HotColdFfn* hot_cold = nullptr;
 };
+
+// The KV cells a session of these params holds: n_ctx, at most ctx_train_factor times the
+// training context; the training context when n_ctx <= 0.
+int64_t session_context(int64_t n_ctx_train, const SessionParams& params);
 
 class Session {
 public:

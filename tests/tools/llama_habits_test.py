@@ -249,6 +249,12 @@ def bench_effects(model):
     if expect(rc == 0, f"bench -d 0,40: {err!r}"):
         got = [(r["test"], r["n_depth"]) for r in json.loads(out)]
         expect(got == [("pp8", 0), ("tg2", 0), ("pp8 @ d40", 40), ("tg2 @ d40", 40)], f"bench -d 0,40: {got}")
+    # Past the training context (2048 here), as llama-bench runs -d 8192 on a 4096-context model:
+    # the test runs, with a note that says so.
+    rc, out, err = run([*b, "-p", "0", "-d", "2100", "-o", "json"])
+    if expect(rc == 0, f"bench -d 2100 past the training context: {err!r}"):
+        got = [(r["test"], r["n_depth"]) for r in json.loads(out)]
+        expect(got == [("tg2 @ d2100", 2100)] and "training context (2048)" in err, f"bench -d 2100: {got} {err!r}")
 
 
 def calibration_json(model, tmp):
