@@ -195,6 +195,13 @@ class LayerProgram {
     // expert_ffn there into kMoeSum. True when there was one; false too when the device has no
     // such op (they then run one by one in the loop). cur: the normed input on hb.
     bool run_device_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host);
+    // What run_selected_experts queued on the GPU for a pass of several tokens (any: some).
+    struct DeviceExperts {
+        bool any = false;
+        Tensor cur_g, slots_out;
+    };
+    DeviceExperts run_selected_experts(const PlacedMoe& m, int hb, const Tensor& cur, const float* in_host,
+                                       float* sum, int64_t n, bool device_sum);
     // A pass of several tokens: expert e on the GPU (its weights there or shipped), queued
     // without a wait: its tokens' rows gathered from cur_g [n_embd, n] there, its outputs
     // written to their slots' rows of `slots_out` [n_embd, n·n_used] (by_expert order).

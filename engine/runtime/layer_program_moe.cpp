@@ -256,6 +256,60 @@ void LayerProgram::moe_routed_block(int il, bool routed) {
     add_residual(il + 1, NormSite::Attention, gb, x, proj, w.post_ffw_norm);
 }
 
+// The selected experts that run_device_experts did not take (device_sum): for a pass of several
+// tokens the GPU's (resident or shipped) queued into slots_out, summed there after the loop,
+// the input sent to the GPU once, at the first of them; for decode the experts resident on a
+// host backend with a fused op as one op after the loop; the rest one by one into sum. The
+// streamed weights of unselected experts are skipped in the stream.
+LayerProgram::DeviceExperts LayerProgram::run_selected_experts(const PlacedMoe& m, int hb, const Tensor& cur,
+                                                               const float* in_host, float* sum, int64_t n,
+                                                               bool device_sum) {
+    const MoeConfig& mc = config_.moe;
+    MoeScratch& s = *moe_;
+    const int64_t n_embd = config_.n_embd;
+    // A pass of several tokens: the GPU's experts (resident or shipped) are queued in the loop
+    // and summed there after it; the input goes to the GPU once, at the first of them.
+    const int gb = exec_.gpu();
+    const bool device_batch = n > 1 && gb >= 0;
+    DeviceExperts out;
+    if (device_batch) s.device_row.assign(static_cast<size_t>(n * mc.n_expert_used), -1);
+    // Decode: the experts resident on a host backend with a fused op run as one op, after the
+    // loop (the others, streamed ones included, keep their turn in the loop).
+    s.fused.clear();
+    int fused_backend = -1;
+    for (int64_t e = 0; e < mc.n_expert; ++e) {
+        const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
+        if (s.routing.n_routed(e) > 0) {
+            if (device_sum && on_device(ew)) continue;
+            if (device_batch && expert_backend(ew, s.routing.n_routed(e), n) == gb) {
+                if (!out.any) {
+                    out.any = true;
+                    out.slots_out = exec_.act(gb, kMoeOut, n_embd, n * mc.n_expert_used);
+                    out.cur_g = input_on_gpu(hb, cur, in_host);
+                }
+                queue_device_expert(ew, e, out.cur_g, out.slots_out);
+                continue;
+            }
+            const int fb = n == 1 ? fused_host_backend(ew) : -1;
+            if (fb >= 0 && (fused_backend < 0 || fb == fused_backend)) {
+                fused_backend = fb;
+                const int32_t slot = s.routing.by_expert[static_cast<size_t>(s.routing.offsets[static_cast<size_t>(e)])];
+                s.fused.push_back({&ew.gate.tensor, &ew.up.tensor, &ew.down.tensor, s.routing.weight[static_cast<size_t>(slot)]});
+                continue;
+            }
+            run_expert(ew, e, in_host, sum);
+            continue;
+        }
+        for (const PlacedWeight* pw : {&ew.gate, &ew.up, &ew.down}) skip_streamed(model_.disk_stream(), *pw);
+    }
+    if (!s.fused.empty()) {
+        const Tensor xin = Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1});
+        Tensor host_sum = Tensor::contiguous(GgmlType::F32, sum, {n_embd, 1});
+        exec_.backend(fused_backend).expert_ffn({&xin, s.fused, config_.activation}, host_sum);
+    }
+    return out;
+}
+
 void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
     if (n == 1 && observer_ == nullptr && !routed_experts_[static_cast<size_t>(il)].empty()) {
         moe_routed_block(il, routed);
@@ -305,53 +359,13 @@ void LayerProgram::moe_ffn_block(int il, int64_t n, bool routed) {
     }
     const bool device_sum = n == 1 && exec_.gpu() >= 0 && run_device_experts(m, hb, cur, in_host);
     phase.device_s = since(t);
-    // A pass of several tokens: the GPU's experts (resident or shipped) are queued in the loop
-    // and summed there after it; the input goes to the GPU once, at the first of them.
-    const int gb = exec_.gpu();
-    const bool device_batch = n > 1 && gb >= 0;
-    Tensor cur_g, slots_out;
-    bool any_device = false;
-    if (device_batch) s.device_row.assign(static_cast<size_t>(n * mc.n_expert_used), -1);
-    // Decode: the experts resident on a host backend with a fused op run as one op, after the
-    // loop (the others, streamed ones included, keep their turn in the loop).
-    s.fused.clear();
-    int fused_backend = -1;
-    for (int64_t e = 0; e < mc.n_expert; ++e) {
-        const ExpertWeights& ew = m.experts[static_cast<size_t>(e)];
-        if (s.routing.n_routed(e) > 0) {
-            if (device_sum && on_device(ew)) continue;
-            if (device_batch && expert_backend(ew, s.routing.n_routed(e), n) == gb) {
-                if (!any_device) {
-                    any_device = true;
-                    slots_out = exec_.act(gb, kMoeOut, n_embd, n * mc.n_expert_used);
-                    cur_g = input_on_gpu(hb, cur, in_host);
-                }
-                queue_device_expert(ew, e, cur_g, slots_out);
-                continue;
-            }
-            const int fb = n == 1 ? fused_host_backend(ew) : -1;
-            if (fb >= 0 && (fused_backend < 0 || fb == fused_backend)) {
-                fused_backend = fb;
-                const int32_t slot = s.routing.by_expert[static_cast<size_t>(s.routing.offsets[static_cast<size_t>(e)])];
-                s.fused.push_back({&ew.gate.tensor, &ew.up.tensor, &ew.down.tensor, s.routing.weight[static_cast<size_t>(slot)]});
-                continue;
-            }
-            run_expert(ew, e, in_host, sum);
-            continue;
-        }
-        for (const PlacedWeight* pw : {&ew.gate, &ew.up, &ew.down}) skip_streamed(model_.disk_stream(), *pw);
-    }
-    if (!s.fused.empty()) {
-        const Tensor xin = Tensor::contiguous(GgmlType::F32, const_cast<float*>(in_host), {n_embd, 1});
-        Tensor out = Tensor::contiguous(GgmlType::F32, sum, {n_embd, 1});
-        exec_.backend(fused_backend).expert_ffn({&xin, s.fused, config_.activation}, out);
-    }
+    const DeviceExperts queued = run_selected_experts(m, hb, cur, in_host, sum, n, device_sum);
     phase.host_s = since(t);
     Tensor device_total;  // [n_embd, n] on the GPU: the sum of its experts
-    if (device_sum) device_total = exec_.act(gb, kMoeSum, n_embd, 1);
-    if (any_device) {
-        device_total = exec_.act(gb, kMoeSum, n_embd, n);
-        combine_device_experts(slots_out, device_total);
+    if (device_sum) device_total = exec_.act(exec_.gpu(), kMoeSum, n_embd, 1);
+    if (queued.any) {
+        device_total = exec_.act(exec_.gpu(), kMoeSum, n_embd, n);
+        combine_device_experts(queued.slots_out, device_total);
     }
     sum_at_home(hb, sum, device_total, proj);
     add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
