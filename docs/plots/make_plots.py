@@ -132,3 +132,12 @@ bars("fused_ops_decode.png", "Decode vs llama.cpp in the same call, H200 (ratio;
      {"before (a061af1)": [1.08, 0.80, 0.73, None, 1.16], "now (fused ops)": [1.15, 1.01, 0.82, 1.15, 1.23],
       "llama.cpp": [1.0, 1.0, 1.0, 1.0, 1.0]},
      ["#bbbbbb", "#2a7ab9", "#999999"])
+
+# Thirteenth session (H200, calls g47-g49): 7B all on the GPU against llama.cpp (-fa 1) in the
+# same call, means of two alternating runs; pp512 "earlier" = main 4e56b29, d8192 "earlier" =
+# the first vectorized q8_0 kernel (bench could not run past the training context before).
+bars("attention_long_context.png", "7B vs llama.cpp in the same call, H200 (ratio; 1 = llama.cpp)", "Strata / llama.cpp",
+     ["pp512", "tg128 @ d8192\nq8_0 KV", "tg128 @ d8192\nf16 KV"],
+     {"earlier (pp512 g47, d8192 g48)": [0.88, 0.59, 0.66], "now (pp512 g48, d8192 g49)": [1.45, 0.82, 0.94],
+      "llama.cpp": [1.0, 1.0, 1.0]},
+     ["#bbbbbb", "#2a7ab9", "#999999"])
