@@ -46,6 +46,8 @@ class Tmux:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
         subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "200", "-y", "50",
                         command], check=True, env=env)
+        # A pane whose command ended stays readable (its last screen, STRATA_EXIT) until killed.
+        subprocess.run(["tmux", "set-option", "-t", name, "remain-on-exit", "on"], capture_output=True)
 
     def send(self, *keys):
         subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
@@ -56,8 +58,9 @@ class Tmux:
         return p.stdout.decode("utf-8", "replace") if p.returncode == 0 else None
 
     def alive(self):
-        return subprocess.run(["tmux", "has-session", "-t", self.name],
-                              capture_output=True).returncode == 0
+        """The session is there and its pane's command has not ended."""
+        p = subprocess.run(["tmux", "list-panes", "-t", self.name, "-F", "#{pane_dead}"], capture_output=True)
+        return p.returncode == 0 and p.stdout.decode().strip() == "0"
 
     def wait(self, pred, timeout):
         end = time.time() + timeout
@@ -84,7 +87,9 @@ def interactive(strata, model):
     home = tempfile.mkdtemp(prefix="strata_chat_home_")
     env = dict(os.environ, HOME=home, TERM="xterm")
     name = f"strata_chat_test_{os.getpid()}"
-    cmd = (f"'{strata}' chat -m '{model}' -t 2 -n 12 --temp 0; "
+    # The pane's shell traps SIGINT (Ctrl-C reaches the whole foreground group, the shell too): if
+    # strata ever exits on it, the pane still shows STRATA_EXIT=<status> for the check below.
+    cmd = (f"trap : INT; '{strata}' chat -m '{model}' -t 2 -n 12 --temp 0; "
            f"echo STRATA_EXIT=$?; sleep 30")
     tm = Tmux(name, cmd, env)
     try:
