@@ -345,7 +345,7 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     if (longest > session->n_ctx()) {
         throw ArgumentError(cat("bench: a test of ", longest, " tokens does not fit the context of ", session->n_ctx(),
                                 " tokens (bench's context reaches 8x the model's training context of ",
-                                runtime.model().config().n_ctx_train, " at most)"));
+                                rope_context(runtime.model().config()), " at most)"));
     }
     const double target_sparsity = runtime.sparse() != nullptr ? runtime.sparse()->sparsity() : -1;
     std::mt19937 rng(1234);

@@ -23,6 +23,40 @@ std::string parse_flash_attn(const std::string& text) {
     throw ArgumentError(cat("-fa: '", text, "' is not on, off or auto"));
 }
 
+namespace {
+
+void add_rope_options(CLI::App& cmd, LlamaFlags& f) {
+    cmd.add_option("--rope-scaling", f.rope_scaling, "RoPE scaling over the file's: none, linear or yarn");
+    cmd.add_option("--rope-scale", f.rope_scale, "RoPE context extension factor N (linear unless --rope-scaling says)");
+    cmd.add_option("--rope-freq-base", f.rope_freq_base, "RoPE base frequency over the file's");
+    cmd.add_option("--rope-freq-scale", f.rope_freq_scale, "RoPE frequency scale F (= 1/--rope-scale)");
+    cmd.add_option("--yarn-orig-ctx", f.yarn_orig_ctx, "YaRN: the model's original context");
+    cmd.add_option("--yarn-ext-factor", f.yarn_ext_factor, "YaRN: extrapolation mix factor (negative: 1)");
+    cmd.add_option("--yarn-attn-factor", f.yarn_attn_factor, "YaRN: attention magnitude factor");
+    cmd.add_option("--yarn-beta-fast", f.yarn_beta_fast, "YaRN: low correction dim");
+    cmd.add_option("--yarn-beta-slow", f.yarn_beta_slow, "YaRN: high correction dim");
+}
+
+RopeOverrides parse_rope_options(const LlamaFlags& f) {
+    RopeOverrides o;
+    const auto real = [](const std::string& text, const char* flag) -> std::optional<double> {
+        if (text.empty()) return std::nullopt;
+        return parse_real(text, flag, -1e300, 1e300);
+    };
+    if (!f.rope_scaling.empty()) o.scaling = parse_rope_scaling(f.rope_scaling);
+    o.scale = real(f.rope_scale, "--rope-scale");
+    o.freq_scale = real(f.rope_freq_scale, "--rope-freq-scale");
+    o.freq_base = real(f.rope_freq_base, "--rope-freq-base");
+    if (!f.yarn_orig_ctx.empty()) o.yarn_orig_ctx = parse_int(f.yarn_orig_ctx, "--yarn-orig-ctx", 1, int64_t{1} << 27);
+    o.yarn_ext_factor = real(f.yarn_ext_factor, "--yarn-ext-factor");
+    o.yarn_attn_factor = real(f.yarn_attn_factor, "--yarn-attn-factor");
+    o.yarn_beta_fast = real(f.yarn_beta_fast, "--yarn-beta-fast");
+    o.yarn_beta_slow = real(f.yarn_beta_slow, "--yarn-beta-slow");
+    return o;
+}
+
+}  // namespace
+
 void add_llama_options(CLI::App& cmd, LlamaFlags& f) {
     cmd.add_option("--n-gpu-layers,--gpu-layers", f.gpu_layers,
                    "-ngl N: at most the first N layers on the GPU (N > layers: the output matrix too);"
@@ -42,7 +76,9 @@ void add_llama_options(CLI::App& cmd, LlamaFlags& f) {
     cmd.add_flag("--jinja", f.jinja, "use the model's own chat template (accepted; chat and serve)");
     cmd.add_flag("--swa-full", f.swa_full,
                  "sliding-window layers keep every position (more KV memory) instead of a ring of window + batch");
+    add_rope_options(cmd, f);
 }
+
 
 void check_model_source(const LlamaFlags&, const std::string& model) {
     if (model.empty()) throw CLI::RequiredError("-m FILE (the GGUF model)");
@@ -62,6 +98,7 @@ void apply_llama_options(const LlamaFlags& f, const std::string& kv_type, Runtim
     r.no_mmap = f.no_mmap;
     r.mlock = f.mlock;
     r.session.swa_full = f.swa_full;
+    r.rope = parse_rope_options(f);
 }
 
 uint64_t parse_size_flag(const std::string& text, const std::string& flag) {

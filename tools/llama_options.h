@@ -1,5 +1,6 @@
 // The engine flags llama.cpp users type, beyond the ones Strata always had: -ngl, -ot, -fa,
-// -ctv, -ub, --no-mmap, --mlock, --jinja and -hf. Each is mapped onto Strata's own settings
+// -ctv, -ub, --no-mmap, --mlock, --jinja, -hf and the RoPE flags (--rope-scaling, --rope-scale,
+// --rope-freq-base, --rope-freq-scale, --yarn-*). Each is mapped onto Strata's own settings
 // (the placement rules, the KV type, the batch, the residency) when the runtime options are made.
 #pragma once
 
@@ -23,6 +24,9 @@ struct LlamaFlags {
     bool mlock = false;
     bool jinja = false;                        // the GGUF's own chat template (chat, serve)
     bool swa_full = false;                     // --swa-full: full KV for sliding-window layers
+    // --rope-scaling, --rope-scale, --rope-freq-base, --rope-freq-scale, --yarn-*: "" = the file's.
+    std::string rope_scaling, rope_scale, rope_freq_base, rope_freq_scale, yarn_orig_ctx, yarn_ext_factor,
+        yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
 };
 
 // -ngl "auto"/"all" -> -1, else an integer >= -1 (-1: no limit). ArgumentError otherwise.

@@ -27,7 +27,7 @@ bool gets_gpu(const std::string& gpu) {
 }
 
 int64_t context_cells(const Model& m, const SessionParams& s) {
-    return session_context(m.config().n_ctx_train, s);
+    return session_context(m.config(), s);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "engine/gguf/model_file.h"
 #include "engine/model/model_config.h"
+#include "engine/model/rope_overrides.h"
 #include "engine/runtime/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -15,8 +16,9 @@ namespace strata {
 class Model {
 public:
     // Opens, validates and binds; throws FormatError/UnsupportedError/SystemError with the file
-    // name in the message.
-    explicit Model(const std::string& path);
+    // name in the message. rope: command-line RoPE settings over the file's (ArgumentError for
+    // bad ones).
+    explicit Model(const std::string& path, const RopeOverrides& rope = {});
 
     const ModelFile& file() const { return file_; }
     const ModelConfig& config() const { return config_; }

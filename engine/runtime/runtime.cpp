@@ -123,7 +123,7 @@ Runtime::~Runtime() = default;
 std::string Runtime::machine_key() const { return machine_key_; }
 
 TensorTable Runtime::placement_table() const {
-    const int64_t n_ctx = session_context(model_->config().n_ctx_train, options_.session);
+    const int64_t n_ctx = session_context(model_->config(), options_.session);
     const int64_t ring_slack = options_.session.swa_full ? n_ctx : options_.session.n_batch;
     TensorTable table = tensor_table(*model_, ring_slack, options_.session.n_sequences);
     table.expert_use = expert_use_;
@@ -166,7 +166,7 @@ void Runtime::make_gpu(const RuntimeOptions& o) {
 
 Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     : options_(options), rss_before_model_(current_rss_bytes()) {
-    model_ = std::make_unique<Model>(model_path);
+    model_ = std::make_unique<Model>(model_path, options.rope);
     if (!options.sparsity.enabled() && !options.sparsity.stats_path.empty() && !model_->config().is_moe()) {
         throw ArgumentError("--stats was given without --sparsity S (a dense model's stats serve --sparsity; a mixture"
                             " of experts' routing counts serve the planner without it)");
@@ -218,15 +218,17 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
 int64_t Runtime::settle_session() {
     const ModelConfig& config = model_->config();
     const SessionParams& asked = options_.session;
-    const int64_t n_ctx = session_context(config.n_ctx_train, asked);
+    const int64_t n_ctx = session_context(config, asked);
+    const int64_t covered = rope_context(config);
     // A batch longer than the context is never used; its activations are not reserved.
     options_.session.n_batch = std::min(options_.session.n_batch, n_ctx);
-    if (n_ctx > config.n_ctx_train && options_.log != nullptr) {
+    if (n_ctx > covered && options_.log != nullptr) {
         *options_.log << "note: context " << n_ctx << " is more than the model's training context ("
-                      << config.n_ctx_train << "): for speed only, text past it degrades\n";
-    } else if (asked.n_ctx > config.n_ctx_train && options_.log != nullptr) {
+                      << covered << "): for speed only, text past it degrades\n";
+    } else if (asked.n_ctx > n_ctx && options_.log != nullptr) {
         *options_.log << "note: -c " << asked.n_ctx << " is more than the model's training context ("
-                      << config.n_ctx_train << "); using " << config.n_ctx_train << "\n";
+                      << covered << (covered > config.n_ctx_train ? " with its RoPE scaling" : "") << "); using "
+                      << n_ctx << "\n";
     }
     if (asked.n_sequences < 1) {
         throw ArgumentError(cat("sessions to hold must be at least 1, got ", asked.n_sequences));

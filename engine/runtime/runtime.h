@@ -63,6 +63,7 @@ struct RuntimeOptions {
     DiskIo disk_io = DiskIo::Auto;
     int n_threads = 0;         // CPU threads; 0 = physical cores
     SessionParams session;     // context and batch the budgets must hold
+    RopeOverrides rope;        // --rope-scaling, --rope-scale, ...: over the file's RoPE
     SparsityOptions sparsity;  // --sparsity: the FFNs' activation sparsity (CPU backend only)
     // --hot-neurons: with sparsity, the FFNs stay off the GPU in the placement and the GPU's room
     // left after it holds each layer's most often active neurons (hot_cold_ffn.h).

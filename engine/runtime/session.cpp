@@ -4,13 +4,14 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/model/rope_overrides.h"
 #include "engine/runtime/model.h"
 
 namespace strata {
 namespace {
 
 int64_t context_size(const Model& model, const SessionParams& params) {
-    return session_context(model.config().n_ctx_train, params);
+    return session_context(model.config(), params);
 }
 
 // The most tokens one forward pass stores: the room of the sliding-window rings (kv_cache.h);
@@ -21,9 +22,9 @@ int64_t kv_batch(const Model& model, const SessionParams& params) {
 
 }  // namespace
 
-int64_t session_context(int64_t n_ctx_train, const SessionParams& params) {
-    if (params.n_ctx <= 0) return n_ctx_train;
-    return std::min(params.n_ctx, n_ctx_train * std::max<int64_t>(1, params.ctx_train_factor));
+int64_t session_context(const ModelConfig& config, const SessionParams& params) {
+    if (params.n_ctx <= 0) return config.n_ctx_train;
+    return std::min(params.n_ctx, rope_context(config) * std::max<int64_t>(1, params.ctx_train_factor));
 }
 
 Session::Session(const PlacedModel& placed, const SessionParams& params)

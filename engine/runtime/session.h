@@ -52,8 +52,9 @@ struct SessionParams {
 };
 
 // The KV cells a session of these params holds: n_ctx, at most ctx_train_factor times the
-// training context; the training context when n_ctx <= 0.
-int64_t session_context(int64_t n_ctx_train, const SessionParams& params);
+// context the model's RoPE covers (rope_context: the training context, more with scaling); the
+// training context when n_ctx <= 0.
+int64_t session_context(const ModelConfig& config, const SessionParams& params);
 
 class Session {
 public:

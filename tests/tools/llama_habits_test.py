@@ -291,6 +291,24 @@ def error_effects(model):
     refused(["run", "-m", model, "-p", "Hi", "-ot", "ffn=TPU"], "unknown device")
     refused(["run", "-m", model, "-p", "Hi", "-ngl", "x"], "-ngl")
     refused(["run", "-m", model, "-c", "512", "-p", "Hi", "--plan", "/nonexistent.json", "-ngl", "2"], "-ngl")
+    refused(["run", "-m", model, "-p", "Hi", "--rope-scaling", "longrope"], "--rope-scaling")
+    refused(["run", "-m", model, "-p", "Hi", "--rope-scale", "0"], "--rope-scale")
+    refused(["run", "-m", model, "-p", "Hi", "--rope-freq-base", "x"], "--rope-freq-base")
+    refused(["run", "-m", model, "-p", "Hi", "--yarn-orig-ctx", "1024"], "--rope-scaling yarn")
+    refused(["run", "-m", model, "-p", "Hi", "--rope-scale", "2", "--rope-freq-scale", "0.5"], "give one")
+
+
+def rope_effects(model):
+    """--rope-scaling/--rope-scale as llama.cpp takes them: the context the scaling covers is
+    kept (the tiny model's training context is 2048); past it -c is lowered, with a note."""
+    base = ["run", "-m", model, "-p", "Hi", "-n", "4", "--temp", "0", "--gpu", "none"]
+    rc, _, err = run(base + ["-c", "4096"])
+    expect(rc == 0 and "using 2048" in err, f"-c 4096 without scaling: exit {rc}, {err!r}")
+    rc, _, err = run(base + ["-c", "4096", "--rope-scaling", "yarn", "--rope-scale", "2"])
+    expect(rc == 0 and "training context" not in err, f"-c 4096 with yarn x2: exit {rc}, {err!r}")
+    rc, _, err = run(base + ["-c", "10000", "--rope-scale", "4", "--rope-freq-base", "20000"])
+    expect(rc == 0 and "8192 with its RoPE scaling" in err and "using 8192" in err,
+           f"-c 10000 with linear x4: exit {rc}, {err!r}")
 
 
 def main():
@@ -317,6 +335,7 @@ def main():
         bench_effects(model)
         calibration_json(model, tmp)
         error_effects(model)
+        rope_effects(model)
     print(f"{len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

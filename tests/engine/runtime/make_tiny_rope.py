@@ -13,7 +13,11 @@ weights F32. Needs only numpy and gguf (make_rope_fixture.py runs transformers o
 weights); the printed sha256 lets the test check that the two agree. The tokenizer is
 make_tiny_moe.py's.
 
-Usage: make_tiny_rope.py {llama3,linear,yarn} OUT.gguf
+With --plain the file has the same weights without any RoPE scaling key and its context is the
+original 32 positions: the scaling is then given on the command line (--rope-scaling,
+--rope-scale; RopeOverrides), as a user would for a file that lacks it.
+
+Usage: make_tiny_rope.py {llama3,linear,yarn} OUT.gguf [--plain]
 """
 import math
 import sys
@@ -129,11 +133,11 @@ def gguf_tensors(case, w):
     return out
 
 
-def write_gguf(case, path):
+def write_gguf(case, path, plain=False):
     c = CASES[case]
     wr = gguf.GGUFWriter(path, c["arch"])
     wr.add_name(f"tiny-rope-{case}")
-    wr.add_context_length(ctx(case))
+    wr.add_context_length(ORIG_CTX if plain else ctx(case))
     wr.add_embedding_length(HIDDEN)
     wr.add_block_count(N_LAYER)
     wr.add_head_count(N_HEAD)
@@ -142,7 +146,9 @@ def write_gguf(case, path):
     wr.add_layer_norm_rms_eps(1e-6)
     wr.add_rope_freq_base(c["theta"])
     wr.add_rope_dimension_count(HEAD_DIM)
-    if case == "linear":
+    if plain:
+        pass
+    elif case == "linear":
         wr.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         wr.add_rope_scaling_factor(c["factor"])
     elif case == "yarn":
@@ -156,9 +162,10 @@ def write_gguf(case, path):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
-        sys.exit(f"usage: make_tiny_rope.py {{{','.join(CASES)}}} OUT.gguf")
-    print(write_gguf(sys.argv[1], sys.argv[2]))
+    plain = sys.argv[3:] == ["--plain"]
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in CASES or (len(sys.argv) == 4 and not plain):
+        sys.exit(f"usage: make_tiny_rope.py {{{','.join(CASES)}}} OUT.gguf [--plain]")
+    print(write_gguf(sys.argv[1], sys.argv[2], plain))
 
 
 if __name__ == "__main__":

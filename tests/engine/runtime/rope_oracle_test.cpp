@@ -20,6 +20,7 @@
 
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program.h"
+#include "engine/model/rope_overrides.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/placed_model.h"
 #include "kernels_cpu/cpu_backend.h"
@@ -30,9 +31,10 @@ namespace {
 
 std::string source(const std::string& rel) { return std::string(STRATA_SOURCE_DIR) + "/" + rel; }
 
-// Runs make_tiny_rope.py; returns the sha256 it prints ("" on failure).
-std::string make_model(const std::string& which, const std::string& path) {
-    const std::string cmd = "cd " + source("tests/engine/runtime") + " && python3 make_tiny_rope.py " + which + " " + path;
+// Runs make_tiny_rope.py (plain: no scaling keys); returns the sha256 it prints ("" on failure).
+std::string make_model(const std::string& which, const std::string& path, bool plain = false) {
+    const std::string cmd = "cd " + source("tests/engine/runtime") + " && python3 make_tiny_rope.py " + which + " " +
+                            path + (plain ? " --plain" : "");
     FILE* p = popen(cmd.c_str(), "r");
     if (p == nullptr) return "";
     char buf[128] = {};
@@ -46,22 +48,13 @@ struct Errors {
     double inside = 0, past = 0;  // max |Δlogit| at positions < and >= the original context
 };
 
-class RopeOracle : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(RopeOracle, LogitsAgreeWithTransformersPastTheOriginalContext) {
-    const std::string which = GetParam();
+nlohmann::json fixture(const std::string& which) {
     std::ifstream in(source("tests/engine/runtime/fixtures/rope_tiny_" + which + ".json"));
-    ASSERT_TRUE(in) << "missing fixture for " << which;
-    const nlohmann::json fx = nlohmann::json::parse(in);
-    testing::ScratchFile file("rope_" + which + ".gguf");
-    const std::string digest = make_model(which, file.path());
-    ASSERT_FALSE(digest.empty()) << "make_tiny_rope.py failed (needs python3 with numpy and gguf)";
-    ASSERT_EQ(digest, fx["sha256"].get<std::string>())
-        << "make_tiny_rope.py wrote another file than the fixture was made from (numpy or gguf changed?)";
-    const Model model(file.path());
-    const RopeConfig& rope = model.config().rope;
-    EXPECT_EQ(rope.scaling, which == "linear" ? RopeScaling::Linear : which == "yarn" ? RopeScaling::Yarn : RopeScaling::None);
-    EXPECT_EQ(rope.has_freq_factors, which == "llama3");
+    return in ? nlohmann::json::parse(in) : nlohmann::json();
+}
+
+// The model's logits (one-batch prefill and token-by-token decode) against the fixture's.
+void expect_fixture_logits(const Model& model, const nlohmann::json& fx, const std::string& which) {
     cpu::CpuBackendOptions options;
     options.quantize_activations = false;  // f32 weights: the reference-precision path
     cpu::CpuBackend cpu(options);
@@ -117,7 +110,52 @@ TEST_P(RopeOracle, LogitsAgreeWithTransformersPastTheOriginalContext) {
     EXPECT_LE(std::max(pre.past, dec.past) * 100, unscaled);
 }
 
+class RopeOracle : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RopeOracle, LogitsAgreeWithTransformersPastTheOriginalContext) {
+    const std::string which = GetParam();
+    const nlohmann::json fx = fixture(which);
+    ASSERT_FALSE(fx.is_null()) << "missing fixture for " << which;
+    testing::ScratchFile file("rope_" + which + ".gguf");
+    const std::string digest = make_model(which, file.path());
+    ASSERT_FALSE(digest.empty()) << "make_tiny_rope.py failed (needs python3 with numpy and gguf)";
+    ASSERT_EQ(digest, fx["sha256"].get<std::string>())
+        << "make_tiny_rope.py wrote another file than the fixture was made from (numpy or gguf changed?)";
+    const Model model(file.path());
+    const RopeConfig& rope = model.config().rope;
+    EXPECT_EQ(rope.scaling, which == "linear" ? RopeScaling::Linear : which == "yarn" ? RopeScaling::Yarn : RopeScaling::None);
+    EXPECT_EQ(rope.has_freq_factors, which == "llama3");
+    expect_fixture_logits(model, fx, which);
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, RopeOracle, ::testing::Values("llama3", "linear", "yarn"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+// The same weights in a file without scaling keys (context: the original 32 positions), the
+// scaling given as the command line gives it (--rope-scaling linear|yarn --rope-scale 4): the
+// same logits as transformers with the scaling. Without the overrides the file runs unscaled,
+// far from the fixture past the original context.
+class RopeOverrideOracle : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RopeOverrideOracle, CommandLineScalingMatchesTransformers) {
+    const std::string which = GetParam();
+    const nlohmann::json fx = fixture(which);
+    ASSERT_FALSE(fx.is_null()) << "missing fixture for " << which;
+    testing::ScratchFile file("rope_plain_" + which + ".gguf");
+    ASSERT_FALSE(make_model(which, file.path(), /*plain=*/true).empty()) << "make_tiny_rope.py --plain failed";
+    const Model plain(file.path());
+    EXPECT_EQ(plain.config().rope.scaling, RopeScaling::None);
+    EXPECT_EQ(rope_context(plain.config()), 32);
+    RopeOverrides o;
+    o.scaling = which == "yarn" ? RopeScaling::Yarn : RopeScaling::Linear;
+    o.scale = 4.0;
+    const Model model(file.path(), o);
+    EXPECT_EQ(model.config().rope.scaling, *o.scaling);
+    EXPECT_EQ(rope_context(model.config()), 128);  // the original 32 positions times 4
+    expect_fixture_logits(model, fx, which);
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, RopeOverrideOracle, ::testing::Values("linear", "yarn"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
