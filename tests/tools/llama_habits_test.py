@@ -296,6 +296,13 @@ def error_effects(model):
     refused(["run", "-m", model, "-p", "Hi", "--rope-freq-base", "x"], "--rope-freq-base")
     refused(["run", "-m", model, "-p", "Hi", "--yarn-orig-ctx", "1024"], "--rope-scaling yarn")
     refused(["run", "-m", model, "-p", "Hi", "--rope-scale", "2", "--rope-freq-scale", "0.5"], "give one")
+    refused(["run", "-m", model, "-p", "Hi", "--rope-freq-scale", "-1"], "--rope-freq-scale")
+    yarn = ["run", "-m", model, "-p", "Hi", "--rope-scaling", "yarn", "--rope-scale", "2"]
+    refused(yarn + ["--yarn-orig-ctx", "0"], "--yarn-orig-ctx")
+    refused(yarn + ["--yarn-ext-factor", "x"], "--yarn-ext-factor")
+    refused(yarn + ["--yarn-attn-factor", "0"], "--yarn-attn-factor")
+    refused(yarn + ["--yarn-beta-fast", "-3"], "--yarn-beta-fast")
+    refused(yarn + ["--yarn-beta-slow", "0"], "--yarn-beta-slow")
 
 
 def rope_effects(model):
