@@ -127,6 +127,22 @@ __device__ __forceinline__ int active_splits(const AttentionLaunch& a, int64_t s
     return static_cast<int>(want < 1 ? 1 : (want < a.n_splits ? want : a.n_splits));
 }
 
+// Split `split` of a decode token at position pos: its cells [c0, c1) of the token's visible
+// range [first, pos]; `active` false for splits past the token's active ones (nothing to do:
+// the combine reads only the active ones). Uniform over a block.
+struct DecodeSplit {
+    int64_t c0, c1;
+    bool active;
+};
+__device__ __forceinline__ DecodeSplit decode_split_range(const AttentionLaunch& a, int64_t pos, int split) {
+    const int64_t first = visible_first(pos, a.window);
+    const int n_active = active_splits(a, pos - first + 1);
+    if (split >= n_active) return DecodeSplit{0, 0, false};
+    const int64_t chunk = (pos - first + 1 + n_active - 1) / n_active;
+    const int64_t c0 = first + split * chunk;
+    return DecodeSplit{c0, min(pos + 1, c0 + chunk), true};  // c1 exclusive; empty splits write m = -inf
+}
+
 // Writes the merged (max, sum, acc) of query row `row` for this split: the final output when
 // there is one split, else the partial slot.
 __device__ __forceinline__ void write_result(const AttentionLaunch& a, int64_t row, int split, int e,

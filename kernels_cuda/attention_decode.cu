@@ -148,15 +148,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
 
-    // This split's cells of the token's visible range [first, pos]; splits past the token's
-    // active ones have nothing to do (the combine reads only the active ones).
-    const int64_t pos = a.positions[t];
-    const int64_t first = visible_first(pos, a.window);
-    const int n_active = active_splits(a, pos - first + 1);
-    if (split >= n_active) return;  // uniform over the block
-    const int64_t chunk = (pos - first + 1 + n_active - 1) / n_active;
-    const int64_t c0 = first + split * chunk;
-    const int64_t c1 = min(pos + 1, c0 + chunk);  // exclusive; empty splits write m = -inf
+    const DecodeSplit range = decode_split_range(a, a.positions[t], split);
+    if (!range.active) return;  // uniform over the block
+    const int64_t c0 = range.c0, c1 = range.c1;
 
     float* qs = smem;                            // [gb][dk]
     float* sc = qs + kMaxGroup * dk;             // [kTile][kMaxGroup] scores, then p

@@ -4,7 +4,8 @@
 // bytes (a q8_0 cache at 4,096 cells read 36 GB/s on an H200). Same blocks as the generic kernel
 // (one token, one kv head with up to 8 query heads, one split of the token's keys, tiles of 64
 // cells); here LK = DK/8 lanes share one cell's keys (8 elements each, reduced by shuffles) and
-// LV = DV/8 threads one cell's values, so a block has a whole tile's loads in flight at once.
+// LV = DV/8 threads one cell's values; a thread has up to 4 such loads in flight (the kernel's
+// comment says why not more).
 // Each codec loads 8 consecutive elements of a row and dequantizes them as cache_value does.
 #include <cuda_fp16.h>
 
@@ -96,7 +97,7 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
     constexpr int LK = DK / 8;                 // lanes per cell
     constexpr int CK = 32 / LK;                // cells per warp load
     constexpr int R0 = kTile / (kWarps * CK);  // loads per lane to cover a tile
-    constexpr int R = R0 < 8 ? R0 : 8;         // loads in flight per lane
+    constexpr int R = R0 < 4 ? R0 : 4;         // loads in flight per lane (registers: see the kernel)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int part = lane % LK, sub = lane / LK;
     const int elem = kvh * DK + part * 8;
@@ -127,21 +128,32 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
     }
 }
 
-// A tile's p·V into this thread's accumulators acc[head][8] (its 8 value elements): rescaled
-// first by the tile's corr rc[head], then the values vr of its cells vcg + r·CV of the tile's n
-// (p in sc[cell][head]).
-template <class C, int RV, int CV, int G>
-__device__ __forceinline__ void accumulate_values(int gb, int n, int vcg, const typename C::Raw (&vr)[RV], const float* sc,
-                                                  const float* rc, float (&acc)[G][8]) {
+// Scales this thread's accumulators acc[head][8] by the tile's corr rc[head].
+template <int G>
+__device__ __forceinline__ void rescale(int gb, const float* rc, float (&acc)[G][8]) {
 #pragma unroll
     for (int g = 0; g < G; ++g) {
         if (g >= gb) break;
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[g][i] *= rc[g];
     }
+}
+
+// H of this thread's value loads of a tile, from its r0-th: the cells vcg + (r0 + r)·CV of the
+// tile's n (from ct) loaded, then their p·V added into acc[head][8] (its 8 value elements; p in
+// sc[cell][head]).
+template <class C, int H, int CV, int G>
+__device__ __forceinline__ void accumulate_values(const AttentionLaunch& a, int gb, int64_t ct, int n, int vcg, int velem,
+                                                  int r0, const float* sc, float (&acc)[G][8]) {
+    typename C::Raw vr[H];
 #pragma unroll
-    for (int r = 0; r < RV; ++r) {
-        const int j = vcg + r * CV;
+    for (int r = 0; r < H; ++r) {
+        const int j = vcg + (r0 + r) * CV;
+        vr[r] = j < n ? C::load(a.v, ct + j, velem) : C::zero();
+    }
+#pragma unroll
+    for (int r = 0; r < H; ++r) {
+        const int j = vcg + (r0 + r) * CV;
         if (j >= n) break;
         float vf[8];
         C::unpack(vr[r], vf);
@@ -179,11 +191,18 @@ __device__ __forceinline__ void write_heads(const AttentionLaunch& a, int64_t ro
 
 // G: accumulator rows, at least the block's query heads (a block of one head keeps 8 registers
 // of sums, not 64, and more blocks fit a multiprocessor).
+// Registers decide the speed: a block holds one tile's loads at a time and waits on them, so
+// the blocks resident per multiprocessor hide each other's latency. The values are loaded after
+// the scores, and at most 4 key and 4 value loads per thread are in flight: a one-head block
+// (G = 1) then fits 64 registers without spilling and 8 blocks share a multiprocessor (H200,
+// Llama-2-7B shape at 8,192 cells: q8_0 109 -> 67 us, f16 72 -> 50 us; loading all a tile's
+// values before its scores took 107-113 registers, 4 blocks per multiprocessor).
 template <class C, int DK, int DV, int G>
-__global__ void __launch_bounds__(kThreads, 2) attention_decode_vec_kernel(AttentionLaunch a, int n_hgroups) {
+__global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec_kernel(AttentionLaunch a, int n_hgroups) {
     constexpr int LV = DV / 8;       // threads per cell's values
     constexpr int CV = kThreads / LV;  // cells in parallel
     constexpr int RV = kTile / CV;   // value loads per thread per tile
+    constexpr int VH = RV < 4 ? RV : 4;  // of them in flight at once (as score_tile's keys)
     __shared__ __align__(16) float qs[kG * DK];
     __shared__ float sc[kTile * kG];
     __shared__ float rm[kG], rl[kG], rc[kG];
@@ -196,13 +215,9 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_vec_kernel(Atten
     const int gb = min(kG, group - hg * kG);
     const int tid = threadIdx.x;
 
-    const int64_t pos = a.positions[t];
-    const int64_t first = visible_first(pos, a.window);
-    const int n_active = active_splits(a, pos - first + 1);
-    if (split >= n_active) return;  // uniform over the block; the combine reads the active ones
-    const int64_t chunk = (pos - first + 1 + n_active - 1) / n_active;
-    const int64_t c0 = first + split * chunk;
-    const int64_t c1 = min(pos + 1, c0 + chunk);
+    const DecodeSplit range = decode_split_range(a, a.positions[t], split);
+    if (!range.active) return;  // uniform over the block
+    const int64_t c0 = range.c0, c1 = range.c1;
 
     const float* q_base = a.q.row(static_cast<int64_t>(t) * a.n_head + h0);  // heads of a token are rows in a row
     const uint64_t q_stride = a.q.rows.nb1;
@@ -225,18 +240,13 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_vec_kernel(Atten
     const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
     for (int64_t ct = c0; ct < c1; ct += kTile) {
         const int n = c1 - ct < kTile ? static_cast<int>(c1 - ct) : kTile;
-        // The tile's values are loaded before the scores are needed: their latency overlaps.
-        typename C::Raw vr[RV];
-#pragma unroll
-        for (int r = 0; r < RV; ++r) {
-            const int j = vcg + r * CV;
-            vr[r] = j < n ? C::load(a.v, ct + j, velem) : C::zero();
-        }
         score_tile<C, DK, G>(a, kvh, gb, qs, ct, n, inv_cap, sc);
         __syncthreads();
         softmax_tile(gb, n, sc, rm, rl, rc);
         __syncthreads();
-        accumulate_values<C, RV, CV, G>(gb, n, vcg, vr, sc, rc, acc);
+        rescale<G>(gb, rc, acc);
+#pragma unroll
+        for (int r0 = 0; r0 < RV; r0 += VH) accumulate_values<C, VH, CV, G>(a, gb, ct, n, vcg, velem, r0, sc, acc);
         __syncthreads();  // sc and rc are rewritten by the next tile
     }
 

@@ -172,25 +172,28 @@ void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n
                   bytes, name);
 }
 
-// Decode attention of the Llama-2-7B shape (32 heads, head dim 128) over `cells` cells of an
-// f16 or q8_0 cache: 20 attentions recorded as one step graph and replayed, so the time is
+// Decode attention of n_head query heads over n_head_kv kv heads, head dim 128 (by default the
+// Llama-2-7B shape, 32 over 32) over `cells` cells of an f16 or q8_0 cache: 20 attentions recorded as one step graph and replayed, so the time is
 // the GPU's, not the launches'. Reported per attention; GB/s counts the K and V bytes read.
-void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells, int blocks_per_sm = 0) {
+void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells, int blocks_per_sm = 0,
+                         int n_head = 32, int n_head_kv = 32) {
     CudaBackend* b = blocks_per_sm > 0 ? backend_with("blocks " + std::to_string(blocks_per_sm), [&](strata::cuda::CudaBackendOptions& o) {
         o.attention_decode_blocks_per_sm = blocks_per_sm;
     })
                                        : backend(4);
     if (b == nullptr) return state.SkipWithError("no CUDA device");
-    constexpr int kHeads = 32, kDim = 128, kPerGraph = 20;
-    HostTensor kc(kv_type, {kDim * kHeads, cells}), vc(kv_type, {kDim * kHeads, cells});
+    constexpr int kDim = 128, kPerGraph = 20;
+    const int64_t row = kDim * n_head_kv;
+    HostTensor kc(kv_type, {row, cells}), vc(kv_type, {row, cells});
     strata::cpu::CpuBackend cpu(0);
-    cpu.kv_store(strata::cpu::test::random_f32({kDim * kHeads, cells}, -2.0f, 2.0f).t, kc.t, 0);
-    cpu.kv_store(strata::cpu::test::random_f32({kDim * kHeads, cells}, -2.0f, 2.0f).t, vc.t, 0);
+    cpu.kv_store(strata::cpu::test::random_f32({row, cells}, -2.0f, 2.0f).t, kc.t, 0);
+    cpu.kv_store(strata::cpu::test::random_f32({row, cells}, -2.0f, 2.0f).t, vc.t, 0);
     DeviceTensor kd = b->upload(kc.t, "bench k"), vd = b->upload(vc.t, "bench v");
-    DeviceTensor qd = b->upload(strata::cpu::test::random_f32({kDim, kHeads, 1}).t, "bench q");
-    DeviceTensor od = b->allocate(GgmlType::F32, {kDim, kHeads, 1});
+    DeviceTensor qd = b->upload(strata::cpu::test::random_f32({kDim, n_head, 1}).t, "bench q");
+    DeviceTensor od = b->allocate(GgmlType::F32, {kDim, n_head, 1});
     strata::AttentionParams p;
-    p.n_head = p.n_head_kv = kHeads;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
     p.head_dim_k = p.head_dim_v = kDim;
     p.scale = 0.088f;
     const int32_t token = 0, pos = static_cast<int32_t>(cells - 1);
@@ -200,7 +203,8 @@ void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cell
     const double bytes = 2.0 * static_cast<double>(kc.t.n_bytes()) * kPerGraph;
     const std::string name = std::string("attention ") + std::string(strata::type_traits(kv_type).name) + " " +
                              std::to_string(cells) + " cells, x" + std::to_string(kPerGraph) +
-                             (blocks_per_sm > 0 ? ", " + std::to_string(blocks_per_sm) + " blocks/SM" : "");
+                             (blocks_per_sm > 0 ? ", " + std::to_string(blocks_per_sm) + " blocks/SM" : "") +
+                             (n_head != n_head_kv ? ", " + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " heads" : "");
     timed_batches(state, *b, [&] { b->replay_step(b, token, pos); }, bytes, name);
     state.counters["us/attention"] = bytes / (g_bandwidth[name] * 1e9) / kPerGraph * 1e6;
 }
@@ -348,6 +352,14 @@ STRATA_ATTN_BLOCKS_BENCH(q8_0_8192_b4, GgmlType::Q8_0, 8192, 4);
 STRATA_ATTN_BLOCKS_BENCH(q8_0_8192_b16, GgmlType::Q8_0, 8192, 16);
 STRATA_ATTN_BLOCKS_BENCH(f16_8192_b4, GgmlType::F16, 8192, 4);
 STRATA_ATTN_BLOCKS_BENCH(f16_8192_b16, GgmlType::F16, 8192, 16);
+// Grouped-query shapes: Llama-3-8B (32 query heads over 8 kv heads) and Llama-2-70B (64 over 8).
+#define STRATA_ATTN_GQA_BENCH(tag, type, cells, heads, kv_heads)                               \
+    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, 0, heads, kv_heads)->UseManualTime() \
+        ->Unit(benchmark::kMicrosecond)
+STRATA_ATTN_GQA_BENCH(q8_0_8192_g4, GgmlType::Q8_0, 8192, 32, 8);
+STRATA_ATTN_GQA_BENCH(f16_8192_g4, GgmlType::F16, 8192, 32, 8);
+STRATA_ATTN_GQA_BENCH(q8_0_8192_g8, GgmlType::Q8_0, 8192, 64, 8);
+STRATA_ATTN_GQA_BENCH(f16_8192_g8, GgmlType::F16, 8192, 64, 8);
 #define STRATA_PREFILL_ATTN_BENCH(tag, type, tokens, tc) \
     BENCHMARK_CAPTURE(bm_attention_prefill, tag, type, tokens, tc)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_PREFILL_ATTN_BENCH(f16_512_tiled, GgmlType::F16, 512, false);
