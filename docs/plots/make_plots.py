@@ -141,3 +141,18 @@ bars("attention_long_context.png", "7B vs llama.cpp in the same call, H200 (rati
      {"earlier (pp512 g47, d8192 g48)": [0.88, 0.59, 0.66], "now (pp512 g48, d8192 g49)": [1.45, 0.82, 0.94],
       "llama.cpp": [1.0, 1.0, 1.0]},
      ["#bbbbbb", "#2a7ab9", "#999999"])
+
+# Fourteenth session (H200): decode attention microbenchmarks, 8,192 cells, head dim 128;
+# before = call g53's run of the old kernel, now = call g54 (committed code).
+bars("decode_attention_registers.png", "Decode attention at 8,192 cells, H200 (us per attention; lower is better)",
+     "us", ["q8_0\n32/32 heads", "f16\n32/32", "q8_0\n32/8", "f16\n32/8", "q8_0\n64/8", "f16\n64/8"],
+     {"before (107-113 registers)": [109.1, 71.7, 67.8, 70.9, 111.7, 119.9],
+      "now (<= 4 loads in flight)": [68.0, 51.5, 69.4, 65.6, 88.6, 85.0]},
+     ["#bbbbbb", "#2a7ab9"])
+
+# Fourteenth session (H200, calls g52 and g54): 7B tg128 at 8,192 cells against llama.cpp
+# (-fa 1) in the same call; before = g52 (mean of two runs for q8_0), now = g54.
+bars("decode_long_context.png", "7B tg128 @ d8192 vs llama.cpp in the same call, H200 (ratio; 1 = llama.cpp)",
+     "Strata / llama.cpp", ["q8_0 KV", "f16 KV"],
+     {"before (g52)": [0.82, 0.95], "now (g54)": [1.03, 1.07], "llama.cpp": [1.0, 1.0]},
+     ["#bbbbbb", "#2a7ab9", "#999999"])
