@@ -3,12 +3,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/model/config_checks.h"
 
 namespace strata {
 namespace {
+
+// 1000000 and 0.25 as written (the stream's default 6 digits would print 1e+06).
+std::string num(double v) {
+    std::ostringstream out;
+    out << std::setprecision(10) << v;
+    return out.str();
+}
 
 double positive(std::optional<double> v, const char* flag) {
     if (!std::isfinite(*v) || *v <= 0.0) throw ArgumentError(cat(flag, " ", *v, ": must be a positive number"));
@@ -68,6 +77,18 @@ void apply_rope_overrides(const RopeOverrides& o, ModelConfig& c) {
     if (o.yarn_attn_factor) r.yarn_attn_factor = positive(o.yarn_attn_factor, "--yarn-attn-factor");
     if (o.yarn_beta_fast) r.yarn_beta_fast = positive(o.yarn_beta_fast, "--yarn-beta-fast");
     if (o.yarn_beta_slow) r.yarn_beta_slow = positive(o.yarn_beta_slow, "--yarn-beta-slow");
+}
+
+std::string describe_rope(const RopeConfig& r, int64_t n_ctx_train) {
+    std::string s(rope_scaling_name(r.scaling));
+    if (r.scaling == RopeScaling::Linear || r.scaling == RopeScaling::Yarn) s += " x" + num(r.scaling_factor);
+    if (r.scaling == RopeScaling::Yarn) s += cat(" over ", r.n_ctx_orig > 0 ? r.n_ctx_orig : n_ctx_train, " positions");
+    s += ", base " + num(r.freq_base);
+    if (r.scaling == RopeScaling::Yarn) {
+        s += " (ext " + num(r.yarn_ext_factor) + ", attn " + num(r.yarn_attn_factor) + ", beta " +
+             num(r.yarn_beta_fast) + "/" + num(r.yarn_beta_slow) + ")";
+    }
+    return s;
 }
 
 int64_t rope_context(const ModelConfig& c) {

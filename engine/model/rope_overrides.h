@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "engine/model/model_config.h"
@@ -21,7 +22,7 @@ struct RopeOverrides {
     std::optional<int64_t> yarn_orig_ctx;
     std::optional<double> yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
 
-    bool any() const;
+    bool any() const;  // a flag was given: the runtime says what the RoPE became
 };
 
 // "none", "linear", "yarn"; ArgumentError naming --rope-scaling otherwise (longrope needs the
@@ -33,6 +34,10 @@ RopeScaling parse_rope_scaling(std::string_view text);
 // yarn flags apply to YaRN only. ArgumentError naming the flag for a value out of range, both
 // --rope-scale and --rope-freq-scale, a yarn flag without YaRN, or a scaling over longrope.
 void apply_rope_overrides(const RopeOverrides& o, ModelConfig& c);
+
+// "yarn x4 over 32768 positions, base 1000000 (ext 1, attn 1, beta 32/1)", "linear x2, base
+// 10000", "none, base 500000": what a run's RoPE is, for the note that overrides print.
+std::string describe_rope(const RopeConfig& r, int64_t n_ctx_train);
 
 // The context the model's RoPE covers: the training context, or with linear or YaRN scaling
 // the original context (n_ctx_orig, else the training context) times the factor when that is

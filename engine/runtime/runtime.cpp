@@ -222,6 +222,10 @@ int64_t Runtime::settle_session() {
     const int64_t covered = rope_context(config);
     // A batch longer than the context is never used; its activations are not reserved.
     options_.session.n_batch = std::min(options_.session.n_batch, n_ctx);
+    if (options_.rope.any() && options_.log != nullptr) {
+        *options_.log << "note: RoPE from the command line: " << describe_rope(config.rope, config.n_ctx_train)
+                      << "; it covers " << covered << " positions\n";
+    }
     if (n_ctx > covered && options_.log != nullptr) {
         *options_.log << "note: context " << n_ctx << " is more than the model's training context ("
                       << covered << "): for speed only, text past it degrades\n";

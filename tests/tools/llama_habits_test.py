@@ -313,9 +313,13 @@ def rope_effects(model):
     expect(rc == 0 and "using 2048" in err, f"-c 4096 without scaling: exit {rc}, {err!r}")
     rc, _, err = run(base + ["-c", "4096", "--rope-scaling", "yarn", "--rope-scale", "2"])
     expect(rc == 0 and "training context" not in err, f"-c 4096 with yarn x2: exit {rc}, {err!r}")
+    expect("RoPE from the command line: yarn x2 over 2048 positions" in err and "covers 4096 positions" in err,
+           f"yarn x2: no note of the RoPE: {err!r}")
     rc, _, err = run(base + ["-c", "10000", "--rope-scale", "4", "--rope-freq-base", "20000"])
     expect(rc == 0 and "8192 with its RoPE scaling" in err and "using 8192" in err,
            f"-c 10000 with linear x4: exit {rc}, {err!r}")
+    expect("RoPE from the command line: linear x4, base 20000; it covers 8192 positions" in err,
+           f"linear x4: no note of the RoPE: {err!r}")
 
 
 def main():

@@ -86,6 +86,26 @@ TEST(RopeOverrides, YarnFlagsAndFreqBaseReplaceTheFiles) {
     EXPECT_EQ(rope_context(c), 8192);          // the original 2048 positions x 4, past the training 4096
 }
 
+TEST(RopeOverrides, TheRunsRopeIsDescribedAsApplied) {
+    ModelConfig c = yarn_config();
+    RopeOverrides o;
+    o.freq_base = 1000000.0;
+    o.yarn_beta_fast = 16.0;
+    EXPECT_TRUE(o.any());
+    apply_rope_overrides(o, c);
+    EXPECT_EQ(describe_rope(c.rope, c.n_ctx_train), "yarn x4 over 32768 positions, base 1000000 (ext 1, attn 1, beta 16/1)");
+    ModelConfig p = plain_config();
+    RopeOverrides half;
+    half.freq_scale = 0.25;
+    apply_rope_overrides(half, p);
+    EXPECT_EQ(describe_rope(p.rope, p.n_ctx_train), "linear x4, base 10000");
+    RopeOverrides none;
+    none.scaling = RopeScaling::None;
+    ModelConfig y = yarn_config();
+    apply_rope_overrides(none, y);
+    EXPECT_EQ(describe_rope(y.rope, y.n_ctx_train), "none, base 10000");
+}
+
 TEST(RopeOverrides, NoneDropsTheFilesScaling) {
     ModelConfig c = yarn_config();
     RopeOverrides o;
