@@ -6,12 +6,11 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "offload/tensor_class.h"
 
 namespace strata {
 
 namespace {
-
-enum class Role { Small, Attn, Ffn, LayerOther, Expert, Output, TokenEmbd, Other };
 
 struct LayerFfn {
     std::optional<FfnTensors> tensors;
@@ -40,39 +39,12 @@ class Planner {
 
   private:
     void classify() {
-        const size_t n = table_.tensors.size();
-        role_.assign(n, Role::Other);
-        tier_.assign(n, std::nullopt);
-        ffn_.resize(static_cast<size_t>(std::max(table_.n_layer, 0)));
-        for (int layer = 0; layer < table_.n_layer; ++layer) {
-            ffn_[static_cast<size_t>(layer)].tensors = find_ffn_tensors(table_, layer);
-        }
-        bool has_output = false;
-        for (const TensorEntry& t : table_.tensors)
-            has_output |= t.role() == TensorRole::Output;
-        for (size_t i = 0; i < n; ++i) {
-            const TensorEntry& t = table_.tensors[i];
-            const auto [tensor_role, layer] = tensor_name_info(t.name);
-            Role& role = role_[i];
-            if (t.ne[1] == 1 && t.ne[2] == 1 && t.ne[3] == 1) {
-                role = Role::Small;
-            } else if (tensor_role == TensorRole::Output) {
-                role = Role::Output;
-                output_ = i;
-            } else if (tensor_role == TensorRole::TokenEmbd) {
-                role = has_output ? Role::TokenEmbd : Role::Output;
-                token_embd_ = i;
-            } else if (layer >= 0 && layer < table_.n_layer) {
-                const auto& ffn = ffn_[static_cast<size_t>(layer)].tensors;
-                if (ffn && (&t == ffn->gate || &t == ffn->up || &t == ffn->down)) {
-                    role = Role::Ffn;
-                } else if (is_attention_role(tensor_role)) {
-                    role = Role::Attn;
-                } else {
-                    role = t.ne[2] > 1 ? Role::Expert : Role::LayerOther;  // MoE: 3-D expert tensors
-                }
-            }
-        }
+        classes_ = classify_tensors(table_);
+        tier_.assign(table_.tensors.size(), std::nullopt);
+        ffn_.resize(classes_.ffn.size());
+        for (size_t layer = 0; layer < ffn_.size(); ++layer) ffn_[layer].tensors = classes_.ffn[layer];
+        if (classes_.output >= 0) output_ = static_cast<size_t>(classes_.output);
+        if (classes_.token_embd >= 0) token_embd_ = static_cast<size_t>(classes_.token_embd);
     }
 
     void size_kv() {
@@ -97,9 +69,7 @@ class Planner {
     // Things a token cannot run without holding in memory; they never go to DISK.
     void check_budgets() {
         uint64_t small = 0, embd = 0, kv = 0;
-        for (size_t i = 0; i < role_.size(); ++i) {
-            if (role_[i] == Role::Small) small += table_.tensors[i].bytes;
-        }
+        for_class(TensorClass::Small, [&](size_t i) { small += table_.tensors[i].bytes; });
         if (token_embd_) embd = table_.tensors[*token_embd_].bytes;
         // The executor never streams the output matrix (every token reads all of it).
         const uint64_t out = output_ ? table_.tensors[*output_].bytes : 0;
@@ -175,7 +145,7 @@ class Planner {
     }
 
     bool is_must(size_t i) const {
-        return role_[i] == Role::Small || (token_embd_ && i == *token_embd_) || (output_ && i == *output_);
+        return cls(i) == TensorClass::Small || (token_embd_ && i == *token_embd_) || (output_ && i == *output_);
     }
 
     // The tensors the rules put on the GPU, before anything else (FFN triples whole).
@@ -187,14 +157,14 @@ class Planner {
                                   format_bytes(gpu_left_), " for weights; raise --gpu-mem or match fewer tensors"));
         }
         gpu_left_ -= bytes;
-        for (size_t i = 0; i < role_.size(); ++i) {
+        for (size_t i = 0; i < tier_.size(); ++i) {
             if (!pins_.on_gpu(i)) continue;
             if (is_must(i)) must_left_ -= table_.tensors[i].bytes;
-            if (role_[i] != Role::Ffn) {
+            if (cls(i) != TensorClass::Ffn) {
                 tier_[i] = Tier::Gpu;
                 continue;
             }
-            LayerFfn& ffn = ffn_[static_cast<size_t>(tensor_layer(table_.tensors[i].name))];
+            LayerFfn& ffn = ffn_[static_cast<size_t>(layer_of(i))];
             ffn.gpu_end = ffn.ram_end = ffn.tensors->n_ff;
             ffn.pinned = true;
         }
@@ -225,14 +195,19 @@ class Planner {
         return end;
     }
 
-    void for_role(Role role, auto&& fn) {
-        for (size_t i = 0; i < role_.size(); ++i) {
-            if (role_[i] == role) fn(i);
+    TensorClass cls(size_t i) const { return classes_.of[i]; }
+    int layer_of(size_t i) const { return classes_.layer[i]; }
+    // A MoE layer's 3-D expert tensors go after every layer's other matrices.
+    bool is_expert(size_t i) const { return cls(i) == TensorClass::LayerOther && table_.tensors[i].ne[2] > 1; }
+
+    void for_class(TensorClass c, auto&& fn) {
+        for (size_t i = 0; i < classes_.of.size(); ++i) {
+            if (cls(i) == c) fn(i);
         }
     }
 
     void fill_gpu() {
-        for_role(Role::Small, [&](size_t i) { place_tensor_gpu_phase(i); });
+        for_class(TensorClass::Small, [&](size_t i) { place_tensor_gpu_phase(i); });
         for (int layer = 0; layer < table_.n_layer; ++layer) {
             // A layer's KV and attention go to the GPU together or not at all, so that its
             // attention runs where its KV cache is.
@@ -240,8 +215,8 @@ class Planner {
             std::vector<size_t> attn;
             uint64_t attn_bytes = 0;
             bool allowed = pins_.kv_ok(layer);
-            for_role(Role::Attn, [&](size_t i) {
-                if (tensor_layer(table_.tensors[i].name) != layer || tier_[i]) return;
+            for_class(TensorClass::Attn, [&](size_t i) {
+                if (layer_of(i) != layer || tier_[i]) return;
                 attn.push_back(i);
                 attn_bytes += table_.tensors[i].bytes;
                 allowed = allowed && pins_.gpu_ok(i);
@@ -261,16 +236,16 @@ class Planner {
             }
             kv_[l] = place_must(kv_bytes_[l], cat("the KV cache of layer ", layer));
         }
-        for_role(Role::Output, [&](size_t i) { place_tensor_gpu_phase(i); });
-        for_role(Role::Other, [&](size_t i) { place_tensor_gpu_phase(i); });
+        for_class(TensorClass::Output, [&](size_t i) { place_tensor_gpu_phase(i); });
+        for_class(TensorClass::GlobalOther, [&](size_t i) { place_tensor_gpu_phase(i); });
         for (int layer = 0; layer < table_.n_layer; ++layer) {
-            for_role(Role::LayerOther, [&](size_t i) {
-                if (tensor_layer(table_.tensors[i].name) == layer) place_tensor_gpu_phase(i);
+            for_class(TensorClass::LayerOther, [&](size_t i) {
+                if (layer_of(i) == layer && !is_expert(i)) place_tensor_gpu_phase(i);
             });
         }
         for (int layer = 0; layer < table_.n_layer; ++layer) {
-            for_role(Role::Expert, [&](size_t i) {
-                if (tensor_layer(table_.tensors[i].name) == layer) place_tensor_gpu_phase(i);
+            for_class(TensorClass::LayerOther, [&](size_t i) {
+                if (layer_of(i) == layer && is_expert(i)) place_tensor_gpu_phase(i);
             });
             LayerFfn& ffn = ffn_[static_cast<size_t>(layer)];
             if (!ffn.tensors || ffn.pinned) continue;
@@ -301,12 +276,12 @@ class Planner {
     }
 
     void fill_ram() {
-        for (size_t i = 0; i < role_.size(); ++i) {
+        for (size_t i = 0; i < tier_.size(); ++i) {
             if (tier_[i]) continue;
             const TensorEntry& t = table_.tensors[i];
-            if (role_[i] == Role::Ffn) {
+            if (cls(i) == TensorClass::Ffn) {
                 // The three tensors take their turn at the first one's position in the file.
-                LayerFfn& ffn = ffn_[static_cast<size_t>(tensor_layer(t.name))];
+                LayerFfn& ffn = ffn_[static_cast<size_t>(layer_of(i))];
                 if (ffn.ram_done) continue;
                 ffn.ram_done = true;
                 // Only whole FFN tensors stream from DISK (a neuron range of ffn_down is not one
@@ -343,10 +318,10 @@ class Planner {
             if (!f.tensors || whole_tier(f)) continue;
             p.ffn_splits.push_back({static_cast<int>(layer), f.gpu_end, f.ram_end});
         }
-        for (size_t i = 0; i < role_.size(); ++i) {
+        for (size_t i = 0; i < tier_.size(); ++i) {
             const TensorEntry& t = table_.tensors[i];
-            if (role_[i] == Role::Ffn) {
-                const LayerFfn& f = ffn_[static_cast<size_t>(tensor_layer(t.name))];
+            if (cls(i) == TensorClass::Ffn) {
+                const LayerFfn& f = ffn_[static_cast<size_t>(layer_of(i))];
                 if (const auto tier = whole_tier(f)) p.tensors.push_back({t.name, *tier});
                 continue;
             }
@@ -367,7 +342,7 @@ class Planner {
 
     const TensorTable& table_;
     const BuiltinPlacementParams& params_;
-    std::vector<Role> role_;
+    TensorClasses classes_;
     std::vector<std::optional<Tier>> tier_;  // per table tensor; FFN triples live in ffn_
     std::vector<LayerFfn> ffn_;              // per layer
     std::vector<uint64_t> kv_bytes_;

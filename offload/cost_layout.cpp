@@ -82,7 +82,7 @@ Placement CostModel::to_placement(const Layout& layout, const Placement& base) c
                 tier = *experts_whole[static_cast<size_t>(info_[i].layer)];
             }
         }
-        if (info_[i].role == CostClass::Ffn) {
+        if (info_[i].role == TensorClass::Ffn) {
             const auto l = static_cast<size_t>(info_[i].layer);
             if (layout.split[l]) {
                 if (!whole[l]) continue;

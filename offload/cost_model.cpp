@@ -56,10 +56,6 @@ void add_longer_decode(CostTerms& t, const CostTerms& gpu, const CostTerms& cpu)
     }
 }
 
-bool is_small(const TensorEntry& t) {
-    return t.ne[1] == 1 && t.ne[2] == 1 && t.ne[3] == 1;
-}
-
 }  // namespace
 
 namespace {
@@ -147,7 +143,7 @@ CostModel::CostModel(const TensorTable& table, const HardwareProfile& profile,
     prefill_known_ = profile.cpu_prefill_gflops > 0 &&
                      (!profile.has_gpu() || profile.gpu_prefill_gflops > 0);
     index_layers(kv_type);
-    classify_tensors();
+    rate_tensors();
 }
 
 void CostModel::index_layers(GgmlType kv_type) {
@@ -192,53 +188,34 @@ void CostModel::index_layers(GgmlType kv_type) {
     }
 }
 
-void CostModel::classify_tensors() {
+void CostModel::rate_tensors() {
     const TensorTable& table = table_;
     const HardwareProfile& profile = profile_;
-    const int n_layer = static_cast<int>(layers_.size());
-    bool has_output = false;
-    for (const TensorEntry& t : table.tensors) has_output |= t.role() == TensorRole::Output;
+    const TensorClasses classes = classify_tensors(table);
+    output_ = classes.output_matrix();
+    embd_ = classes.token_embd;
+    if (output_ >= 0) n_vocab_ = static_cast<double>(table.tensors[static_cast<size_t>(output_)].ne[1]);
+    if (embd_ >= 0) n_embd_ = static_cast<double>(table.tensors[static_cast<size_t>(embd_)].ne[0]);
     info_.resize(table.tensors.size());
     for (size_t i = 0; i < table.tensors.size(); ++i) {
         const TensorEntry& t = table.tensors[i];
         TensorInfo& ti = info_[i];
-        const auto [role, layer] = tensor_name_info(t.name);
-        ti.layer = layer >= 0 && layer < n_layer ? layer : -1;
+        ti.role = classes.of[i];
+        ti.layer = classes.layer[i];
         ti.flops = 2.0 * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]) *
                    static_cast<double>(t.ne[2]) * static_cast<double>(t.ne[3]);
         ti.cpu_rate = rate_of(profile.cpu_gemv_gbs, t.type, profile.host_read_gbs);
         ti.gpu_rate = profile.has_gpu() ? rate_of(profile.gpu_gemv_gbs, t.type, profile.gpu_read_gbs) : 0;
-        if (is_small(t)) {
-            ti.role = CostClass::Small;
-        } else if (role == TensorRole::Output || (role == TensorRole::TokenEmbd && !has_output)) {
-            ti.role = CostClass::Output;
-            output_ = static_cast<int>(i);
-            n_vocab_ = static_cast<double>(t.ne[1]);
-            if (!has_output) embd_ = static_cast<int>(i);
-        } else if (role == TensorRole::TokenEmbd) {
-            ti.role = CostClass::TokenEmbd;
-            embd_ = static_cast<int>(i);
-        } else if (ti.layer < 0) {
-            ti.role = CostClass::GlobalOther;
-        } else {
-            LayerInfo& L = layers_[static_cast<size_t>(ti.layer)];
-            if (std::find(std::begin(L.ffn_index), std::end(L.ffn_index), static_cast<int>(i)) !=
-                std::end(L.ffn_index)) {
-                ti.role = CostClass::Ffn;
-            } else if (is_attention_role(role)) {
-                ti.role = CostClass::Attn;
-                L.attn.push_back(static_cast<int>(i));
-            } else {
-                ti.role = CostClass::LayerOther;
-                L.other.push_back(static_cast<int>(i));
-                // A 3-D expert tensor: each token reads the matrices of the experts it is routed to
-                // (uniform routing; prefill batches read them all).
-                if (table.n_expert_used > 0 && t.ne[2] > 1) {
-                    ti.decode_share = std::min(1.0, static_cast<double>(table.n_expert_used) / static_cast<double>(t.ne[2]));
-                }
+        if (ti.role == TensorClass::Attn) {
+            layers_[static_cast<size_t>(ti.layer)].attn.push_back(static_cast<int>(i));
+        } else if (ti.role == TensorClass::LayerOther) {
+            layers_[static_cast<size_t>(ti.layer)].other.push_back(static_cast<int>(i));
+            // A 3-D expert tensor: each token reads the matrices of the experts it is routed to
+            // (uniform routing; prefill batches read them all).
+            if (table.n_expert_used > 0 && t.ne[2] > 1) {
+                ti.decode_share = std::min(1.0, static_cast<double>(table.n_expert_used) / static_cast<double>(t.ne[2]));
             }
         }
-        if (embd_ == static_cast<int>(i)) n_embd_ = static_cast<double>(t.ne[0]);
     }
 }
 

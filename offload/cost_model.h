@@ -57,6 +57,7 @@
 
 #include "offload/hardware_profile.h"
 #include "offload/placement.h"
+#include "offload/tensor_class.h"
 
 namespace strata {
 
@@ -148,18 +149,6 @@ bool fit(CostParams& params, const std::vector<Observation>& observations,
 
 // ---- For the planner: many layouts of one model, estimated fast ----
 
-// How the planner rates a tensor: a coarser grouping than the model's TensorRole
-// (engine/model/tensor_spec.h), which the offload layer does not see.
-enum class CostClass {
-    Small,        // ne[1] == 1: norms, biases; never multiplied, never on DISK
-    TokenEmbd,    // untied token_embd: get_rows only; never on DISK
-    Output,       // output.weight, or token_embd when tied; never on DISK
-    Attn,         // a layer's attn_* matrices
-    Ffn,          // a layer's splittable ffn_gate / ffn_up / ffn_down
-    LayerOther,   // other matrices of a layer (FFN block: MoE, ...)
-    GlobalOther,  // other global tensors; kept in memory, not multiplied
-};
-
 // A placement by table index. split[layer] set: the layer's FFN tensors are cut there (their
 // entries in `tier` are ignored).
 struct Layout {
@@ -197,7 +186,7 @@ class CostModel {
               GgmlType kv_type = GgmlType::F16);
 
     struct TensorInfo {
-        CostClass role = CostClass::Small;
+        TensorClass role = TensorClass::Small;
         int layer = -1;
         double cpu_rate = 0, gpu_rate = 0;  // weight bytes/s at one token
         double flops = 0;                   // per token, 2 per weight
@@ -260,7 +249,7 @@ class CostModel {
 
     // The constructor's parts: per layer its FFN, KV and small-op facts; per tensor its role.
     void index_layers(GgmlType kv_type);
-    void classify_tensors();
+    void rate_tensors();
 
     double op_s(int proc) const;                       // one small op on `proc`
     double gemv_floor_s(int proc, double bytes) const;  // a product's fixed cost on `proc`

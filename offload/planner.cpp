@@ -111,10 +111,10 @@ void Planner::check_budgets(const HardwareProfile& profile) {
     for (size_t i = 0; i < table_.tensors.size(); ++i) {
         const uint64_t bytes = table_.tensors[i].bytes;
         switch (cm_.info()[i].role) {
-            case CostClass::TokenEmbd: embd += bytes; break;
-            case CostClass::Output: output += bytes; break;
-            case CostClass::Small:
-            case CostClass::GlobalOther: small += bytes; break;
+            case TensorClass::TokenEmbd: embd += bytes; break;
+            case TensorClass::Output: output += bytes; break;
+            case TensorClass::Small:
+            case TensorClass::GlobalOther: small += bytes; break;
             default: break;
         }
     }
@@ -152,7 +152,7 @@ Usage Planner::ffn_usage(const Layout& l, int layer) const {
 
 bool Planner::in_split(const Layout& l, int i) const {
     const auto& info = cm_.info()[static_cast<size_t>(i)];
-    return (info.role == CostClass::Ffn && l.split[static_cast<size_t>(info.layer)].has_value()) || in_experts(l, i);
+    return (info.role == TensorClass::Ffn && l.split[static_cast<size_t>(info.layer)].has_value()) || in_experts(l, i);
 }
 
 // Tensor i is a *_exps tensor of a layer whose experts are placed one by one.

@@ -114,7 +114,7 @@ std::optional<Layout> Planner::plan_whole_layers(int& best_k) const {
         for (size_t i = 0; i < table_.tensors.size(); ++i) {
             const auto& info = cm_.info()[i];
             const bool gpu = (info.layer >= 0 && info.layer < k) ||
-                             (k > table_.n_layer && info.role == CostClass::Output);
+                             (k > table_.n_layer && info.role == TensorClass::Output);
             if (gpu && pins_.gpu_ok(i)) l.tier[i] = Tier::Gpu;
         }
         for (int layer = 0; layer < std::min(k, table_.n_layer); ++layer) {

@@ -94,13 +94,13 @@ std::vector<Move> Planner::candidates(const Layout& l, bool deficit, GreedyMode 
     for (int layer = 0; layer < table_.n_layer; ++layer) {
         std::vector<int> attn, other;
         for (int i : layer_tensors_[static_cast<size_t>(layer)]) {
-            const CostClass role = cm_.info()[static_cast<size_t>(i)].role;
+            const TensorClass role = cm_.info()[static_cast<size_t>(i)].role;
             if (!off_gpu(i)) continue;
-            if (role == CostClass::Attn) attn.push_back(i);
+            if (role == TensorClass::Attn) attn.push_back(i);
             // A MoE layer's *_exps tensors move as experts (add_expert_moves), never one alone.
             const bool exps = cm_.experts(layer) && (i == cm_.expert_index(layer)[0] || i == cm_.expert_index(layer)[1] ||
                                                      i == cm_.expert_index(layer)[2]);
-            if (role == CostClass::LayerOther && !deficit && !exps) out.push_back({{i}});
+            if (role == TensorClass::LayerOther && !deficit && !exps) out.push_back({{i}});
         }
         if (l.kv[static_cast<size_t>(layer)] != Tier::Gpu && pins_.kv_ok(layer)) {
             out.push_back({{}, layer});
@@ -121,7 +121,7 @@ std::vector<Move> Planner::candidates(const Layout& l, bool deficit, GreedyMode 
         const auto& info = cm_.info()[i];
         if (info.layer >= 0 || !off_gpu(static_cast<int>(i))) continue;
         if (deficit && l.tier[i] != Tier::Ram) continue;
-        if (info.role == CostClass::Small) {
+        if (info.role == TensorClass::Small) {
             small.push_back(static_cast<int>(i));
         } else {
             out.push_back({{static_cast<int>(i)}});
@@ -129,7 +129,7 @@ std::vector<Move> Planner::candidates(const Layout& l, bool deficit, GreedyMode 
     }
     for (int layer = 0; layer < table_.n_layer; ++layer) {
         for (int i : layer_tensors_[static_cast<size_t>(layer)]) {
-            if (cm_.info()[static_cast<size_t>(i)].role == CostClass::Small && off_gpu(i)) small.push_back(i);
+            if (cm_.info()[static_cast<size_t>(i)].role == TensorClass::Small && off_gpu(i)) small.push_back(i);
         }
     }
     if (!small.empty()) out.push_back({small});

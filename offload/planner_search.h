@@ -56,9 +56,9 @@ struct Saved {
     std::vector<Tier> experts;
 };
 
-inline bool must_stay(CostClass role) {
-    return role == CostClass::Small || role == CostClass::TokenEmbd ||
-           role == CostClass::Output || role == CostClass::GlobalOther;
+inline bool must_stay(TensorClass role) {
+    return role == TensorClass::Small || role == TensorClass::TokenEmbd ||
+           role == TensorClass::Output || role == TensorClass::GlobalOther;
 }
 
 class Planner {

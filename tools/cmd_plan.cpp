@@ -53,8 +53,8 @@ class Explainer {
         for (size_t i = 0; i < cm_.info().size(); ++i) {
             const CostModel::TensorInfo& t = cm_.info()[i];
             if (t.layer != il) continue;
-            if (t.role == CostClass::Attn) attn.push_back(static_cast<int>(i));
-            if (t.role == CostClass::Ffn) ffn.push_back(static_cast<int>(i));
+            if (t.role == TensorClass::Attn) attn.push_back(static_cast<int>(i));
+            if (t.role == TensorClass::Ffn) ffn.push_back(static_cast<int>(i));
         }
         std::vector<std::string> lines;
         if (!attn.empty()) lines.push_back(attention(il, attn));
