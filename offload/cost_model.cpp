@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/layer_ops.h"
+#include "engine/core/tensor_role.h"
 
 namespace strata {
 
@@ -82,15 +83,20 @@ CostTerms& CostTerms::operator-=(const CostTerms& o) {
 struct CostModel::Walk {
     const CostModel& m;
     CostTerms t;
+    // Which passes copy() charges: a step that decode and prefill run differently (an attention
+    // block with host projections and a GPU cache) walks each way once with the other left out.
+    enum class Passes : uint8_t { Both, DecodeOnly, PrefillOnly } passes = Passes::Both;
 
     // One copy of `bytes` per token; `per_batch`: once per prefill batch, not per token.
     // `count`: expected copies per token (MoE: selections of the experts off the home).
     void copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
         if (from == to || count <= 0) return;
-        const auto [lat, move] = latency_and_move(bytes, to);
-        t.transfer_s += count * (lat + move);
-        t.transfers += static_cast<int>(std::lround(count));
-        prefill_copy(bytes, from, to, per_batch, count);
+        if (passes != Passes::PrefillOnly) {
+            const auto [lat, move] = latency_and_move(bytes, to);
+            t.transfer_s += count * (lat + move);
+            t.transfers += static_cast<int>(std::lround(count));
+        }
+        if (passes != Passes::DecodeOnly) prefill_copy(bytes, from, to, per_batch, count);
     }
     // Only the prefill share of such a copy (a step that copies in prompt passes, not in decode).
     void prefill_copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
@@ -376,6 +382,22 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
                                 " on the GPU, but the hardware profile has no GPU rates"));
     }
     const double n_embd = n_embd_ > 0 ? n_embd_ : 0;
+    // A GPU cache with every projection on the host: a decode runs the block's products on the
+    // host and copies only q, k and v to the cache and the attention back (the runtime's
+    // projection_home); a prompt pass ships the products to the GPU home as before.
+    const bool host_projections =
+        ah == kGpu && !L.attn.empty() && std::none_of(L.attn.begin(), L.attn.end(), [&](int i) { return tier(i) == Tier::Gpu; });
+    const int ph = host_projections ? kCpu : ah;  // the decode's block home
+    if (host_projections) {
+        w.passes = Walk::Passes::DecodeOnly;
+        w.copy(4.0 * n_embd, home_out(layout, s - 1), kCpu);
+        for (int i : L.attn) {
+            const TensorEntry& t = table_.tensors[static_cast<size_t>(i)];
+            const bool output = tensor_name_info(t.name).role == TensorRole::AttnOutput;
+            w.copy(4.0 * static_cast<double>(output ? t.ne[0] : t.ne[1]), output ? kGpu : kCpu, output ? kCpu : kGpu);
+        }
+        w.passes = Walk::Passes::PrefillOnly;
+    }
     w.copy(4.0 * n_embd, home_out(layout, s - 1), ah);
     // A sliding-window layer reads only its window of keys.
     const double cells = static_cast<double>(L.window > 0 ? std::min(L.window, params_.n_ctx_used) : params_.n_ctx_used);
@@ -393,8 +415,16 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
 
     const int fh = ffn_home(layout, s);
-    if (fh < 0) return w.t;
+    if (fh < 0) {
+        w.passes = Walk::Passes::Both;
+        return w.t;
+    }
     w.copy(4.0 * n_embd, ah, fh);
+    if (host_projections) {
+        w.passes = Walk::Passes::DecodeOnly;
+        w.copy(4.0 * n_embd, ph, fh);
+        w.passes = Walk::Passes::Both;
+    }
     w.ops(fh, fh == kGpu ? L.gpu_ffn_ops : L.ffn_ops);
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         add_ffn_split(w, s, *split);

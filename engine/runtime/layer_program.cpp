@@ -216,9 +216,24 @@ LayerProgram::GpuStretch LayerProgram::gpu_stretch(int il) const {
 // x += [post_attention_norm](Wo · attention(q, k, v)), with
 //   q = rope(q_norm(Wq·n(x) + bq)), k = rope(k_norm(Wk·n(x) + bk)), v = Wv·n(x) + bv
 // on the attention's home (its KV cache's backend).
+int LayerProgram::projection_home(int il, int64_t n) const {
+    const PlacedLayer& w = model_.layer(il);
+    const int kb = exec_.index_of(w.attn_home);
+    if (is_host(exec_.backend(kb))) return kb;
+    int home = -1;
+    for (const PlacedWeight* p : {&w.attn_q, &w.attn_k, &w.attn_v, &w.attn_output}) {
+        if (!p->present()) continue;
+        const int b = exec_.compute_backend(*p, n);
+        if (!is_host(exec_.backend(b)) || (home >= 0 && b != home)) return kb;
+        home = b;
+    }
+    return home >= 0 ? home : kb;
+}
+
 void LayerProgram::attention_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
-    const int hb = exec_.index_of(w.attn_home);
+    const int kb = exec_.index_of(w.attn_home);
+    const int hb = projection_home(il, n);
     const int64_t n_head = config_.n_head[static_cast<size_t>(il)];
     const int64_t n_head_kv = config_.n_head_kv[static_cast<size_t>(il)];
     const int64_t hd_k = config_.head_dim_k, hd_v = config_.head_dim_v;
@@ -236,12 +251,29 @@ void LayerProgram::attention_block(int il, int64_t n) {
     exec_.matmul_many(qkv_w, hb, cur, qkv);
 
     Tensor attn = exec_.act(hb, kAttn, n_head * hd_v, n);  // [n_head*hd_v, n]
-    attend(il, hb, q, k, v, attn);
+    if (kb == hb) {
+        attend(il, hb, q, k, v, attn);
+    } else {
+        attend_away(il, hb, kb, q, k, v, attn);
+    }
 
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     observe(il, ActivationSite::AttnOutputInput, attn);
     exec_.matmul(w.attn_output, hb, attn, proj);
     add_residual(il, NormSite::Ffn, hb, x, proj, w.post_attention_norm);
+}
+
+void LayerProgram::attend_away(int il, int hb, int kb, Tensor& q, Tensor& k, Tensor& v, Tensor& attn) {
+    const int64_t n = q.ne[1];
+    Tensor qk = exec_.act(kb, kQ, q.ne[0], n);
+    Tensor kk = exec_.act(kb, kK, k.ne[0], n);
+    Tensor vk = exec_.act(kb, kV, v.ne[0], n);
+    exec_.transfer(hb, q, kb, qk);
+    exec_.transfer(hb, k, kb, kk);
+    exec_.transfer(hb, v, kb, vk);
+    Tensor ak = exec_.act(kb, kAttn, attn.ne[0], n);
+    attend(il, kb, qk, kk, vk, ak);
+    exec_.transfer(kb, ak, hb, attn);
 }
 
 void LayerProgram::attend(int il, int hb, Tensor& q, Tensor& k, Tensor& v, Tensor& attn) {

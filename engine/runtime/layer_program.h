@@ -160,9 +160,17 @@ class LayerProgram {
     enum class GpuStretch : uint8_t { None, Attention, AttentionRouter, Layer };
     GpuStretch gpu_stretch(int il) const;
     void attention_block(int il, int64_t n);
+    // Where layer il's attention norm, projections and residual add run for a batch of n: the
+    // KV cache's backend, except where the cache is on the GPU and every projection is computed
+    // on one host backend (RAM weights in a decode, which ships none): there, so that only q, k
+    // and v go to the cache and the attention comes back (4 copies and one wait, not a copy of
+    // the input and of the output around each host product: 9 copies and 5 waits).
+    int projection_home(int il, int64_t n) const;
     // attn [n_head*hd_v, n] = softmax(q·kᵀ)·v per sequence on its own cache, after RoPE and the
     // KV store of this batch's k and v.
     void attend(int il, int hb, Tensor& q, Tensor& k, Tensor& v, Tensor& attn);
+    // attend on the cache's backend kb for q, k, v and attn that live on backend hb.
+    void attend_away(int il, int hb, int kb, Tensor& q, Tensor& k, Tensor& v, Tensor& attn);
     void ffn_block(int il, int64_t n);
     // One FFN part on backend pb: out [n_embd, n] = Wdown · (act(Wgate·in) ⊙ Wup·in).
     void gated_ffn(int il, const FfnPart& p, int pb, const Tensor& in, Tensor& out);

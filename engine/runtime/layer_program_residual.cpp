@@ -13,7 +13,7 @@ std::optional<LayerProgram::NextNorm> LayerProgram::next_norm(int il, NormSite s
     if (il >= config_.n_layer) return std::nullopt;  // the output norm takes only the output rows
     const PlacedLayer& w = model_.layer(il);
     if (site == NormSite::Attention) {
-        if (exec_.index_of(w.attn_home) != hb) return std::nullopt;
+        if (projection_home(il, n) != hb) return std::nullopt;
         return NextNorm{&w.attn_norm, exec_.act(hb, kCur, config_.n_embd, n)};
     }
     if (!w.moe.experts.empty()) {  // moe_router's: the head of its kRouter block

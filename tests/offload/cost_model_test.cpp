@@ -168,6 +168,12 @@ TEST(CostModel, TransfersFollowTheExecutor) {
     // The output matrix on the GPU after a CPU block: hidden in, logits out.
     set_tier(p, "output.weight", Tier::Gpu);
     EXPECT_EQ(estimate(p, t, laptop(), params).transfers, 2 * t.n_layer + 4);
+    // Every projection of layer 3 in RAM under its GPU cache: the decode runs the block on the
+    // CPU and sends q, k and v to the cache and the attention back (4), where the layer's FFN
+    // is (no residual crossing), instead of the 2 crossings of a GPU block.
+    for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output"}) set_tier(p, cat("blk.3.", w, ".weight"), Tier::Ram);
+    const CostEstimate e = estimate(p, t, laptop(), params);
+    EXPECT_EQ(e.transfers, 2 * t.n_layer + 4 - 2 + 4);
 }
 
 TEST(CostModel, LongerContextReadsMoreKv) {
