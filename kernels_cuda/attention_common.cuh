@@ -143,6 +143,24 @@ __device__ __forceinline__ DecodeSplit decode_split_range(const AttentionLaunch&
     return DecodeSplit{c0, min(pos + 1, c0 + chunk), true};  // c1 exclusive; empty splits write m = -inf
 }
 
+// A decode block's place (attention_decode.cu, attention_decode_vec.cu): blockIdx.x is its key
+// split, blockIdx.y kv head kvh times n_hgroups plus its head group, blockIdx.z the token t. It
+// holds query heads h0 .. h0 + gb - 1 (gb <= heads_per_block) and the split's cells `range`.
+struct DecodeBlock {
+    int split, kvh, t, h0, gb;
+    DecodeSplit range;
+    __device__ DecodeBlock(const AttentionLaunch& a, int n_hgroups, int heads_per_block) {
+        split = static_cast<int>(blockIdx.x);
+        kvh = static_cast<int>(blockIdx.y) / n_hgroups;
+        const int hg = static_cast<int>(blockIdx.y) % n_hgroups;
+        t = static_cast<int>(blockIdx.z);
+        const int group = a.n_head / a.n_head_kv;
+        h0 = kvh * group + hg * heads_per_block;
+        gb = min(heads_per_block, group - hg * heads_per_block);
+        range = decode_split_range(a, a.positions[t], split);
+    }
+};
+
 // Writes the merged (max, sum, acc) of query row `row` for this split: the final output when
 // there is one split, else the partial slot.
 __device__ __forceinline__ void write_result(const AttentionLaunch& a, int64_t row, int split, int e,

@@ -139,18 +139,12 @@ template <bool kF16>
 __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_kernel(AttentionLaunch a, int n_hgroups) {
     extern __shared__ float smem[];
-    const int split = blockIdx.x;
-    const int kvh = blockIdx.y / n_hgroups, hg = blockIdx.y % n_hgroups;
-    const int t = blockIdx.z;
-    const int group = a.n_head / a.n_head_kv;
-    const int h0 = kvh * group + hg * kMaxGroup;
-    const int gb = min(kMaxGroup, group - hg * kMaxGroup);
+    const DecodeBlock b(a, n_hgroups, kMaxGroup);
+    if (!b.range.active) return;  // uniform over the block
+    const int split = b.split, kvh = b.kvh, t = b.t, h0 = b.h0, gb = b.gb;
+    const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
-
-    const DecodeSplit range = decode_split_range(a, a.positions[t], split);
-    if (!range.active) return;  // uniform over the block
-    const int64_t c0 = range.c0, c1 = range.c1;
 
     float* qs = smem;                            // [gb][dk]
     float* sc = qs + kMaxGroup * dk;             // [kTile][kMaxGroup] scores, then p

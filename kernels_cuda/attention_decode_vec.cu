@@ -207,17 +207,11 @@ __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec
     __shared__ float sc[kTile * kG];
     __shared__ float rm[kG], rl[kG], rc[kG];
     __shared__ __align__(16) float red[CV * DV];
-    const int split = blockIdx.x;
-    const int kvh = blockIdx.y / n_hgroups, hg = blockIdx.y % n_hgroups;
-    const int t = blockIdx.z;
-    const int group = a.n_head / a.n_head_kv;
-    const int h0 = kvh * group + hg * kG;
-    const int gb = min(kG, group - hg * kG);
+    const DecodeBlock b(a, n_hgroups, kG);
+    if (!b.range.active) return;  // uniform over the block
+    const int split = b.split, kvh = b.kvh, t = b.t, h0 = b.h0, gb = b.gb;
+    const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
-
-    const DecodeSplit range = decode_split_range(a, a.positions[t], split);
-    if (!range.active) return;  // uniform over the block
-    const int64_t c0 = range.c0, c1 = range.c1;
 
     const float* q_base = a.q.row(static_cast<int64_t>(t) * a.n_head + h0);  // heads of a token are rows in a row
     const uint64_t q_stride = a.q.rows.nb1;

@@ -6,6 +6,9 @@
 // are rounded to f16 as the f16 cuBLAS prefill rounds its operands; the scores, the softmax
 // and every sum stay f32. Key splits write partials for attention_combine, as the tiled kernel.
 #include <cuda_fp16.h>
+
+#include <atomic>
+#include <cstdint>
 #include <mma.h>
 
 #include "kernels_cuda/attention_common.cuh"
@@ -220,16 +223,28 @@ constexpr size_t smem_bytes() {
     return Smem<D, TC>::bytes;
 }
 
+// A kernel's opt-in shared memory is set once per device (not at each launch): bit d of `done`.
+template <int D, int TC, bool F16>
+void allow_smem(int smem) {
+    static std::atomic<uint64_t> done{0};
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+    if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return;
+    CUDA_CHECK(cudaFuncSetAttribute(attention_mma_kernel<D, TC, F16>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    done.fetch_or(bit, std::memory_order_release);
+}
+
 template <int D, int TC>
 void launch(const AttentionLaunch& a, bool f16, int n_hgroups, int gb, int tt, cudaStream_t stream) {
     const dim3 grid(blocks_for(a.n_tokens, tt), static_cast<unsigned>(a.n_head_kv * n_hgroups),
                     static_cast<unsigned>(a.n_splits));
     const int smem = static_cast<int>(smem_bytes<D, TC>());
     if (f16) {
-        CUDA_CHECK(cudaFuncSetAttribute(attention_mma_kernel<D, TC, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        allow_smem<D, TC, true>(smem);
         attention_mma_kernel<D, TC, true><<<grid, kThreads, smem, stream>>>(a, n_hgroups, gb, tt);
     } else {
-        CUDA_CHECK(cudaFuncSetAttribute(attention_mma_kernel<D, TC, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        allow_smem<D, TC, false>(smem);
         attention_mma_kernel<D, TC, false><<<grid, kThreads, smem, stream>>>(a, n_hgroups, gb, tt);
     }
     CUDA_CHECK_LAUNCH("attention_mma_kernel");
@@ -256,12 +271,12 @@ int key_tile_for(int d, size_t smem_limit) {
 
 int attention_mma_rows() { return kRows; }
 
-bool attention_mma_supported(const AttentionLaunch& a, size_t smem_limit) {
-    if (a.dk != a.dv || key_tile_for(a.dk, smem_limit) == 0) return false;
-    return attention_cache_supported(a.k.type) && attention_cache_supported(a.v.type);
+int attention_mma_key_tile(const AttentionLaunch& a, size_t smem_limit) {
+    if (a.dk != a.dv || !attention_cache_supported(a.k.type) || !attention_cache_supported(a.v.type)) return 0;
+    return key_tile_for(a.dk, smem_limit);
 }
 
-void attention_mma(const AttentionLaunch& a, size_t smem_limit, cudaStream_t stream) {
+void attention_mma(const AttentionLaunch& a, int tc, cudaStream_t stream) {
     const int group = a.n_head / a.n_head_kv;
     const int n_hgroups = (group + kRows - 1) / kRows;
     const int gb = group < kRows ? group : kRows;  // query heads per block
@@ -271,8 +286,6 @@ void attention_mma(const AttentionLaunch& a, size_t smem_limit, cudaStream_t str
         return c.type == GgmlType::F16 && c.nb1 % 16 == 0 && reinterpret_cast<uintptr_t>(c.data) % 16 == 0;
     };
     const bool f16 = aligned(a.k) && aligned(a.v);
-    const int tc = key_tile_for(a.dk, smem_limit);
-    if (tc == 0) throw UnsupportedError(cat("attention_mma: head dim ", a.dk, " does not fit ", smem_limit, " bytes of shared memory"));
     switch (a.dk * 1000 + tc) {
         case 64064: launch<64, 64>(a, f16, n_hgroups, gb, tt, stream); break;
         case 64032: launch<64, 32>(a, f16, n_hgroups, gb, tt, stream); break;
@@ -280,7 +293,7 @@ void attention_mma(const AttentionLaunch& a, size_t smem_limit, cudaStream_t str
         case 128032: launch<128, 32>(a, f16, n_hgroups, gb, tt, stream); break;
         case 256064: launch<256, 64>(a, f16, n_hgroups, gb, tt, stream); break;
         case 256032: launch<256, 32>(a, f16, n_hgroups, gb, tt, stream); break;
-        default: throw UnsupportedError(cat("attention_mma: head dim ", a.dk));
+        default: throw UnsupportedError(cat("attention_mma: head dim ", a.dk, " with a key tile of ", tc));
     }
     if (a.n_splits > 1) attention_combine(a, stream);
 }

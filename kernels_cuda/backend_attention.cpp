@@ -60,7 +60,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
 
     const int group = p.n_head / p.n_head_kv;
     const bool decode = n_tokens <= s.options.attention_decode_max_tokens && n_tokens <= 65535;
-    const bool mma = !decode && s.options.attention_tensor_cores && attention_mma_supported(a, s.smem_optin);
+    const int mma_tile = decode || !s.options.attention_tensor_cores ? 0 : attention_mma_key_tile(a, s.smem_optin);
+    const bool mma = mma_tile > 0;
     int64_t blocks = 0;
     if (decode) {
         blocks = n_tokens * p.n_head_kv * ((group + kDecodeHeads - 1) / kDecodeHeads);
@@ -90,7 +91,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     if (decode) {
         attention_decode(a, s.stream);
     } else if (mma) {
-        attention_mma(a, s.smem_optin, s.stream);
+        attention_mma(a, mma_tile, s.stream);
     } else {
         attention_tiled(a, s.stream);
     }

@@ -238,8 +238,11 @@ void attention_tiled(const AttentionLaunch& a, cudaStream_t stream);
 // group, key split); Q, K, V and P rounded to f16, f32 softmax and sums. Supported: dk == dv of
 // 64, 128 or 256 whose tiles fit smem_limit bytes (the device's opt-in shared memory per block).
 int attention_mma_rows();
-bool attention_mma_supported(const AttentionLaunch& a, size_t smem_limit);
-void attention_mma(const AttentionLaunch& a, size_t smem_limit, cudaStream_t stream);
+// The key tile (64 or 32 cells) the kernel takes for `a` within smem_limit bytes; 0 where it
+// does not run (head dims, cache types, shared memory).
+int attention_mma_key_tile(const AttentionLaunch& a, size_t smem_limit);
+// Launches with a key tile attention_mma_key_tile gave.
+void attention_mma(const AttentionLaunch& a, int key_tile, cudaStream_t stream);
 // Merges the n_splits partials into out (used by both when n_splits > 1).
 void attention_combine(const AttentionLaunch& a, cudaStream_t stream);
 
