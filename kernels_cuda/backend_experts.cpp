@@ -89,14 +89,7 @@ void queue_batched(Impl& s, const Tensor& x, Activation act, const BatchedExpert
     const ExpertRef& first = *ex.first;
     const int64_t n_e = ex.n_e;
     const int64_t n_embd = x.ne[0], width = first.gate->ne[1];
-    const Impl::Q8Scratch q8x = s.q8_scratch(1, n_embd);
-    const Impl::QuantizedX& last = s.quantized_x;
-    const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x.data &&
-                       last.ne == x.ne && last.nb == x.nb && last.buf == q8x.buf;
-    if (!reuse) {
-        s.forget_quantized_x();
-        quantize_rows_q8(f32_view(x), q8x.xq, q8x.xds, s.stream);
-    }
+    const Impl::Q8Scratch q8x = s.quantized(x);  // the router's input norm may have left it quantized
     const int r_in = s.gemv_rows_per_warp(width * n_e);
     for (int64_t j0 = 0; j0 < n_e; j0 += kGemvBatchMax) {
         const int count = static_cast<int>(std::min<int64_t>(kGemvBatchMax, n_e - j0));

@@ -89,15 +89,8 @@ int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
         sparse_mask(SparseMaskLaunch{f32_view(gate.rows(t, 1)).row(0), h, mask, n_ff, args.act, args.threshold, counts},
                     s.stream);
         if (q8) {
-            const Impl::Q8Scratch q = s.q8_scratch(1, n_embd);
             // x was quantized by the op before (the FFN norm or the gate's product), as matmul reuses it.
-            Impl::QuantizedX& last = s.quantized_x;
-            const bool reuse = s.options.reuse_quantized_activations && last.valid && last.data == x_t.data &&
-                               last.ne == x_t.ne && last.nb == x_t.nb && last.buf == q.buf;
-            if (!reuse) {
-                quantize_rows_q8(f32_view(x_t), q.xq, q.xds, s.stream);
-                last = Impl::QuantizedX{true, x_t.data, x_t.ne, x_t.nb, q.buf};
-            }
+            const Impl::Q8Scratch q = s.quantized(x_t);
             gemv_q8_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, q.xq, q.xds, mask, h,
                            s.stream);
         } else {
