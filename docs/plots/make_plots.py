@@ -156,3 +156,11 @@ bars("decode_long_context.png", "7B tg128 @ d8192 vs llama.cpp in the same call,
      "Strata / llama.cpp", ["q8_0 KV", "f16 KV"],
      {"before (g52)": [0.82, 0.95], "now (g54)": [1.03, 1.07], "llama.cpp": [1.0, 1.0]},
      ["#bbbbbb", "#2a7ab9", "#999999"])
+
+# Fifteenth session (H200, call g57): host time inside the CUDA runtime per 70B decode token
+# (scripts/gpu-share.sh, 8 and 40 tokens after a discarded run), main at issue 20's filing
+# (429c477) against this tree in the same call.
+bars("gpu_share_70b.png", "70B decode: ms per token in the CUDA runtime, H200 host (lower is better)",
+     "ms per token", ["6 GiB (token 418 / 382 ms)", "24 GiB (token 196 / 204 ms)"],
+     {"then (429c477)": [13.28, 22.01], "now": [14.95, 15.12]},
+     ["#bbbbbb", "#2a7ab9"])
