@@ -409,7 +409,9 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     const double attn_flops = 4.0 * L.q_width * n / 2;
     const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
-    w.ops(ah, (ah == kGpu ? L.gpu_attn_ops : L.attn_ops) - 1);
+    // The block's small ops at its decode home: with host projections the host's (the norm and
+    // add run there; the GPU's one prologue kernel is not counted apart).
+    w.ops(ph, (ph == kGpu ? L.gpu_attn_ops : L.attn_ops) - 1);
     w.fixed(ah, line ? std::max(line->floor_s, line->at0_s + line->per_cell_s * cells) : op_s(ah), 1);
     if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
     for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);

@@ -213,9 +213,6 @@ LayerProgram::GpuStretch LayerProgram::gpu_stretch(int il) const {
     return GpuStretch::Layer;
 }
 
-// x += [post_attention_norm](Wo · attention(q, k, v)), with
-//   q = rope(q_norm(Wq·n(x) + bq)), k = rope(k_norm(Wk·n(x) + bk)), v = Wv·n(x) + bv
-// on the attention's home (its KV cache's backend).
 int LayerProgram::projection_home(int il, int64_t n) const {
     const PlacedLayer& w = model_.layer(il);
     const int kb = exec_.index_of(w.attn_home);
@@ -230,6 +227,9 @@ int LayerProgram::projection_home(int il, int64_t n) const {
     return home >= 0 ? home : kb;
 }
 
+// x += [post_attention_norm](Wo · attention(q, k, v)), with
+//   q = rope(q_norm(Wq·n(x) + bq)), k = rope(k_norm(Wk·n(x) + bk)), v = Wv·n(x) + bv
+// on the projection home; RoPE, the KV stores and the attention on the KV cache's backend.
 void LayerProgram::attention_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const int kb = exec_.index_of(w.attn_home);
