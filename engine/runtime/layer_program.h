@@ -164,7 +164,7 @@ class LayerProgram {
     // KV cache's backend, except where the cache is on the GPU and every projection is computed
     // on one host backend (RAM weights in a decode, which ships none): there, so that only q, k
     // and v go to the cache and the attention comes back (4 copies and one wait, not a copy of
-    // the input and of the output around each host product: 9 copies and 5 waits).
+    // the input and of the output around each host product: 10 copies and 5 waits).
     int projection_home(int il, int64_t n) const;
     // attn [n_head*hd_v, n] = softmax(q·kᵀ)·v per sequence on its own cache, after RoPE and the
     // KV store of this batch's k and v.
