@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/core/backend.h"
+#include "kernels_cpu/op_times.h"
 
 namespace strata {
 class BackendRegistry;
@@ -94,6 +95,7 @@ class CpuBackend : public Backend {
   private:
     int n_threads_;
     CpuBackendOptions options_;  // as given (n_threads_ is the resolved count)
+    CpuOpTimes* times_ = CpuOpTimes::from_environment();  // STRATA_CPU_OP_TIMES, else null
     BackendCapabilities capabilities_;
     std::atomic<uint64_t> allocated_{0};
     std::atomic<uint64_t> peak_{0};

@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/op_checks.h"
 #include "kernels_cpu/op_args.h"
+#include "kernels_cpu/op_times.h"
 #include "kernels_cpu/ops.h"
 #include "kernels_cpu/predicted_ffn.h"
 #include "kernels_cpu/row_ops.h"
@@ -35,8 +36,13 @@ std::vector<float>& thread_buffer(size_t n) {
 // y = Σ_j h[j] · down_t[rows[j]]. upx: scratch of m floats.
 void up_and_down(const Tensor& up, const Tensor& down_t, const float* x, const int32_t* rows, int64_t m, float* h,
                  float* upx, float* y, int n_threads, bool quantize_activations) {
-    gather_matvec(up, x, rows, m, upx, n_threads, quantize_activations);
+    CpuOpTimes* const times = CpuOpTimes::from_environment();
+    {
+        const CpuOpScope timed(times, "sparse: gather", type_traits(up.type).name);
+        gather_matvec(up, x, rows, m, upx, n_threads, quantize_activations);
+    }
     for (int64_t j = 0; j < m; ++j) h[j] *= upx[j];
+    const CpuOpScope timed(times, "sparse: accumulate", type_traits(down_t.type).name);
     accumulate_rows(down_t, h, rows, m, y, n_threads);
 }
 
@@ -90,12 +96,16 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
     for (int64_t t = 0; t < n; ++t) {
         float* act_t = a.data();
         float* h = a.data() + n_ff;
-        activation(act_mul, f32_row(gate, t), act_t, n_ff);
         int64_t m = 0;
-        for (int64_t i = 0; i < n_ff; ++i) {
-            if (std::fabs(act_t[i]) > args.threshold) {
+        {
+            const CpuOpScope timed(CpuOpTimes::from_environment(), "sparse: activation and mask");
+            activation(act_mul, f32_row(gate, t), act_t, n_ff);
+            // Branch-free: about half the neurons pass, in no pattern a predictor could learn.
+            for (int64_t i = 0; i < n_ff; ++i) {
+                const float v = act_t[i];
                 rows[static_cast<size_t>(m)] = static_cast<int32_t>(i);
-                h[m++] = act_t[i];
+                h[m] = v;
+                m += std::fabs(v) > args.threshold ? 1 : 0;
             }
         }
         up_and_down(up, down_t, f32_row(x, t), rows.data(), m, h, act_t, f32_row(y, t), n_threads, quantize_activations);
@@ -151,11 +161,10 @@ int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y, int 
     gather_matvec(*args.gate, x, args.candidates, nc, g, n_threads, quantize_activations);
     activation(act_mul, g, g, nc);
     int64_t m = 0;
-    for (int64_t j = 0; j < nc; ++j) {
-        if (std::fabs(g[j]) > args.threshold) {
-            rows[static_cast<size_t>(m)] = args.candidates[j];
-            h[m++] = g[j];
-        }
+    for (int64_t j = 0; j < nc; ++j) {  // branch-free, as in sparse_gated_ffn
+        rows[static_cast<size_t>(m)] = args.candidates[j];
+        h[m] = g[j];
+        m += std::fabs(g[j]) > args.threshold ? 1 : 0;
     }
     up_and_down(*args.up, *args.down_t, x, rows.data(), m, h, g, f32_row(y, 0), n_threads, quantize_activations);
     if (args.counts != nullptr) {

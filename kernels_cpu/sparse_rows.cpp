@@ -28,6 +28,7 @@ inline void prefetch_bytes(const uint8_t* p, uint64_t n, bool to_l1) {
         else __builtin_prefetch(p + b, 0, 2);
     }
 }
+
 // Called before row j of the list [0, n_rows) is read; row j + ahead enters L2 (the rows
 // between were asked for on earlier calls), row j + 1's head L1.
 inline void prefetch_ahead(const Tensor& w, const int32_t* rows, int64_t j, int64_t n_rows, uint64_t row_bytes,
@@ -88,36 +89,73 @@ void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t
     }
 }
 
+namespace {
+
+// accumulate_rows sums its rows in groups whose size depends on the row count alone: each group
+// into its own partial (group 0 into y), then y += the partials in group order. So the order of
+// the sum, and the result, do not depend on the thread count, and a thread reads whole rows (a
+// long stream each) where a split of y would give every thread a short slice of every row.
+constexpr int64_t kMinRowGroup = 64;
+constexpr int64_t kMaxRowGroups = 128;  // bounds the partials' bytes (128 × k floats)
+int64_t row_group_size(int64_t n_rows) { return std::max(kMinRowGroup, (n_rows + kMaxRowGroups - 1) / kMaxRowGroups); }
+
+// The calling thread's partials (apart from scratch(), which the threads of its team use too).
+float* partials(size_t n_floats) {
+    thread_local ThreadScratch buf;
+    return reinterpret_cast<float*>(buf.get(n_floats * sizeof(float)));
+}
+
+// y[0..k) = Σ_j coef[j] · w[rows[j]] over n rows, in list order (kAxpyRows at a time).
+void accumulate_group(const Tensor& w, AxpyFn axpy, const float* coef, const int32_t* rows, int64_t n, float* y) {
+    const int64_t k = w.ne[0];
+    std::fill(y, y + k, 0.0f);
+    if (axpy != nullptr) {
+        const int64_t n_blocks = k / type_traits(w.type).block_size;
+        const uint8_t* group[kAxpyRows];
+        for (int64_t j = 0; j < n; j += kAxpyRows) {
+            const int m = static_cast<int>(std::min<int64_t>(kAxpyRows, n - j));
+            for (int r = 0; r < m; ++r) group[r] = row_ptr(w, rows[j + r]);
+            axpy(group, coef + j, m, n_blocks, y);
+        }
+        return;
+    }
+    const DequantizeFn dequantize = type_traits(w.type).dequantize;
+    auto* seg = reinterpret_cast<float*>(scratch(static_cast<size_t>(k) * sizeof(float)));
+    for (int64_t j = 0; j < n; ++j) {
+        dequantize(row_ptr(w, rows[j]), seg, k);
+        axpy_f32(y, seg, coef[j], k);
+    }
+}
+
+}  // namespace
+
 void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, int64_t n_rows, float* y,
                      int n_threads) {
     const int64_t k = w.ne[0];
-    const TypeTraits& wt = type_traits(w.type);
-    const int64_t n_blocks = k / wt.block_size;
-    // Each thread owns a range of whole blocks of y (and of every row), so no two threads write
-    // the same element and the sum over rows runs in the same order for any thread count.
-    const int n_parts = n_threads > 1 && n_rows * k >= kMinParallelElements
-                            ? static_cast<int>(std::min<int64_t>(n_threads, n_blocks)) : 1;
     const AxpyFn axpy = find_axpy(w.type, active_kernel_variant());
-    const DequantizeFn dequantize = wt.dequantize;
-#pragma omp parallel for num_threads(n_parts) schedule(static, 1) if (n_parts > 1)
-    for (int part = 0; part < n_parts; ++part) {
-        const int64_t b0 = n_blocks * part / n_parts, b1 = n_blocks * (part + 1) / n_parts;
-        float* yp = y + b0 * wt.block_size;
-        const int64_t len = (b1 - b0) * wt.block_size;
-        std::fill(yp, yp + len, 0.0f);
-        if (axpy != nullptr) {
-            const uint8_t* group[kAxpyRows];
-            for (int64_t j = 0; j < n_rows; j += kAxpyRows) {
-                const int n = static_cast<int>(std::min<int64_t>(kAxpyRows, n_rows - j));
-                for (int r = 0; r < n; ++r) group[r] = row_ptr(w, rows[j + r]) + static_cast<size_t>(b0) * wt.type_size;
-                axpy(group, coef + j, n, b1 - b0, yp);
-            }
-            continue;
+    const int64_t group = row_group_size(n_rows);
+    const int64_t n_groups = std::max<int64_t>(1, (n_rows + group - 1) / group);
+    if (n_groups == 1) {
+        accumulate_group(w, axpy, coef, rows, n_rows, y);
+        return;
+    }
+    float* part = partials(static_cast<size_t>((n_groups - 1) * k));  // groups 1.. (group 0: y)
+    const bool parallel = n_threads > 1 && n_rows * k >= kMinParallelElements;
+    constexpr int64_t kSpan = 1024;  // elements of y one thread sums the partials of at a time
+#pragma omp parallel num_threads(n_threads) if (parallel)
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t g = 0; g < n_groups; ++g) {
+            const int64_t j0 = g * group, n = std::min(group, n_rows - j0);
+            accumulate_group(w, axpy, coef + j0, rows + j0, n, g == 0 ? y : part + (g - 1) * k);
         }
-        auto* seg = reinterpret_cast<float*>(scratch(static_cast<size_t>(len) * sizeof(float)));
-        for (int64_t j = 0; j < n_rows; ++j) {
-            dequantize(row_ptr(w, rows[j]) + static_cast<size_t>(b0) * wt.type_size, seg, len);
-            axpy_f32(yp, seg, coef[j], len);
+#pragma omp for schedule(static)
+        for (int64_t e0 = 0; e0 < k; e0 += kSpan) {
+            const int64_t e1 = std::min(k, e0 + kSpan);
+            for (int64_t g = 1; g < n_groups; ++g) {
+                const float* p = part + (g - 1) * k;
+                for (int64_t e = e0; e < e1; ++e) y[e] += p[e];
+            }
         }
     }
 }

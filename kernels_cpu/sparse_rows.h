@@ -25,7 +25,8 @@ inline constexpr int kGatherRowsAhead = 4;
 void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t n_rows, float* y,
                    int n_threads, bool quantize_activations = true, int rows_ahead = kGatherRowsAhead);
 
-// w [k, n], coef[n_rows], y [k] (overwritten).
+// w [k, n], coef[n_rows], y [k] (overwritten). Rows are summed in groups sized by n_rows alone,
+// each thread reading whole rows, and the groups' partial sums added in order.
 void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, int64_t n_rows, float* y,
                      int n_threads);
 

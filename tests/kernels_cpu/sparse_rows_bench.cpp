@@ -4,7 +4,9 @@
 // (Q8_0 or Q4_0 [4096, 11008]) at half the rows. Bytes/s count the weight bytes touched, so the
 // sparse rows' rate reads directly as a share of the dense one. Part of kernels_cpu_bench.
 // Args: active fraction in percent (100: every row, in order), n_threads (and for the GEMV the
-// rows each thread keeps in flight: 1 = the next row's head only, as before).
+// rows each thread keeps in flight: 1 = the next row's head only, as before), model (7 or 70: the
+// shape; 16 threads for a GPU machine's host), and dram (1: the iterations cycle through copies
+// of the matrix filling 1 GiB, so rows come from DRAM as in a model's decode).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -18,7 +20,11 @@
 namespace strata::cpu::bench {
 namespace {
 
-constexpr int64_t kEmbd = 4096, kFf = 11008;
+// The 7B shape, or with the model argument 70 the 70B one (8192 × 28672: larger than any L3).
+struct Shape {
+    int64_t embd, ff;
+};
+Shape shape(int64_t model) { return model == 70 ? Shape{8192, 28672} : Shape{4096, 11008}; }
 
 // The first `percent` of a random permutation of [0, n), sorted (as a mask's active list is).
 std::vector<int32_t> active_rows(int64_t n, int64_t percent) {
@@ -32,46 +38,74 @@ std::vector<int32_t> active_rows(int64_t n, int64_t percent) {
     return rows;
 }
 
+// Copies of w filling at least `bytes` (1 when bytes is 0): iterations cycle through them, so
+// that the rows come from DRAM as in a model's decode, not from a last-level cache holding one
+// 7B matrix.
+std::vector<test::HostTensor> copies(const test::HostTensor& w, uint64_t bytes) {
+    const uint64_t n = std::max<uint64_t>(1, (bytes + w.t.n_bytes() - 1) / w.t.n_bytes());
+    std::vector<test::HostTensor> out;
+    for (uint64_t i = 0; i < n; ++i) out.push_back(w);
+    return out;
+}
+constexpr uint64_t kBeyondCaches = 1ull << 30;  // with the "dram" argument 1
+
 void bm_gather_matvec(benchmark::State& state) {
-    const std::vector<int32_t> rows = active_rows(kFf, state.range(0));
+    const Shape d = shape(state.range(3));
+    const std::vector<int32_t> rows = active_rows(d.ff, state.range(0));
     const int n_threads = static_cast<int>(state.range(1));
     const int ahead = static_cast<int>(state.range(2));
-    static const test::HostTensor w = random_block_weights(GgmlType::Q4_K, kEmbd, kFf);
-    const test::HostTensor x = test::random_f32({kEmbd});
+    const std::vector<test::HostTensor> ws =
+        copies(random_block_weights(GgmlType::Q4_K, d.embd, d.ff), state.range(4) ? kBeyondCaches : 0);
+    const test::HostTensor x = test::random_f32({d.embd});
     std::vector<float> y(rows.size());
+    size_t i = 0;
     for (auto _ : state) {
+        const test::HostTensor& w = ws[i++ % ws.size()];
         gather_matvec(w.t, x.f32(), rows.data(), static_cast<int64_t>(rows.size()), y.data(), n_threads, true, ahead);
         benchmark::DoNotOptimize(y.data());
     }
+    const test::HostTensor& w = ws.front();
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows.size()) *
                             static_cast<int64_t>(w.t.row_bytes()));
 }
 
 void bm_accumulate_rows(benchmark::State& state, GgmlType type) {
-    const std::vector<int32_t> rows = active_rows(kFf, state.range(0));
+    const Shape d = shape(state.range(2));
+    const std::vector<int32_t> rows = active_rows(d.ff, state.range(0));
     const int n_threads = static_cast<int>(state.range(1));
-    const test::HostTensor w = random_block_weights(type, kEmbd, kFf);
-    std::vector<float> coef(rows.size(), 0.5f), y(static_cast<size_t>(kEmbd));
+    const std::vector<test::HostTensor> ws =
+        copies(random_block_weights(type, d.embd, d.ff), state.range(3) ? kBeyondCaches : 0);
+    std::vector<float> coef(rows.size(), 0.5f), y(static_cast<size_t>(d.embd));
+    size_t i = 0;
     for (auto _ : state) {
+        const test::HostTensor& w = ws[i++ % ws.size()];
         accumulate_rows(w.t, coef.data(), rows.data(), static_cast<int64_t>(rows.size()), y.data(), n_threads);
         benchmark::DoNotOptimize(y.data());
     }
+    const test::HostTensor& w = ws.front();
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows.size()) *
                             static_cast<int64_t>(w.t.row_bytes()));
 }
 
 void gather_args(benchmark::internal::Benchmark* b) {
-    b->ArgNames({"active%", "threads", "ahead"});
+    b->ArgNames({"active%", "threads", "ahead", "model", "dram"});
     for (int64_t t : {1, 2})
         for (int64_t p : {100, 50})
-            for (int64_t a : {1, 4, 8}) b->Args({p, t, a});
+            for (int64_t a : {1, 4, 8}) b->Args({p, t, a, 7, 0});
+    // A GPU machine's host: 16 threads, rows from one matrix (in its caches) and from DRAM.
+    for (int64_t m : {7, 70})
+        for (int64_t dram : {0, 1})
+            for (int64_t p : {100, 50}) b->Args({p, 16, 4, m, dram});
     b->Unit(benchmark::kMicrosecond);
 }
 
 void fractions_threads(benchmark::internal::Benchmark* b) {
-    b->ArgNames({"active%", "threads"});
+    b->ArgNames({"active%", "threads", "model", "dram"});
     for (int64_t t : {1, 2})
-        for (int64_t p : {100, 50}) b->Args({p, t});
+        for (int64_t p : {100, 50}) b->Args({p, t, 7, 0});
+    for (int64_t m : {7, 70})  // a GPU machine's host, rows from its caches and from DRAM
+        for (int64_t dram : {0, 1})
+            for (int64_t p : {100, 50}) b->Args({p, 16, m, dram});
     b->Unit(benchmark::kMicrosecond);
 }
 
