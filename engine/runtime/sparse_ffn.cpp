@@ -83,23 +83,31 @@ void make_neuron_major(const Tensor& down, Tensor& dst) {
     }
     // Q4_0 with a least-squares scale (neuron_major_quant.h); the other types by quant/'s reference.
     const QuantizeFn quantize = dst.type == GgmlType::Q4_0 ? quantize_q4_0_mse : out.quantize;
-    std::vector<float> f(static_cast<size_t>(n_ff * n_embd));  // [n_embd rows of n_ff]
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < n_embd; ++e) {
-        src.dequantize(static_cast<const uint8_t*>(down.data) + static_cast<uint64_t>(e) * down.nb[1],
-                       f.data() + e * n_ff, n_ff);
-    }
-    // Columns are gathered a tile of neurons at a time, so each row of f is read in runs.
-    constexpr int64_t kTile = 64;
+    // A tile of neurons (whole source blocks, at least 64 columns) at a time per thread: from each
+    // run of 16 rows of down, the blocks holding the tile's columns are dequantized and written
+    // transposed (16 consecutive floats of each of the tile's output rows: one cache line), then
+    // the tile's rows are quantized. Nothing the size of the matrix is allocated.
+    const int64_t tile = src.block_size * std::max<int64_t>(1, (64 + src.block_size - 1) / src.block_size);
+    const int64_t n_tiles = (n_ff + tile - 1) / tile;
+    constexpr int64_t kRun = 16;
+    const auto* base = static_cast<const uint8_t*>(down.data);
 #pragma omp parallel
     {
-        std::vector<float> cols(static_cast<size_t>(kTile * n_embd));  // [tile][n_embd]
-#pragma omp for schedule(static)
-        for (int64_t i0 = 0; i0 < n_ff; i0 += kTile) {
-            const int64_t n = std::min(kTile, n_ff - i0);
-            for (int64_t e = 0; e < n_embd; ++e) {
-                const float* src = f.data() + e * n_ff + i0;
-                for (int64_t i = 0; i < n; ++i) cols[static_cast<size_t>(i * n_embd + e)] = src[i];
+        std::vector<float> seg(static_cast<size_t>(kRun * tile));          // [kRun rows][tile]
+        std::vector<float> cols(static_cast<size_t>(tile * n_embd));       // [tile][n_embd]
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < n_tiles; ++t) {
+            const int64_t i0 = t * tile, n = std::min(tile, n_ff - i0);  // n: whole source blocks
+            const uint64_t offset = static_cast<uint64_t>(i0 / src.block_size) * src.type_size;
+            for (int64_t e0 = 0; e0 < n_embd; e0 += kRun) {
+                const int64_t m = std::min(kRun, n_embd - e0);
+                for (int64_t r = 0; r < m; ++r) {
+                    src.dequantize(base + static_cast<uint64_t>(e0 + r) * down.nb[1] + offset, seg.data() + r * tile, n);
+                }
+                for (int64_t i = 0; i < n; ++i) {
+                    float* c = cols.data() + i * n_embd + e0;
+                    for (int64_t r = 0; r < m; ++r) c[r] = seg[static_cast<size_t>(r * tile + i)];
+                }
             }
             for (int64_t i = 0; i < n; ++i) {
                 quantize(cols.data() + i * n_embd, static_cast<uint8_t*>(dst.data) + static_cast<uint64_t>(i0 + i) * dst.nb[1],

@@ -15,6 +15,7 @@
 #include "engine/runtime/layer_program.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_placement.h"
+#include "engine/runtime/neuron_major_quant.h"
 #include "engine/runtime/placed_model.h"
 #include "engine/runtime/profile_run.h"
 #include "engine/runtime/session.h"
@@ -177,6 +178,47 @@ TEST_P(SparseFfnTest, RunsOnTheGpuWithTheCopyAndTheCountsInItsMemory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, SparseFfnTest, ::testing::Values("tiny", "tiny-gemma3"));
+
+// The neuron-major copy against the plain construction: every row of down dequantized by quant/,
+// the whole matrix transposed, each column quantized on its own. Bit for bit, for source types
+// with 256-, 32- and 1-element blocks, copy types with 32- and 1-element blocks, and shapes whose
+// last tile of neurons and last run of rows are short.
+TEST(NeuronMajorCopy, EqualsTheTransposeOfTheDequantizedMatrix) {
+    struct Case {
+        GgmlType src, dst;
+        int64_t n_ff, n_embd;
+    };
+    const Case cases[] = {{GgmlType::Q4_K, GgmlType::Q8_0, 768, 96},  {GgmlType::Q6_K, GgmlType::Q4_0, 512, 160},
+                          {GgmlType::Q8_0, GgmlType::Q8_0, 224, 64},  {GgmlType::F16, GgmlType::F16, 100, 37},
+                          {GgmlType::F32, GgmlType::Q8_0, 130, 32}};
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const Case& c : cases) {
+        const TypeTraits& st = type_traits(c.src);
+        const TypeTraits& dt = type_traits(c.dst);
+        std::vector<float> w(static_cast<size_t>(c.n_ff * c.n_embd));
+        for (float& v : w) v = normal(rng);
+        std::vector<uint8_t> down_bytes(row_bytes(c.src, c.n_ff) * static_cast<size_t>(c.n_embd));
+        for (int64_t e = 0; e < c.n_embd; ++e)
+            st.quantize(w.data() + e * c.n_ff, down_bytes.data() + e * row_bytes(c.src, c.n_ff), c.n_ff);
+        const Tensor down = Tensor::contiguous(c.src, down_bytes.data(), {c.n_ff, c.n_embd});
+        std::vector<uint8_t> got(row_bytes(c.dst, c.n_embd) * static_cast<size_t>(c.n_ff));
+        Tensor dst = Tensor::contiguous(c.dst, got.data(), {c.n_embd, c.n_ff});
+        make_neuron_major(down, dst);
+
+        std::vector<float> deq(w.size()), col(static_cast<size_t>(c.n_embd));
+        for (int64_t e = 0; e < c.n_embd; ++e)
+            st.dequantize(down_bytes.data() + e * row_bytes(c.src, c.n_ff), deq.data() + e * c.n_ff, c.n_ff);
+        std::vector<uint8_t> want(got.size());
+        const size_t rb = row_bytes(c.dst, c.n_embd);
+        for (int64_t i = 0; i < c.n_ff; ++i) {
+            for (int64_t e = 0; e < c.n_embd; ++e) col[static_cast<size_t>(e)] = deq[static_cast<size_t>(e * c.n_ff + i)];
+            if (c.dst == GgmlType::Q4_0) quantize_q4_0_mse(col.data(), want.data() + i * rb, c.n_embd);
+            else dt.quantize(col.data(), want.data() + i * rb, c.n_embd);
+        }
+        EXPECT_EQ(got, want) << st.name << " -> " << dt.name << " [" << c.n_ff << ", " << c.n_embd << "]";
+    }
+}
 
 TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
     testing::ScratchFile a("sparse_a.gguf"), b("sparse_b.gguf");
