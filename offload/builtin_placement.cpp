@@ -252,6 +252,7 @@ class Planner {
             if (!pins_.gpu_ok(static_cast<size_t>(ffn.tensors->gate - table_.tensors.data()))) continue;
             const uint64_t room = gpu_room();
             ffn.gpu_end = fit_neurons(*ffn.tensors, 0, room);
+            if (params_.whole_ffns && ffn.gpu_end < ffn.tensors->n_ff) ffn.gpu_end = 0;
             gpu_left_ -= ffn_slice_bytes(*ffn.tensors, 0, ffn.gpu_end);
             if (ffn.gpu_end < ffn.tensors->n_ff) gpu_open_ = false;
             ffn.ram_end = ffn.gpu_end;

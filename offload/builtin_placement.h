@@ -21,6 +21,9 @@ struct BuiltinPlacementParams {
     // -ngl / -ot: tensors the rules put on the GPU go there first; those they keep off it (and
     // the KV of layers past -ngl) are skipped by the GPU order below without closing it.
     PlacementRules rules;
+    // No FFN split between the GPU and RAM by neuron range: a layer's FFN goes to the GPU whole
+    // or not at all (--sparsity without --hot-neurons runs each FFN on one backend).
+    bool whole_ffns = false;
 };
 
 // Fills the GPU budget (less gpu_reserved_bytes) in this order:

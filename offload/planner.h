@@ -30,6 +30,8 @@ struct PlannerParams {
     // -ngl / -ot: what the rules put on the GPU starts there; no move puts on the GPU what they
     // keep off it (weights, or the KV of layers past -ngl). Every candidate below obeys them.
     PlacementRules rules;
+    // No FFN split between the GPU and RAM by neuron range (BuiltinPlacementParams::whole_ffns).
+    bool whole_ffns = false;
 };
 
 // How the plan was chosen, for `strata plan` to print.

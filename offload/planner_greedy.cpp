@@ -147,6 +147,7 @@ std::optional<Layout> Planner::plan_builtin() const {
     bp.gpu_reserved_bytes = params_.gpu_reserved_bytes;
     bp.ram_reserved_bytes = params_.ram_reserved_bytes;
     bp.rules = params_.rules;
+    bp.whole_ffns = params_.whole_ffns;
     Layout l;
     try {
         l = cm_.layout_of(builtin_placement(table_, bp));

@@ -128,6 +128,8 @@ BuiltinPlacementParams builtin_params(const RuntimeOptions& options, const Runti
     params.gpu_reserved_bytes = has_gpu ? std::min(budgets.gpu_reserved, budgets.gpu_free) : 0;
     params.ram_reserved_bytes = std::min(staging_bytes, budgets.ram);
     params.rules = options.rules;
+    // --sparsity's FFN ops run each FFN on one backend; hot neurons split them their own way.
+    params.whole_ffns = options.sparsity.enabled() && !options.hot_neurons;
     if (options.hot_neurons) params.rules.tensors.insert(params.rules.tensors.begin(), TensorRule{kFfnOffGpuPattern, false});
     if (!has_gpu) {  // a llama.cpp command line's "=CUDA0" on a machine without a GPU: nothing to pin
         const size_t before = params.rules.tensors.size();
@@ -161,6 +163,7 @@ void Runtime::place_weights(const TensorTable& table, int64_t kv_cells, const Ru
         pp.gpu_reserved_bytes = params.gpu_reserved_bytes;
         pp.ram_reserved_bytes = params.ram_reserved_bytes;
         pp.rules = params.rules;
+        pp.whole_ffns = params.whole_ffns;
         pp.cost = cost_params_;
         try {
             PlanReport report;

@@ -119,6 +119,28 @@ TierBytes expect_sound(const Placement& p, const Case& c) {
     return used;
 }
 
+// whole_ffns: where the GPU runs out inside a layer's FFN, that FFN stays whole in RAM instead of
+// being split, and the rest of the placement is the same.
+TEST(BuiltinPlacement, WholeFfnsLeaveTheFfnThatDoesNotFitInRam) {
+    Case split = llama70b(20 * GiB, 64 * GiB);
+    const Placement ps = builtin_placement(split.table, split.params);
+    ASSERT_EQ(ps.ffn_splits.size(), 1u) << "the GPU should run out inside an FFN at this budget";
+    const int layer = ps.ffn_splits.front().layer;
+    ASSERT_GT(ps.ffn_splits.front().gpu_end, 0);
+
+    Case whole = split;
+    whole.params.whole_ffns = true;
+    const Placement pw = builtin_placement(whole.table, whole.params);
+    expect_sound(pw, whole);
+    EXPECT_TRUE(pw.ffn_splits.empty());
+    EXPECT_EQ(pw.tier_of(cat("blk.", layer, ".ffn_gate.weight")), Tier::Ram);
+    for (int l = 0; l < layer; ++l) EXPECT_TRUE(ffn_on_gpu(pw, l)) << l;
+    for (const TensorPlacement& t : ps.tensors) {
+        if (t.name.find("ffn_") != std::string::npos) continue;
+        EXPECT_EQ(pw.tier_of(t.name), t.tier) << t.name;
+    }
+}
+
 TEST(BuiltinPlacement, Llama70bOn6GiBGpuAnd24GiBRam) {
     const Case c = llama70b(6 * GiB, 24 * GiB);
     const Placement p = builtin_placement(c.table, c.params);

@@ -87,6 +87,35 @@ TEST(Planner, Llama70bBudgetsHeld) {
     }
 }
 
+// whole_ffns (--sparsity without hot neurons: each FFN on one backend): over budgets where the
+// planner splits some FFN between the GPU and RAM, the plan splits none and still uses the GPU
+// for whole FFNs or attention, within the budgets.
+TEST(Planner, WholeFfnsSplitNoFfn) {
+    const TensorTable t = make_llama_table(test::llama2_70b_shape());
+    int split_without = 0;
+    for (const uint64_t gpu : {6ull << 30, 9ull << 30, 12ull << 30, 20ull << 30, 31ull << 30}) {
+        for (const bool whole : {false, true}) {
+            PlannerParams params;
+            params.budgets = {gpu, 64ull << 30};
+            params.n_ctx = 4096;
+            params.gpu_reserved_bytes = 512ull << 20;
+            params.ram_reserved_bytes = 1ull << 30;
+            params.whole_ffns = whole;
+            params.cost.ffn_active_fraction = 0.5;
+            const Placement p = plan_placement(t, laptop(), params);
+            SCOPED_TRACE(cat("gpu ", format_bytes(gpu), whole ? " whole FFNs" : ""));
+            expect_valid(p, t, params);
+            if (!whole) {
+                split_without += p.ffn_splits.empty() ? 0 : 1;
+                continue;
+            }
+            EXPECT_TRUE(p.ffn_splits.empty()) << "layer " << p.ffn_splits.front().layer;
+            EXPECT_GT(placement_bytes(p, t).gpu, gpu / 2);
+        }
+    }
+    EXPECT_GT(split_without, 0) << "no budget made the planner split an FFN: the case tests nothing";
+}
+
 TEST(Planner, Refusals) {
     const TensorTable t = make_llama_table(test::llama2_70b_shape());
     PlannerParams params;

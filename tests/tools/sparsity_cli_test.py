@@ -3,13 +3,14 @@
 versioned JSON with the model's fingerprint and the model file is not modified; --sparsity runs
 (perplexity, run -v, bench --json) and reports the achieved sparsity; bad input gives one clear
 error line: S outside [0, 1) and missing stats name `strata profile`, stats of another model
-name both files, a GPU (fake) placement is refused; trained predictors are written beside the
+name both files; placements keep each FFN whole; trained predictors are written beside the
 stats and read by --predictors.
 
 usage: sparsity_cli_test.py --strata BUILD/bin/strata"""
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,8 +82,26 @@ def main():
             expect(0.3 < res["sparsity"]["achieved"] < 0.7, f"bench --gpu fake --sparsity: {res.get('sparsity')}")
         else:
             expect(False, f"bench --gpu fake --sparsity: {err}")
+        check_whole_ffns(strata, a, stats)
         check_predictors(strata, a, text, stats, common)
     return finish()
+
+
+def check_whole_ffns(strata, a, stats):
+    """--sparsity runs each FFN on one backend, so its placement never splits an FFN between the
+    GPU and RAM by neuron range, at budgets where the dense placement does (the device run that
+    found this failed with "layer 10's FFN is split between tiers"). The built-in placer: the
+    planner's choice depends on this machine's measured profile (planner_test covers it)."""
+    split = re.compile(r"GPU \d+ / RAM \d+ neurons")
+    dense_splits = 0
+    for kib in range(99 * 1024, 102 * 1024, 64):
+        args = ["plan", "-m", a, "--gpu", "fake", "--gpu-mem", f"{kib}K", "-c", "64", "-t", "1", "--placement", "builtin"]
+        rc, out, err = run(strata, *args)
+        expect(rc == 0, f"plan at {kib} KiB: {err}")
+        dense_splits += 1 if split.search(out) else 0
+        rc, out, err = run(strata, *args, "--sparsity", "0.5", "--stats", stats)
+        expect(rc == 0 and not split.search(out), f"plan --sparsity at {kib} KiB splits an FFN: {out} {err}")
+    expect(dense_splits > 0, "no budget between 99 and 102 MiB splits a dense FFN: the check tests nothing")
 
 
 def check_predictors(strata, a, text, stats, common):
