@@ -164,3 +164,12 @@ bars("gpu_share_70b.png", "70B decode: ms per token in the CUDA runtime, H200 ho
      "ms per token", ["6 GiB (token 418 / 382 ms)", "24 GiB (token 196 / 204 ms)"],
      {"then (429c477)": [13.28, 22.01], "now": [14.95, 15.12]},
      ["#bbbbbb", "#2a7ab9"])
+
+# Sixteenth session (H200 host, 16 threads): --sparsity 0.5 (CATS, q8_0 neuron-major down)
+# against dense in the same call: main at 13384ec (g60), row-group accumulate (g61), and the
+# tiled copy + branch-free mask (g62; its 70B sparse run stopped at the split-FFN placement).
+bars("sparse_16_threads.png", "--sparsity 0.5 / dense decode, H200 host, 16 threads (ratio; 1 = dense)",
+     "sparse / dense", ["7B, CPU only", "70B, --gpu-mem 6G"],
+     {"13384ec (g60)": [0.67, 0.65], "row groups (g61)": [0.85, 0.99], "+ mask (g62)": [0.92, None],
+      "dense": [1.0, 1.0]},
+     ["#bbbbbb", "#2a7ab9", "#1b4f7a", "#999999"])
