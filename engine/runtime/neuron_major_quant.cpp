@@ -18,22 +18,33 @@ struct Fit {
     int q[kBlock] = {};
 };
 
-// Quants of x at inverse scale id (clamped to [-8, 7]), d refitted and rounded to f16.
-Fit fit_at(const float* x, float id) {
-    Fit f;
-    double xq = 0, qq = 0;
+// Quants of x at the inverse scales id[0..N) (clamped to [-8, 7]), each d refitted and rounded
+// to f16. The N candidates run side by side: each candidate's sums keep their own order (so
+// the results are those of one candidate at a time), and the N dependency chains overlap.
+template <int N>
+void fit_at(const float* x, const float* id, Fit* f) {
+    double xq[N] = {}, qq[N] = {};
     for (int j = 0; j < kBlock; ++j) {
-        const int q = static_cast<int>(std::lround(x[j] * id));
-        f.q[j] = q < -8 ? -8 : (q > 7 ? 7 : q);
-        xq += static_cast<double>(x[j]) * f.q[j];
-        qq += static_cast<double>(f.q[j]) * f.q[j];
+        for (int c = 0; c < N; ++c) {
+            // std::lround (half away from zero) without the library call: v ± 0.5 is exact in
+            // double for a float v, and the conversion truncates toward zero.
+            const double v = static_cast<double>(x[j] * id[c]);
+            const int q = static_cast<int>(v + std::copysign(0.5, v));
+            f[c].q[j] = q < -8 ? -8 : (q > 7 ? 7 : q);
+            xq[c] += static_cast<double>(x[j]) * f[c].q[j];
+            qq[c] += static_cast<double>(f[c].q[j]) * f[c].q[j];
+        }
     }
-    f.d = qq > 0 ? fp16_to_fp32(fp32_to_fp16(static_cast<float>(xq / qq))) : 0.0f;
+    for (int c = 0; c < N; ++c) {
+        f[c].d = qq[c] > 0 ? fp16_to_fp32(fp32_to_fp16(static_cast<float>(xq[c] / qq[c]))) : 0.0f;
+        f[c].err = 0;
+    }
     for (int j = 0; j < kBlock; ++j) {
-        const double e = static_cast<double>(x[j]) - static_cast<double>(f.d) * f.q[j];
-        f.err += e * e;
+        for (int c = 0; c < N; ++c) {
+            const double e = static_cast<double>(x[j]) - static_cast<double>(f[c].d) * f[c].q[j];
+            f[c].err += e * e;
+        }
     }
-    return f;
 }
 
 }  // namespace
@@ -48,14 +59,22 @@ void quantize_q4_0_mse(const float* src, void* dst, int64_t n) {
         Fit best;
         best.err = INFINITY;
         if (m != 0.0f) {
-            for (int is = -10; is <= 10; ++is) {
-                for (const float top : {-8.0f, 7.0f}) {  // m lands on -8 or on 7
-                    const Fit f = fit_at(src, (top + 0.1f * static_cast<float>(is)) / m);
-                    if (f.err < best.err) best = f;
-                }
+            // 42 candidates, m landing on -8 or on 7 with ±10% slack, in the order is = -10..10,
+            // then -8 before 7; the first of equal errors wins.
+            constexpr int kCandidates = 42, kSide = 6;
+            float ids[kCandidates];
+            for (int is = -10, i = 0; is <= 10; ++is) {
+                for (const float top : {-8.0f, 7.0f}) ids[i++] = (top + 0.1f * static_cast<float>(is)) / m;
+            }
+            for (int c0 = 0; c0 < kCandidates; c0 += kSide) {
+                Fit f[kSide];
+                fit_at<kSide>(src, ids + c0, f);
+                for (const Fit& c : f)
+                    if (c.err < best.err) best = c;
             }
         } else {
-            best = fit_at(src, 0.0f);
+            const float zero = 0.0f;
+            fit_at<1>(src, &zero, &best);
         }
         blocks[b].d = fp32_to_fp16(best.d);
         for (int j = 0; j < kBlock / 2; ++j) {

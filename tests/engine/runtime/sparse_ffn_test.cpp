@@ -5,7 +5,9 @@
 // mask); and bad input is refused with messages that name what to do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -21,6 +23,8 @@
 #include "engine/runtime/session.h"
 #include "engine/runtime/sparse_ffn.h"
 #include "engine/synth/synth_model.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "backends/fake_device.h"
 #include "tests/engine/synth/scratch_file.h"
@@ -217,6 +221,73 @@ TEST(NeuronMajorCopy, EqualsTheTransposeOfTheDequantizedMatrix) {
             else dt.quantize(col.data(), want.data() + i * rb, c.n_embd);
         }
         EXPECT_EQ(got, want) << st.name << " -> " << dt.name << " [" << c.n_ff << ", " << c.n_embd << "]";
+    }
+}
+
+// quantize_q4_0_mse against a plain statement of its method (neuron_major_quant.h): each of the
+// 42 candidate scales fitted on its own with std::lround and double sums, the first least error
+// kept. Bit for bit, on Gaussian, heavy-tailed and special blocks (zeros, one value, equal
+// values, a negative extreme).
+TEST(NeuronMajorCopy, Q4_0LeastSquaresEqualsItsMethodStatedPlainly) {
+    constexpr int kBlock = 32;
+    const auto reference = [](const float* x, uint8_t* out) {
+        float m = 0;
+        for (int j = 0; j < kBlock; ++j)
+            if (std::fabs(x[j]) > std::fabs(m)) m = x[j];
+        float best_d = 0;
+        double best_err = INFINITY;
+        int best_q[kBlock] = {};
+        const auto fit = [&](float id) {
+            int q[kBlock];
+            double xq = 0, qq = 0;
+            for (int j = 0; j < kBlock; ++j) {
+                q[j] = std::clamp(static_cast<int>(std::lround(x[j] * id)), -8, 7);
+                xq += static_cast<double>(x[j]) * q[j];
+                qq += static_cast<double>(q[j]) * q[j];
+            }
+            const float d = qq > 0 ? fp16_to_fp32(fp32_to_fp16(static_cast<float>(xq / qq))) : 0.0f;
+            double err = 0;
+            for (int j = 0; j < kBlock; ++j) {
+                const double e = static_cast<double>(x[j]) - static_cast<double>(d) * q[j];
+                err += e * e;
+            }
+            if (err < best_err) {
+                best_err = err;
+                best_d = d;
+                std::copy(q, q + kBlock, best_q);
+            }
+        };
+        if (m == 0.0f) {
+            fit(0.0f);
+        } else {
+            for (int is = -10; is <= 10; ++is)
+                for (const float top : {-8.0f, 7.0f}) fit((top + 0.1f * static_cast<float>(is)) / m);
+        }
+        BlockQ4_0 b;
+        b.d = fp32_to_fp16(best_d);
+        for (int j = 0; j < kBlock / 2; ++j)
+            b.qs[j] = static_cast<uint8_t>((best_q[j] + 8) | ((best_q[j + 16] + 8) << 4));
+        std::memcpy(out, &b, sizeof(b));
+    };
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::student_t_distribution<float> heavy(2.0f);
+    const int n_blocks = 2000;
+    std::vector<float> x(static_cast<size_t>(n_blocks * kBlock));
+    for (int b = 0; b < n_blocks; ++b) {
+        float* v = x.data() + b * kBlock;
+        for (int j = 0; j < kBlock; ++j) v[j] = (b % 2 == 0 ? normal(rng) : heavy(rng)) * 0.02f;
+        if (b == 0) std::fill(v, v + kBlock, 0.0f);
+        if (b == 2) std::fill(v, v + kBlock, 0.0f), v[5] = -0.3f;
+        if (b == 4) std::fill(v, v + kBlock, 0.125f);
+        if (b == 6) v[17] = -1.5f;
+    }
+    std::vector<uint8_t> got(static_cast<size_t>(n_blocks) * sizeof(BlockQ4_0)), want(got.size());
+    quantize_q4_0_mse(x.data(), got.data(), static_cast<int64_t>(x.size()));
+    for (int b = 0; b < n_blocks; ++b) reference(x.data() + b * kBlock, want.data() + b * sizeof(BlockQ4_0));
+    for (int b = 0; b < n_blocks; ++b) {
+        ASSERT_EQ(0, std::memcmp(got.data() + b * sizeof(BlockQ4_0), want.data() + b * sizeof(BlockQ4_0), sizeof(BlockQ4_0)))
+            << "block " << b;
     }
 }
 
