@@ -32,6 +32,19 @@ std::vector<float>& thread_buffer(size_t n) {
     return buf;
 }
 
+// The active ones of n values a[j] (|a[j]| > threshold), in order: their neuron ids (ids[j], or j
+// when ids is null) into rows and their values into h; returns how many. Branch-free: about half
+// the neurons pass, in no pattern a branch predictor could learn.
+int64_t compact_active(const float* a, int64_t n, float threshold, const int32_t* ids, int32_t* rows, float* h) {
+    int64_t m = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        rows[m] = ids != nullptr ? ids[j] : static_cast<int32_t>(j);
+        h[m] = a[j];
+        m += std::fabs(a[j]) > threshold ? 1 : 0;
+    }
+    return m;
+}
+
 // The active neurons' second half: h[j] *= up_{rows[j]} · x (the active rows of up), then
 // y = Σ_j h[j] · down_t[rows[j]]. upx: scratch of m floats.
 void up_and_down(const Tensor& up, const Tensor& down_t, const float* x, const int32_t* rows, int64_t m, float* h,
@@ -100,13 +113,7 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
         {
             const CpuOpScope timed(CpuOpTimes::from_environment(), "sparse: activation and mask");
             activation(act_mul, f32_row(gate, t), act_t, n_ff);
-            // Branch-free: about half the neurons pass, in no pattern a predictor could learn.
-            for (int64_t i = 0; i < n_ff; ++i) {
-                const float v = act_t[i];
-                rows[static_cast<size_t>(m)] = static_cast<int32_t>(i);
-                h[m] = v;
-                m += std::fabs(v) > args.threshold ? 1 : 0;
-            }
+            m = compact_active(act_t, n_ff, args.threshold, nullptr, rows.data(), h);
         }
         up_and_down(up, down_t, f32_row(x, t), rows.data(), m, h, act_t, f32_row(y, t), n_threads, quantize_activations);
         total += m;
@@ -160,12 +167,7 @@ int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y, int 
     const float* x = f32_row(*args.x, 0);
     gather_matvec(*args.gate, x, args.candidates, nc, g, n_threads, quantize_activations);
     activation(act_mul, g, g, nc);
-    int64_t m = 0;
-    for (int64_t j = 0; j < nc; ++j) {  // branch-free, as in sparse_gated_ffn
-        rows[static_cast<size_t>(m)] = args.candidates[j];
-        h[m] = g[j];
-        m += std::fabs(g[j]) > args.threshold ? 1 : 0;
-    }
+    const int64_t m = compact_active(g, nc, args.threshold, args.candidates, rows.data(), h);
     up_and_down(*args.up, *args.down_t, x, rows.data(), m, h, g, f32_row(y, 0), n_threads, quantize_activations);
     if (args.counts != nullptr) {
         args.counts[0] += static_cast<uint64_t>(n_ff);

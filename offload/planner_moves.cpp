@@ -143,11 +143,11 @@ void Planner::add_ffn_moves(const Layout& l, int layer, const FfnTensors& f, boo
     const int64_t cur = s ? s->gpu_end
                           : (l.tier[static_cast<size_t>(f.gate - table_.tensors.data())] == Tier::Gpu ? f.n_ff : 0);
     if (cur >= f.n_ff) return;
-    const auto round = [&](int64_t n) { return std::min(f.n_ff, (n + f.granule - 1) / f.granule * f.granule); };
     if (params_.whole_ffns) {  // the whole FFN or nothing
         if (cur == 0) out.push_back({{}, -1, layer, f.n_ff});
         return;
     }
+    const auto round = [&](int64_t n) { return std::min(f.n_ff, (n + f.granule - 1) / f.granule * f.granule); };
     std::vector<int64_t> ends;
     for (int k = fractions ? 1 : 8; k <= 8; ++k) ends.push_back(round(f.n_ff * k / 8));
     const uint64_t have = ffn_slice_bytes(f, 0, cur);
