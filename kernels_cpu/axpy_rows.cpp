@@ -50,7 +50,8 @@ struct Q4Rows {
 
 // Rows are added one after another for each element, in the same order on every variant.
 template <class R>
-void axpy_scalar(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y) {
+void axpy_scalar(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y,
+                 const uint8_t* const* /*next*/) {
     for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
         for (int r = 0; r < n_rows; ++r) {
             const auto& b = reinterpret_cast<const typename R::Block*>(rows[r])[i];
@@ -61,10 +62,22 @@ void axpy_scalar(const uint8_t* const* rows, const float* c, int n_rows, int64_t
 }
 
 #if defined(__x86_64__)
+// Block i of each next row into L1 (sparse_rows.h); a block shares its line with its neighbours
+// (34 or 18 bytes), so some of these ask for a line already asked for, which costs one uop.
+// always_inline: GCC does not inline a plain function into the target("avx…") kernels, and then
+// drops the call as having no effect (a prefetch is none), prefetches and all.
+template <class R>
+__attribute__((always_inline)) inline void prefetch_block(const uint8_t* const* next, int n_rows, int64_t i) {
+    if (next == nullptr) return;
+    for (int r = 0; r < n_rows; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(next[r] + i * sizeof(typename R::Block)), _MM_HINT_T0);
+}
+
 template <class R>
 __attribute__((target("avx2,fma,f16c"))) void axpy_avx2(const uint8_t* const* rows, const float* c, int n_rows,
-                                                           int64_t n_blocks, float* y) {
+                                                           int64_t n_blocks, float* y, const uint8_t* const* next) {
     for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        prefetch_block<R>(next, n_rows, i);
         __m256 acc[4] = {_mm256_loadu_ps(y), _mm256_loadu_ps(y + 8), _mm256_loadu_ps(y + 16), _mm256_loadu_ps(y + 24)};
         for (int r = 0; r < n_rows; ++r) {
             const auto& b = reinterpret_cast<const typename R::Block*>(rows[r])[i];
@@ -83,8 +96,10 @@ __attribute__((target("avx2,fma,f16c"))) void axpy_avx2(const uint8_t* const* ro
 template <class R>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))) void axpy_avx512(const uint8_t* const* rows,
                                                                                  const float* c, int n_rows,
-                                                                                 int64_t n_blocks, float* y) {
+                                                                                 int64_t n_blocks, float* y,
+                                                                                 const uint8_t* const* next) {
     for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        prefetch_block<R>(next, n_rows, i);
         __m512 lo = _mm512_loadu_ps(y), hi = _mm512_loadu_ps(y + 16);
         for (int r = 0; r < n_rows; ++r) {
             const auto& b = reinterpret_cast<const typename R::Block*>(rows[r])[i];

@@ -16,13 +16,14 @@ namespace {
 constexpr int64_t kMinParallelRows = 64;      // fewer gathered rows run on one thread
 constexpr int64_t kMinParallelElements = 1 << 15;  // rows × k below this: one thread
 
-// The calling thread's scratch of at least n bytes, kept between calls (decode calls these
-// every layer of every token).
 // Several gathered rows in flight per thread: while row j is dotted, row j + 1's head is
 // fetched into L1 and the whole of rows j + 2 .. j + kRowsAhead into L2 (the hardware prefetcher
 // restarts cold at every scattered row, so without this one row at a time is in flight).
+// always_inline (and prefetch_ahead's): GCC 12's IPA mod/ref analysis finds a function that only
+// prefetches free of side effects and deletes the calls to it, prefetches and all, wherever it is
+// not inlined (it was not, into the OpenMP bodies: objdump showed no prefetch in them).
 constexpr uint64_t kPrefetchHead = 2048;  // the qdot kernels prefetch ahead inside a row
-inline void prefetch_bytes(const uint8_t* p, uint64_t n, bool to_l1) {
+__attribute__((always_inline)) inline void prefetch_bytes(const uint8_t* p, uint64_t n, bool to_l1) {
     for (uint64_t b = 0; b < n; b += 64) {
         if (to_l1) __builtin_prefetch(p + b, 0, 3);
         else __builtin_prefetch(p + b, 0, 2);
@@ -31,15 +32,19 @@ inline void prefetch_bytes(const uint8_t* p, uint64_t n, bool to_l1) {
 
 // Called before row j of the list [0, n_rows) is read; row j + ahead enters L2 (the rows
 // between were asked for on earlier calls), row j + 1's head L1.
-inline void prefetch_ahead(const Tensor& w, const int32_t* rows, int64_t j, int64_t n_rows, uint64_t row_bytes,
-                           int64_t ahead) {
+__attribute__((always_inline)) inline void prefetch_ahead(const Tensor& w, const int32_t* rows, int64_t j,
+                                                          int64_t n_rows, uint64_t row_bytes, int64_t ahead) {
     if (j == 0) {
         for (int64_t a = 2; a < ahead && a < n_rows; ++a) prefetch_bytes(row_ptr(w, rows[a]), row_bytes, false);
     }
     if (ahead >= 2 && j + ahead < n_rows) prefetch_bytes(row_ptr(w, rows[j + ahead]), row_bytes, false);
-    if (j + 1 < n_rows) prefetch_bytes(row_ptr(w, rows[j + 1]), std::min(row_bytes, kPrefetchHead), true);
+    // A next row that follows this one in memory is what the dot kernel's own look-ahead reads.
+    if (j + 1 < n_rows && rows[j + 1] != rows[j] + 1)
+        prefetch_bytes(row_ptr(w, rows[j + 1]), std::min(row_bytes, kPrefetchHead), true);
 }
 
+// The calling thread's scratch of at least n bytes, kept between calls (decode calls these
+// every layer of every token).
 uint8_t* scratch(size_t n) {
     thread_local ThreadScratch buf;
     return buf.get(n);
@@ -111,11 +116,19 @@ void accumulate_group(const Tensor& w, AxpyFn axpy, const float* coef, const int
     std::fill(y, y + k, 0.0f);
     if (axpy != nullptr) {
         const int64_t n_blocks = k / type_traits(w.type).block_size;
+        // The first group's rows are fetched whole; each call then prefetches the next group's
+        // as it reads its own (a short last group: its first row stands in for the missing ones).
+        for (int64_t j = 0; j < std::min<int64_t>(n, kAxpyRows); ++j)
+            prefetch_bytes(row_ptr(w, rows[j]), w.row_bytes(), true);
         const uint8_t* group[kAxpyRows];
+        const uint8_t* next[kAxpyRows];
         for (int64_t j = 0; j < n; j += kAxpyRows) {
             const int m = static_cast<int>(std::min<int64_t>(kAxpyRows, n - j));
             for (int r = 0; r < m; ++r) group[r] = row_ptr(w, rows[j + r]);
-            axpy(group, coef + j, m, n_blocks, y);
+            const int64_t j_next = j + kAxpyRows, m_next = std::min<int64_t>(kAxpyRows, n - j_next);
+            for (int r = 0; r < m; ++r)
+                next[r] = m_next > 0 ? row_ptr(w, rows[j_next + (r < m_next ? r : 0)]) : nullptr;
+            axpy(group, coef + j, m, n_blocks, y, m_next > 0 ? next : nullptr);
         }
         return;
     }

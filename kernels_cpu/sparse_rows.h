@@ -20,8 +20,9 @@ namespace strata::cpu {
 // w [k, n] (any dequantizable type, rows contiguous), x [k] f32, rows[0..n_rows) in [0, n).
 // quantize_activations: as matmul's (false: the f32 path for every type). rows_ahead: how far
 // ahead in the list each thread prefetches whole rows into L2 (1: only the next row's head into
-// L1, as before; sparse_rows_bench.cpp compares them).
-inline constexpr int kGatherRowsAhead = 4;
+// L1; sparse_rows_bench.cpp compares them: on a 2-core Xeon with rows from DRAM, 1 reads a
+// random half of the rows at 9.3 GB/s, 4 and 8 at 8.3-8.4).
+inline constexpr int kGatherRowsAhead = 1;
 void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t n_rows, float* y,
                    int n_threads, bool quantize_activations = true, int rows_ahead = kGatherRowsAhead);
 
@@ -33,8 +34,13 @@ void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, in
 // y[0 .. n_blocks·32) += Σ_j c[j] · dequantize(rows[j]) for j < n_rows (1..kAxpyRows): row
 // segments of 32-element blocks, per kernel variant. Several rows per call so y is loaded and
 // stored once per group of rows, not once per row (y is f32: four times the bytes of a Q8_0 row).
+// next: the next call's n_rows rows, or null: as block i of this call's rows is read, block i of
+// each next row is prefetched into L1, so the next group's rows arrive while this one is summed
+// (scattered rows are too short for the hardware prefetcher to ramp up on: without this the
+// kernel's arithmetic and its DRAM reads take turns).
 inline constexpr int kAxpyRows = 4;
-using AxpyFn = void (*)(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y);
+using AxpyFn = void (*)(const uint8_t* const* rows, const float* c, int n_rows, int64_t n_blocks, float* y,
+                        const uint8_t* const* next);
 // The kernel for rows of `type` (Q8_0, Q4_0: axpy_rows.cpp), or null (also where the CPU or
 // build lacks the variant).
 AxpyFn find_axpy(GgmlType type, KernelVariant v);

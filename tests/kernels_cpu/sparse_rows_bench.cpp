@@ -92,6 +92,8 @@ void gather_args(benchmark::internal::Benchmark* b) {
     for (int64_t t : {1, 2})
         for (int64_t p : {100, 50})
             for (int64_t a : {1, 4, 8}) b->Args({p, t, a, 7, 0});
+    for (int64_t p : {100, 50})
+        for (int64_t a : {1, 4, 8}) b->Args({p, 2, a, 7, 1});  // a 2-core box, rows from DRAM
     // A GPU machine's host: 16 threads, rows from one matrix (in its caches) and from DRAM.
     for (int64_t m : {7, 70})
         for (int64_t dram : {0, 1})
@@ -103,6 +105,7 @@ void fractions_threads(benchmark::internal::Benchmark* b) {
     b->ArgNames({"active%", "threads", "model", "dram"});
     for (int64_t t : {1, 2})
         for (int64_t p : {100, 50}) b->Args({p, t, 7, 0});
+    for (int64_t p : {100, 50}) b->Args({p, 2, 7, 1});  // a 2-core box, rows from DRAM
     for (int64_t m : {7, 70})  // a GPU machine's host, rows from its caches and from DRAM
         for (int64_t dram : {0, 1})
             for (int64_t p : {100, 50}) b->Args({p, 16, m, dram});
