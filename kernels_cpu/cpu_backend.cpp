@@ -17,6 +17,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options)
     capabilities_.weight_types = reference_weight_types();
     capabilities_.sparse_ffn = true;
     capabilities_.predicted_ffn = true;
+    capabilities_.input_mask = true;
     capabilities_.expert_ffn = true;
     capabilities_.host_threads = n_threads_;
 }
@@ -105,6 +106,11 @@ bool CpuBackend::routes_experts(std::span<const ExpertRef> experts, int64_t n_us
 void CpuBackend::routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) {
     const CpuOpScope timed(times_, "routed_expert_ffn");
     cpu::routed_expert_ffn(args, y, n_threads_, options_.quantize_activations);
+}
+
+int64_t CpuBackend::mask_small_values(Tensor& x, float threshold) {
+    const CpuOpScope timed(times_, "mask_small_values");
+    return cpu::mask_small_values(x, threshold, n_threads_);
 }
 
 int64_t CpuBackend::predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {

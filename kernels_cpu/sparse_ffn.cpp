@@ -1,5 +1,6 @@
 // The ops of activation sparsity on the CPU (CATS): the thresholded gated activation of a
-// batch (the dense products with the sparse model's function) and the sparse FFN of decode,
+// batch (the dense products with the sparse model's function), the input mask (TEAL on the FFN's
+// input), and the sparse FFN of decode,
 // which reads only the active rows of ffn_up and of the neuron-major ffn_down (sparse_rows.h),
 // and the same with a trained predictor, which reads only its candidates' rows of ffn_gate.
 #include <algorithm>
@@ -123,6 +124,22 @@ int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bo
         args.counts[1] += static_cast<uint64_t>(total);
     }
     return total;
+}
+
+int64_t mask_small_values(Tensor& x, float threshold, int n_threads) {
+    check_f32("mask_small_values", "x", x);
+    const int64_t ne0 = x.ne[0], rows = x.n_rows();
+    int64_t kept = 0;
+#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(+ : kept) if (rows > 1 && rows * ne0 > 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+        float* v = f32_row(x, r);
+        for (int64_t i = 0; i < ne0; ++i) {
+            const bool on = std::fabs(v[i]) > threshold;
+            v[i] = on ? v[i] : 0.0f;
+            kept += on ? 1 : 0;
+        }
+    }
+    return kept;
 }
 
 namespace {

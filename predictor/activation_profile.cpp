@@ -27,12 +27,18 @@ std::vector<std::vector<double>> ActivationProfile::expert_use() const {
 }
 
 double ActivationProfile::ffn_threshold(int il, double s) const {
+    return site_threshold(il, ActivationSite::FfnGateAct, s);
+}
+
+double ActivationProfile::site_threshold(int il, ActivationSite site, double s) const {
     if (!(s >= 0.0 && s < 1.0)) throw ArgumentError(cat("sparsity ", s, " is outside [0, 1)"));
     if (il < 0 || il >= static_cast<int>(layers.size())) {
         throw ArgumentError(cat("layer ", il, " is outside the profile's ", layers.size(), " layers"));
     }
-    const MagnitudeHistogram& h = layers[static_cast<size_t>(il)].histogram(ActivationSite::FfnGateAct);
-    if (h.total() == 0) throw ArgumentError(cat("the profile has no FFN activations for layer ", il));
+    const MagnitudeHistogram& h = layers[static_cast<size_t>(il)].histogram(site);
+    if (h.total() == 0) {
+        throw ArgumentError(cat("the profile has no ", activation_site_name(site), " values for layer ", il));
+    }
     return h.quantile(s);
 }
 

@@ -65,6 +65,9 @@ struct ActivationProfile {
     // (0 <= s < 1): the s-quantile of its histogram. ArgumentError outside that range or on a
     // layer the profile lacks.
     double ffn_threshold(int il, double s) const;
+    // The same for any site's histogram: the |x| threshold of layer il at `site` that skips a
+    // fraction s of its values (TEAL: the FfnInput site's skips that share of the FFN's inputs).
+    double site_threshold(int il, ActivationSite site, double s) const;
 };
 
 }  // namespace strata

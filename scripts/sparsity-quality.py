@@ -4,9 +4,14 @@ model at several --sparsity values, for the two real models on Genesis (scripts/
 and on a source-code text (Python's Lib/_pydecimal.py from Debian's python3.11 package).
 Each text is cut in two halves by lines: `strata profile` calibrates the thresholds on the first,
 `strata perplexity --compare-dense` measures on the second (disjoint) half.
+With --teal, each S runs three ways instead: CATS at S (up and down rows of the neurons with the
+smallest |act(gate)|), TEAL on the FFN input at S (--sparsity 0 --input-sparsity S: that share of
+the normed input zeroed before gate and up), and both at S; written to
+docs/plots/input_sparsity_quality.json. With gate, up and down of one size, CATS at S and TEAL at S
+skip the same FFN bytes (2S/3 of them); both together skip (2S + S)/3... less the overlap.
 usage: scripts/sparsity-quality.py [--strata build/bin/strata] [--chunks 4] [--tokens 4096]
            [--models gemma3-270m,qwen2.5-coder-0.5b] [--sparsity 0.25,0.4,...] [--stats-dir DIR]
-           [--merge] [--out docs/plots/sparsity_quality.json]"""
+           [--teal] [--merge] [--out docs/plots/sparsity_quality.json]"""
 import argparse
 import json
 import os
@@ -42,6 +47,9 @@ def perplexity(strata, model, text, chunks, extra):
     m = re.search(r"achieved ([0-9.]+)", out)
     if m:
         r["achieved"] = float(m.group(1))
+    m = re.search(r"input sparsity: target [0-9.]+, achieved ([0-9.]+)", out)
+    if m:
+        r["achieved_input"] = float(m.group(1))
     m = re.search(r"top-1 agreement with dense: ([0-9.]+)", out)
     if m:
         r["top1"] = float(m.group(1))
@@ -51,13 +59,14 @@ def perplexity(strata, model, text, chunks, extra):
 def merge(old, new):
     """Rows of `new` added to `old`: runs of the same model and text joined, sorted by S."""
     rows = {(r["model"], r["text"]): r for r in old}
+    key_of = lambda x: (x["sparsity"], x.get("method", "cats"))
     for r in new:
         key = (r["model"], r["text"])
         if key not in rows:
             rows[key] = r
             continue
-        runs = {x["sparsity"]: x for x in rows[key]["runs"]}
-        runs.update({x["sparsity"]: x for x in r["runs"]})
+        runs = {key_of(x): x for x in rows[key]["runs"]}
+        runs.update({key_of(x): x for x in r["runs"]})
         rows[key]["runs"] = [runs[k] for k in sorted(runs)]
     return list(rows.values())
 
@@ -72,8 +81,16 @@ def main():
     ap.add_argument("--sparsity", default=",".join(str(s) for s in SPARSITY), help="comma-separated S values")
     ap.add_argument("--merge", action="store_true", help="add to the runs already in --out")
     ap.add_argument("--stats-dir", help="keep the stats files here, and reuse those already there")
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs/plots/sparsity_quality.json"))
+    ap.add_argument("--teal", action="store_true", help="CATS, TEAL on the FFN input, and both, at each S")
+    ap.add_argument("--out")
     args = ap.parse_args()
+    if args.out is None:
+        name = "input_sparsity_quality.json" if args.teal else "sparsity_quality.json"
+        args.out = os.path.join(ROOT, "docs/plots", name)
+    methods = {"cats": lambda s: ["--sparsity", str(s)]}
+    if args.teal:
+        methods["teal"] = lambda s: ["--sparsity", "0", "--input-sparsity", str(s)]
+        methods["both"] = lambda s: ["--sparsity", str(s), "--input-sparsity", str(s)]
     global THREADS
     THREADS = str(args.threads)
     models = {
@@ -96,13 +113,17 @@ def main():
                 dense = perplexity(args.strata, model, evalt, args.chunks, [])
                 row = {"model": mname, "text": tname, "dense_ppl": dense["ppl"], "runs": []}
                 for s in sparsities:
-                    r = perplexity(args.strata, model, evalt, args.chunks,
-                                   ["--sparsity", str(s), "--stats", stats, "--compare-dense"])
-                    r["sparsity"] = s
-                    r["cost"] = r["ppl"] / dense["ppl"] - 1
-                    row["runs"].append(r)
-                    print(f"{mname} {tname} S={s}: ppl {r['ppl']:.4f} (dense {dense['ppl']:.4f}, "
-                          f"{100 * r['cost']:+.1f}%), top-1 {r['top1']:.3f}, achieved {r['achieved']:.3f}", flush=True)
+                    for method, flags in methods.items():
+                        r = perplexity(args.strata, model, evalt, args.chunks,
+                                       flags(s) + ["--stats", stats, "--compare-dense"])
+                        r["sparsity"] = s
+                        if args.teal:
+                            r["method"] = method
+                        r["cost"] = r["ppl"] / dense["ppl"] - 1
+                        row["runs"].append(r)
+                        print(f"{mname} {tname} {method} S={s}: ppl {r['ppl']:.4f} (dense {dense['ppl']:.4f}, "
+                              f"{100 * r['cost']:+.1f}%), top-1 {r['top1']:.3f}, achieved {r['achieved']:.3f}"
+                              f" input {r.get('achieved_input', 0):.3f}", flush=True)
                 results.append(row)
     if args.merge and os.path.exists(args.out):
         results = merge(json.load(open(args.out))["results"], results)

@@ -34,6 +34,10 @@ void print_summary(const PerplexityResult& r, const SparseFfn* sparse) {
         std::printf("sparsity: target %.3f, achieved %.4f of FFN neuron evaluations skipped\n", sparse->sparsity(),
                     r.achieved_sparsity);
     }
+    if (r.achieved_input_sparsity >= 0) {
+        std::printf("input sparsity: target %.3f, achieved %.4f of FFN input values zeroed\n", sparse->input_sparsity(),
+                    r.achieved_input_sparsity);
+    }
     if (r.gate_rows_read >= 0) {
         std::printf("predictors: gate rows read %.4f of the FFN neurons (their candidates)\n", r.gate_rows_read);
     }

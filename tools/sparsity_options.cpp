@@ -14,6 +14,9 @@ SparsityOptions SparsityFlags::options() const {
         if (predictors || !predictor_file.empty()) {
             throw ArgumentError("--predictors and --predictor-file need --sparsity S (the sparsity they were trained for)");
         }
+        if (input_sparsity != 0.0) {
+            throw ArgumentError("--input-sparsity needs --sparsity S (S = 0: the input's sparsity alone)");
+        }
         return o;
     }
     if ((predictors || !predictor_file.empty()) && hot_neurons) {
@@ -33,6 +36,11 @@ SparsityOptions SparsityFlags::options() const {
         throw ArgumentError(cat("--sparse-down '", down_type, "' is not a type Strata can quantize to (q8_0, f16, q6_K...)"));
     }
     o.down_type = t->type;
+    if (!(input_sparsity >= 0.0 && input_sparsity < 1.0)) {
+        throw ArgumentError(cat("--input-sparsity ", input_sparsity,
+                                " is outside [0, 1): it is the fraction of the FFN input's values set to zero"));
+    }
+    o.input_sparsity = input_sparsity;
     return o;
 }
 
@@ -46,6 +54,10 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
     cmd.add_option("--sparse-down", flags.down_type,
                    "type of the neuron-major ffn_down copy sparse decode reads (q8_0; q4_0 halves its bytes but cost Gemma 3 270M +9% perplexity: docs/SPARSITY.md)")
         ->capture_default_str();
+    cmd.add_option("--input-sparsity", flags.input_sparsity,
+                   "with --sparsity: also zero this fraction of each FFN's normed input, the smallest values"
+                   " (TEAL; thresholds from the stats; FFNs in RAM). Measures the method's quality: decode still"
+                   " reads every gate byte");
     cmd.add_flag("--predictors", flags.predictors,
                  "with --sparsity: trained predictors (`strata profile --train-predictors`) choose which FFN neurons"
                  " a token evaluates, so the other neurons' gate rows are not read either (FFNs in RAM)");

@@ -14,14 +14,15 @@ struct SparsityFlags {
     double sparsity = -1;
     std::string stats;
     std::string down_type = "q8_0";
+    double input_sparsity = 0;  // --input-sparsity (SparsityOptions::input_sparsity)
     CLI::Option* sparsity_option = nullptr;
     bool hot_neurons = false;  // --hot-neurons (RuntimeOptions::hot_neurons)
     bool predictors = false;   // --predictors
     std::string predictor_file;
 
     // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
-    // [0, 1), or --stats, --predictors or --predictor-file without --sparsity, or predictors
-    // with --hot-neurons.
+    // [0, 1), or --stats, --predictors, --predictor-file or --input-sparsity without --sparsity,
+    // or predictors with --hot-neurons.
     SparsityOptions options() const;
 };
 

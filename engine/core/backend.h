@@ -188,6 +188,8 @@ struct BackendCapabilities {
     bool sparse_ffn = false;
     // predicted_sparse_gated_ffn (a trained predictor's candidates; host memory only).
     bool predicted_ffn = false;
+    // mask_small_values (TEAL-style input sparsity: the FFN input's small values set to zero).
+    bool input_mask = false;
     // expert_ffn (a token's routed experts as one op).
     bool expert_ffn = false;
     // begin_graph ... end_graph records and launches the ops as one unit.
@@ -305,6 +307,13 @@ public:
     virtual int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no sparse FFN (activation sparsity)"));
+    }
+
+    // x[i] = 0 where |x[i]| <= threshold, in place (x f32, any shape). Returns how many values
+    // were kept. Where capabilities().input_mask.
+    virtual int64_t mask_small_values(Tensor& x, float threshold) {
+        (void)x, (void)threshold;
+        throw UnsupportedError(cat("the ", name(), " backend has no input mask (input sparsity)"));
     }
 
     // y [n_embd, 1] = Σ over the active candidates i: act(gate_i·x)·(up_i·x)·down_t_i (one token).

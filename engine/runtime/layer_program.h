@@ -115,6 +115,9 @@ class LayerProgram {
         // the candidates it chose among them (the gate rows read).
         uint64_t predicted = 0;
         uint64_t candidates = 0;
+        // With input sparsity (TEAL): the FFN input values seen and those kept (not zeroed).
+        uint64_t inputs = 0;
+        uint64_t inputs_kept = 0;
     };
     // Host counts plus those a GPU keeps on the device (read back: not while a graph records).
     const std::vector<SparsityCount>& sparsity_counts() const;
@@ -176,6 +179,9 @@ class LayerProgram {
     void gated_ffn(int il, const FfnPart& p, int pb, const Tensor& in, Tensor& out);
     // The FFN with sparse_'s threshold (layer_program_sparse.cpp).
     void sparse_ffn_block(int il, int64_t n);
+    // TEAL on the FFN input: cur's values below layer il's input threshold set to zero on h,
+    // and counted (nothing when input sparsity is off).
+    void mask_ffn_input(int il, Backend& h, Tensor& cur, int64_t n);
     // Decode's sparse FFN with layer il's trained predictor on host backend hb: proj = the FFN of
     // cur over the predicted neurons. Returns the active count.
     int64_t predicted_ffn(int il, const LayerPredictor& predictor, const FfnPart& p, int hb, const Tensor& cur,

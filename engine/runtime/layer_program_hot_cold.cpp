@@ -51,6 +51,7 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     Tensor x = exec_.residual_on(hb, n);
     Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    mask_ffn_input(il, h, cur, n);  // before the hot range sees it: one function on both sides
     int64_t active = 0;
     // The hot range first, so a device computes it while the CPU does the cold rest.
     Tensor part;

@@ -66,6 +66,14 @@ void LayerProgram::observe(int il, ActivationSite site, const Tensor& t) const {
     if (observer_ != nullptr) observer_->observe(il, site, t);
 }
 
+void LayerProgram::mask_ffn_input(int il, Backend& h, Tensor& cur, int64_t n) {
+    const float t_in = sparse_->input_threshold(il);
+    if (t_in < 0) return;
+    SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
+    c.inputs += static_cast<uint64_t>(config_.n_embd * n);
+    c.inputs_kept += static_cast<uint64_t>(h.mask_small_values(cur, t_in));
+}
+
 void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     STRATA_INVARIANT(w.ffn.size() == 1);  // SparseFfn refuses split FFNs
@@ -80,6 +88,7 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     Tensor x = exec_.residual_on(hb, n);
     Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
+    mask_ffn_input(il, h, cur, n);
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);  // [n_embd, n]
     const float threshold = sparse_->threshold(il);
     const LayerPredictor* predictor = h.memory_kind() != MemoryKind::Device ? sparse_->predictor(il) : nullptr;

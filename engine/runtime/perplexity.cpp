@@ -160,6 +160,9 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
         uint64_t predicted = 0, candidates = 0;
         for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) predicted += c.predicted, candidates += c.candidates;
         if (predicted > 0) result.gate_rows_read = static_cast<double>(candidates) / static_cast<double>(predicted);
+        uint64_t inputs = 0, kept = 0;
+        for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) inputs += c.inputs, kept += c.inputs_kept;
+        if (inputs > 0) result.achieved_input_sparsity = 1.0 - static_cast<double>(kept) / static_cast<double>(inputs);
     }
     result.ppl = std::exp(mean);
     result.ppl_error = var > 0 ? result.ppl * std::sqrt(var / static_cast<double>(count - 1)) : 0.0;

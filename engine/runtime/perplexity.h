@@ -46,6 +46,7 @@ struct PerplexityResult {
     double top1_agreement = -1;   // compare_dense: share of scored positions, else -1
     double achieved_sparsity = -1;  // with sparse: skipped share of FFN neuron evaluations
     double gate_rows_read = -1;     // with trained predictors: their candidates' share of the neurons
+    double achieved_input_sparsity = -1;  // with input sparsity: zeroed share of the FFN inputs' values
 };
 
 // Called after each chunk with its index and the running estimate.

@@ -166,10 +166,15 @@ void SparseFfn::make_layer_copy(Backend& backend, const Tensor& down, int il, La
     backend.copy_in(staged, s.down_t);
 }
 
-SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, GgmlType down_type)
-    : sparsity_(sparsity), down_type_(down_type) {
+SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, GgmlType down_type,
+                     double input_sparsity)
+    : sparsity_(sparsity), down_type_(down_type), input_sparsity_(input_sparsity) {
     if (!(sparsity >= 0.0 && sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped)"));
+    }
+    if (!(input_sparsity >= 0.0 && input_sparsity < 1.0)) {
+        throw ArgumentError(cat("--input-sparsity ", input_sparsity,
+                                " is outside [0, 1) (the fraction of the FFN input's values set to zero)"));
     }
     const Model& model = placed.model();
     if (profile.layers.size() != static_cast<size_t>(placed.n_layer())) {
@@ -192,6 +197,13 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
         // S = 0 keeps every neuron (the threshold below every magnitude).
         s.threshold = sparsity == 0.0 ? -1.0f : static_cast<float>(profile.ffn_threshold(il, sparsity));
         const Backend& home = *l.ffn.front().gate.backend;
+        if (input_sparsity > 0.0) {
+            if (!home.capabilities().input_mask) {
+                throw UnsupportedError(cat("--input-sparsity: the ", home.name(), " backend holding layer ", il,
+                                           "'s FFN has no input mask yet (put the FFNs in RAM: --gpu none, or -ngl)"));
+            }
+            s.input_threshold = static_cast<float>(profile.site_threshold(il, ActivationSite::FfnInput, input_sparsity));
+        }
         s.runs_predictor = home.capabilities().predicted_ffn && home.memory_kind() != MemoryKind::Device;
         make_layer_copy(*l.ffn.front().gate.backend, lw.ffn_down, il, s);
         down_t_bytes_ += s.down_t.n_bytes();
@@ -222,7 +234,9 @@ const LayerPredictor* SparseFfn::predictor(int il) const {
 std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program) {
     std::ostringstream out;
     out << "sparsity: S = " << fixed(sparse.sparsity(), 3) << " of FFN neurons (CATS thresholds), ffn_down neuron-major "
-        << type_traits(sparse.down_type()).name << " copy " << format_bytes(sparse.down_t_bytes()) << "\n";
+        << type_traits(sparse.down_type()).name << " copy " << format_bytes(sparse.down_t_bytes());
+    if (sparse.input_sparsity() > 0) out << "; FFN input: " << fixed(sparse.input_sparsity(), 3) << " of its values zeroed (TEAL)";
+    out << "\n";
     if (program == nullptr || program->sparsity_counts().empty()) return out.str();
     uint64_t evaluated = 0, active = 0, predicted = 0, candidates = 0;
     out << "sparsity achieved per layer (skipped fraction):";
@@ -235,6 +249,12 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
     }
     out << " | all layers " << (evaluated > 0 ? fixed(1.0 - static_cast<double>(active) / static_cast<double>(evaluated), 3) : "-")
         << "\n";
+    if (sparse.input_sparsity() > 0) {
+        uint64_t inputs = 0, kept = 0;
+        for (const LayerProgram::SparsityCount& c : program->sparsity_counts()) inputs += c.inputs, kept += c.inputs_kept;
+        out << "FFN input values zeroed, all layers: "
+            << (inputs > 0 ? fixed(1.0 - static_cast<double>(kept) / static_cast<double>(inputs), 3) : "-") << "\n";
+    }
     if (const FfnPredictors* p = sparse.predictors()) {
         out << "predictors: rank " << (p->layers.empty() ? 0 : p->layers.front().rank) << ", "
             << format_bytes(p->bytes()) << " f32, trained for held-out recall " << fixed(p->target_recall, 3);
@@ -269,7 +289,8 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
     }
     const ActivationProfile profile = read_activation_profile(path);
     check_profile_for(profile, placed.model(), path);
-    auto sparse = std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type);
+    auto sparse =
+        std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type, options.input_sparsity);
     if (!predictors) predictors = load_predictors(placed.model(), model_path, options);
     if (predictors) sparse->set_predictors(std::move(*predictors));
     return sparse;

@@ -6,8 +6,10 @@
 // neuron-major copy is made at load (re-quantized to down_type: its own cost is measured in
 // docs/SPARSITY.md). Batches run the dense products with the same mask (same function, no
 // savings). The copy lives where the FFN does (RAM or the GPU: the backend's sparse ops run
-// it); an FFN split between tiers or streamed from disk is refused. Immutable after
-// construction; sessions share it.
+// it); an FFN split between tiers or streamed from disk is refused. Optionally TEAL (Liu et al.
+// 2024) on the FFN input too: the normed input's values below a per-layer threshold are set to
+// zero before gate and up, in decode and batches alike. Immutable after construction; sessions
+// share it.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,10 @@ struct SparsityOptions {
     double sparsity = -1;    // skipped fraction S in [0, 1); < 0: off (dense)
     std::string stats_path;  // empty: default_stats_path(model)
     GgmlType down_type = GgmlType::Q8_0;  // the neuron-major ffn_down copy
+    // TEAL on the FFN input (--input-sparsity): this fraction of the normed input's values, the
+    // smallest by magnitude (per-layer thresholds from the stats), is set to zero before gate
+    // and up. 0: off. It measures the method's quality; decode still reads every gate byte.
+    double input_sparsity = 0;
     // --predictors: trained predictors (ffn_predictors.h) choose which gate rows a CPU FFN's
     // decode reads; predictor_path empty: default_predictor_path(the stats path).
     bool predictors = false;
@@ -58,13 +64,18 @@ class SparseFfn {
     // ArgumentError: sparsity outside [0, 1). UnsupportedError: an FFN that is not gated, or
     // one not whole on one backend with the sparse ops. BudgetError: no room for the copy. FormatError: a profile whose layers do
     // not match the model.
+    // input_sparsity: TEAL on the FFN input (SparsityOptions); ArgumentError outside [0, 1),
+    // UnsupportedError for an FFN on a backend without the input mask (a GPU, for now).
     SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity,
-              GgmlType down_type = GgmlType::Q8_0);
+              GgmlType down_type = GgmlType::Q8_0, double input_sparsity = 0);
 
     double sparsity() const { return sparsity_; }
     GgmlType down_type() const { return down_type_; }
     int n_layer() const { return static_cast<int>(layers_.size()); }
     float threshold(int il) const { return layers_.at(static_cast<size_t>(il)).threshold; }
+    double input_sparsity() const { return input_sparsity_; }
+    // Layer il's |x| threshold for the FFN input, or < 0 when input sparsity is off.
+    float input_threshold(int il) const { return layers_.at(static_cast<size_t>(il)).input_threshold; }
     // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in the FFN's memory.
     const Tensor& down_t(int il) const { return layers_.at(static_cast<size_t>(il)).down_t; }
     uint64_t down_t_bytes() const { return down_t_bytes_; }
@@ -81,6 +92,7 @@ class SparseFfn {
   private:
     struct Layer {
         float threshold = 0;
+        float input_threshold = -1;
         bool runs_predictor = false;  // the FFN's backend has predicted_ffn
         Tensor down_t;
         Buffer buffer;
@@ -88,6 +100,7 @@ class SparseFfn {
     void make_layer_copy(Backend& backend, const Tensor& down, int il, Layer& s);
     double sparsity_;
     GgmlType down_type_;
+    double input_sparsity_;
     std::vector<Layer> layers_;
     uint64_t down_t_bytes_ = 0;
     uint64_t device_bytes_ = 0;

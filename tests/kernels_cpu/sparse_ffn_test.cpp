@@ -228,6 +228,29 @@ TEST(PredictedSparseFfn, RefusesBadCandidates) {
     EXPECT_THROW(predicted_sparse_gated_ffn(two_tokens, y2.t, 1), ArgumentError);
 }
 
+// TEAL's input mask: the values at or below the threshold become zero, the others stay bit for
+// bit, and the count is of those kept; rows beyond one and thread counts change nothing.
+TEST(MaskSmallValues, ZeroesWhatIsAtOrBelowTheThresholdAndCountsTheRest) {
+    for (int n_threads : {1, 3}) {
+        HostTensor x = random_f32({1000, 70});
+        x.f32()[5] = 0.25f;  // exactly at the threshold: zeroed
+        x.f32()[6] = -0.25f;
+        const std::vector<float> before(x.f32(), x.f32() + 70000);
+        const int64_t kept = mask_small_values(x.t, 0.25f, n_threads);
+        int64_t expect_kept = 0;
+        for (size_t i = 0; i < before.size(); ++i) {
+            const bool on = std::fabs(before[i]) > 0.25f;
+            expect_kept += on;
+            ASSERT_EQ(x.f32()[i], on ? before[i] : 0.0f) << "element " << i;
+        }
+        EXPECT_EQ(kept, expect_kept);
+        EXPECT_GT(kept, 0);
+        EXPECT_LT(kept, 70000);
+    }
+    HostTensor x = random_f32({64, 2});
+    EXPECT_EQ(mask_small_values(x.t, -1.0f, 1), 128);  // a negative threshold keeps every value
+}
+
 TEST(SparseFfn, RefusesMismatchedShapes) {
     const HostTensor up = random_weights(GgmlType::Q8_0, 64, 96);
     const HostTensor down_t = random_weights(GgmlType::Q8_0, 64, 95);

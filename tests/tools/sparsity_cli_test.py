@@ -4,7 +4,7 @@ versioned JSON with the model's fingerprint and the model file is not modified; 
 (perplexity, run -v, bench --json) and reports the achieved sparsity; bad input gives one clear
 error line: S outside [0, 1) and missing stats name `strata profile`, stats of another model
 name both files; placements keep each FFN whole; trained predictors are written beside the
-stats and read by --predictors.
+stats and read by --predictors; --input-sparsity (TEAL on the FFN input) reports what it zeroed.
 
 usage: sparsity_cli_test.py --strata BUILD/bin/strata"""
 import hashlib
@@ -84,6 +84,7 @@ def main():
             expect(False, f"bench --gpu fake --sparsity: {err}")
         check_whole_ffns(strata, a, stats)
         check_predictors(strata, a, text, stats, common)
+        check_input_sparsity(strata, a, stats, common)
     return finish()
 
 
@@ -131,6 +132,28 @@ def check_predictors(strata, a, text, stats, common):
     expect_error(strata, ["profile", "-m", a, "-f", text, "-c", "64", "--predictor-rank", "8"], "--train-predictors")
     expect_error(strata, ["profile", "-m", a, "-f", text, "-c", "64", "--train-predictors", "--predictor-sparsity", "1.5"],
                  "[0, 1)")
+
+
+def check_input_sparsity(strata, a, stats, common):
+    """TEAL on the FFN input (--input-sparsity): perplexity reports the zeroed share it achieved,
+    near the target; it changes the result; bad uses are one line each."""
+    def ppl(out):
+        m = re.search(r"PPL = ([0-9.]+)", out)
+        return float(m.group(1)) if m else None
+    rc, out, err = run(strata, "perplexity", "-m", a, *common, "--sparsity", "0", "--stats", stats)
+    expect(rc == 0, f"perplexity --sparsity 0: {err}")
+    base = ppl(out)
+    rc, out, err = run(strata, "perplexity", "-m", a, *common, "--sparsity", "0", "--input-sparsity", "0.5",
+                       "--stats", stats)
+    m = re.search(r"input sparsity: target 0.500, achieved ([0-9.]+)", out)
+    expect(rc == 0 and m is not None and abs(float(m.group(1)) - 0.5) < 0.1, f"perplexity --input-sparsity: {out} {err}")
+    expect(ppl(out) is not None and base is not None and ppl(out) != base, f"--input-sparsity 0.5 changed nothing: {out}")
+    run_args = ["run", "-m", a, "-p", "In the beginning", "-n", "2", "-t", "1"]
+    expect_error(strata, [*run_args, "--gpu", "none", "--input-sparsity", "0.3"], "--input-sparsity", "--sparsity")
+    expect_error(strata, [*run_args, "--gpu", "none", "--sparsity", "0.3", "--input-sparsity", "1"], "[0, 1)")
+    # A GPU has no input mask yet: refused by name, not run dense.
+    expect_error(strata, [*run_args, "--gpu", "fake", "--gpu-mem", "1G", "--sparsity", "0.3", "--input-sparsity", "0.3",
+                          "--stats", stats], "--input-sparsity", "fake")
 
 
 if __name__ == "__main__":

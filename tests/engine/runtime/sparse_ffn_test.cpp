@@ -158,6 +158,33 @@ TEST_P(SparseFfnTest, DecodeMatchesBatchesWithTheSameMask) {
     EXPECT_GT(rel_max_diff(last_logits(placed, nullptr, prompt, 12), batch), 5e-2);
 }
 
+// TEAL on the FFN input: the calibrated thresholds zero the target share of the input's values
+// on the calibration tokens, decode and batches compute one function, and the mask changes it.
+TEST_P(SparseFfnTest, InputSparsityZeroesItsShareInDecodeAndBatches) {
+    const PlacedModel placed(*model_, cpu_f32_);
+    const std::vector<int32_t> calib(calib_.begin(), calib_.begin() + 32);
+    for (double s_in : {0.25, 0.5}) {
+        const SparseFfn sparse(placed, profile_, 0.0, GgmlType::F32, s_in);
+        SessionParams params;
+        params.n_ctx = 128;
+        params.n_batch = 32;
+        params.sparse = &sparse;
+        Session session(placed, params);
+        session.feed(calib);
+        uint64_t inputs = 0, kept = 0;
+        for (const auto& c : session.program().sparsity_counts()) inputs += c.inputs, kept += c.inputs_kept;
+        ASSERT_EQ(inputs, static_cast<uint64_t>(32 * model_->config().n_embd * model_->config().n_layer));
+        EXPECT_NEAR(1.0 - static_cast<double>(kept) / static_cast<double>(inputs), s_in, 0.05) << "S_in = " << s_in;
+    }
+    const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
+    const SparseFfn masked(placed, profile_, 0.0, GgmlType::F32, 0.5);
+    const SparseFfn unmasked(placed, profile_, 0.0, GgmlType::F32);
+    const std::vector<float> decode = last_logits(placed, &masked, prompt, 1);
+    const std::vector<float> batch = last_logits(placed, &masked, prompt, 12);
+    EXPECT_LT(rel_max_diff(decode, batch), 1e-4);  // no threshold on act(gate) to fall either side of
+    EXPECT_GT(rel_max_diff(last_logits(placed, &unmasked, prompt, 12), batch), 5e-2);
+}
+
 // The FFN on the (fake) GPU: the copy and the counts live in its memory, the counts are read
 // back from there, and the result is the CPU placement's.
 TEST_P(SparseFfnTest, RunsOnTheGpuWithTheCopyAndTheCountsInItsMemory) {
@@ -314,6 +341,8 @@ TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
     const PlacedModel placed(ma, cpu);
     EXPECT_THROW(SparseFfn(placed, profile, 1.0), ArgumentError);
     EXPECT_THROW(SparseFfn(placed, profile, -0.1), ArgumentError);
+    EXPECT_THROW(SparseFfn(placed, profile, 0.5, GgmlType::Q8_0, 1.0), ArgumentError);
+    EXPECT_THROW(SparseFfn(placed, profile, 0.5, GgmlType::Q8_0, -0.5), ArgumentError);
     SparsityOptions so;
     so.sparsity = 0.5;
     so.stats_path = a.path() + ".missing.stats";
@@ -327,6 +356,12 @@ TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
     const uint64_t weights = static_cast<uint64_t>(ma.file().shard(0).size()) + (4ull << 20);
     FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = weights, .n_threads = 1});
     const PlacedModel on_gpu(ma, fake);
+    try {  // a GPU has no input mask yet: refused by name, never run without it
+        SparseFfn s(on_gpu, profile, 0.5, GgmlType::Q8_0, 0.25);
+        FAIL() << "--input-sparsity accepted for FFNs on a GPU";
+    } catch (const UnsupportedError& e) {
+        EXPECT_NE(std::string(e.what()).find("--input-sparsity"), std::string::npos) << e.what();
+    }
     Buffer fill = fake.allocate(fake.memory().free_bytes - 1024, "the rest");
     try {
         SparseFfn s(on_gpu, profile, 0.5);
