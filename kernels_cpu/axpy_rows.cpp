@@ -1,8 +1,10 @@
 // y += Σ c·(row segment) over up to four rows (sparse_rows.h), per kernel variant: the sparse
 // accumulate of ffn_down's neuron-major rows, Q8_0 (8.5 bits per weight) or Q4_0 (4.5). Each
 // element adds (c·d)·q of each row in turn in f32 (one FMA on the SIMD paths, a multiply and an
-// add in the scalar one), so variants differ by one rounding per row at most. One template per
-// variant; a block type says how its 32 quants unpack to signed bytes.
+// add in the scalar one), so variants differ by one rounding per row at most; the AVX-512 Q4_0
+// kernel for four rows adds (c·d)·(q + 8) and takes 8·Σ c·d off once (a few roundings per group
+// of rows; the tests bound every variant against a double reference). One template per variant;
+// a block type says how its 32 quants unpack to signed bytes.
 #include <cstring>
 
 #include "kernels_cpu/sparse_rows.h"
