@@ -1,8 +1,8 @@
 // y += Σ c·(row segment) over up to four rows (sparse_rows.h), per kernel variant: the sparse
 // accumulate of ffn_down's neuron-major rows, Q8_0 (8.5 bits per weight) or Q4_0 (4.5). Each
 // element adds (c·d)·q of each row in turn in f32 (one FMA on the SIMD paths, a multiply and an
-// add in the scalar one), so variants differ by one rounding per row at most; the AVX-512 Q4_0
-// kernel for four rows adds (c·d)·(q + 8) and takes 8·Σ c·d off once (a few roundings per group
+// add in the scalar one), so variants differ by one rounding per row at most; the AVX2 and
+// AVX-512 Q4_0 kernels for four rows add (c·d)·(q + 8) and take 8·Σ c·d off once (a few roundings per group
 // of rows; the tests bound every variant against a double reference). One template per variant;
 // a block type says how its 32 quants unpack to signed bytes.
 #include <cstring>
@@ -116,6 +116,56 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))) void axpy_avx512(
     }
 }
 
+// The four rows' c·d (lanes 0..3) from the blocks' f16 scales, and 8·Σ c·d.
+__attribute__((target("avx2,f16c"), always_inline)) inline __m128 q4_scales(const BlockQ4_0* const* blocks,
+                                                                           __m128 coef, float& bias) {
+    __m128i dh = _mm_cvtsi32_si128(blocks[0]->d);
+    dh = _mm_insert_epi16(dh, blocks[1]->d, 1);
+    dh = _mm_insert_epi16(dh, blocks[2]->d, 2);
+    dh = _mm_insert_epi16(dh, blocks[3]->d, 3);
+    const __m128 s = _mm_mul_ps(_mm_cvtph_ps(dh), coef);
+    __m128 sum = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    sum = _mm_add_ss(sum, _mm_shuffle_ps(sum, sum, 1));
+    bias = 8.0f * _mm_cvtss_f32(sum);
+    return s;
+}
+
+// The AVX2 twin of axpy4_avx512_q4 below: eight lanes, so a row's 32 nibbles are widened from
+// two 8-byte halves, each giving its low nibbles (elements j) and its high ones (j + 16).
+__attribute__((target("avx2,fma,f16c"))) void axpy4_avx2_q4(const uint8_t* const* rows, const float* c, int n_rows,
+                                                            int64_t n_blocks, float* y, const uint8_t* const* next) {
+    if (n_rows != 4) {
+        axpy_avx2<Q4Rows>(rows, c, n_rows, n_blocks, y, next);
+        return;
+    }
+    const BlockQ4_0* base[4] = {reinterpret_cast<const BlockQ4_0*>(rows[0]), reinterpret_cast<const BlockQ4_0*>(rows[1]),
+                                reinterpret_cast<const BlockQ4_0*>(rows[2]), reinterpret_cast<const BlockQ4_0*>(rows[3])};
+    const __m128 coef = _mm_loadu_ps(c);
+    const __m256i low4 = _mm256_set1_epi32(0xF);
+    for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
+        prefetch_block<Q4Rows>(next, 4, i);
+        const BlockQ4_0* blocks[4] = {base[0] + i, base[1] + i, base[2] + i, base[3] + i};
+        float bias = 0;
+        const __m128 s = q4_scales(blocks, coef, bias);
+        alignas(16) float sc[4];
+        _mm_store_ps(sc, s);
+        __m256 acc[4] = {_mm256_loadu_ps(y), _mm256_loadu_ps(y + 8), _mm256_loadu_ps(y + 16), _mm256_loadu_ps(y + 24)};
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+            const __m256 d = _mm256_set1_ps(sc[r]);
+            __m128i raw;
+            std::memcpy(&raw, blocks[r]->qs, 16);
+            const __m256i q0 = _mm256_cvtepu8_epi32(raw), q1 = _mm256_cvtepu8_epi32(_mm_srli_si128(raw, 8));
+            acc[0] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(q0, low4)), acc[0]);
+            acc[1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(q1, low4)), acc[1]);
+            acc[2] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(q0, 4)), acc[2]);
+            acc[3] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(q1, 4)), acc[3]);
+        }
+        const __m256 vb = _mm256_set1_ps(bias);
+        for (int j = 0; j < 4; ++j) _mm256_storeu_ps(y + 8 * j, _mm256_sub_ps(acc[j], vb));
+    }
+}
+
 // Q4_0, four rows (every call but a group's last): each element adds c·d·q with q the unsigned
 // nibble (0..15), and 8·Σ c·d is taken off the block once, so a row costs one widening load, a
 // mask, a shift, two converts and two FMAs per block (the sign-extending unpack above takes
@@ -137,16 +187,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))) void axpy4_avx512
     const __m512i low4 = _mm512_set1_epi32(0xF);
     for (int64_t i = 0; i < n_blocks; ++i, y += 32) {
         prefetch_block<Q4Rows>(next, 4, i);
-        __m128i dh = _mm_cvtsi32_si128(b0[i].d);
-        dh = _mm_insert_epi16(dh, b1[i].d, 1);
-        dh = _mm_insert_epi16(dh, b2[i].d, 2);
-        dh = _mm_insert_epi16(dh, b3[i].d, 3);
-        const __m128 s = _mm_mul_ps(_mm_cvtph_ps(dh), coef);  // c·d of the four rows
-        __m128 sum = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        sum = _mm_add_ss(sum, _mm_shuffle_ps(sum, sum, 1));
-        const __m512 bias = _mm512_set1_ps(8.0f * _mm_cvtss_f32(sum));
-        const __m512 s4 = _mm512_broadcast_f32x4(s);
         const BlockQ4_0* blocks[4] = {b0 + i, b1 + i, b2 + i, b3 + i};
+        float sum = 0;
+        const __m128 s = q4_scales(blocks, coef, sum);  // c·d of the four rows
+        const __m512 bias = _mm512_set1_ps(sum);
+        const __m512 s4 = _mm512_broadcast_f32x4(s);
         __m512 lo = _mm512_loadu_ps(y), hi = _mm512_loadu_ps(y + 16);
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
@@ -184,6 +229,7 @@ AxpyFn find_axpy(GgmlType type, KernelVariant v) {
     if (type == GgmlType::Q4_0) {
 #if defined(__x86_64__)
         if (v == KernelVariant::Avx512 && kernel_variant_supported(v)) return axpy4_avx512_q4;
+        if (v == KernelVariant::Avx2 && kernel_variant_supported(v)) return axpy4_avx2_q4;
 #endif
         return find_for<Q4Rows>(v);
     }

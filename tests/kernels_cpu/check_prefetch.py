@@ -21,6 +21,7 @@ REQUIRED = [
     (r"strata::cpu::\(anonymous namespace\)::axpy_avx2<", "all"),
     (r"strata::cpu::\(anonymous namespace\)::axpy_avx512<", "all"),
     (r"strata::cpu::\(anonymous namespace\)::axpy4_avx512_q4\(", "all"),
+    (r"strata::cpu::\(anonymous namespace\)::axpy4_avx2_q4\(", "all"),
 ]
 
 
