@@ -118,9 +118,15 @@ class LayerProgram {
         // With input sparsity (TEAL): the FFN input values seen and those kept (not zeroed).
         uint64_t inputs = 0;
         uint64_t inputs_kept = 0;
+        void add(const SparsityCount& o) {
+            evaluated += o.evaluated, active += o.active, predicted += o.predicted, candidates += o.candidates;
+            inputs += o.inputs, inputs_kept += o.inputs_kept;
+        }
     };
     // Host counts plus those a GPU keeps on the device (read back: not while a graph records).
     const std::vector<SparsityCount>& sparsity_counts() const;
+    // The per-layer counts summed (one read of sparsity_counts()).
+    SparsityCount sparsity_total() const;
     void reset_sparsity_counts();
 
     // A calibration hook (activation_observer.h), or null; it must outlive the program's use.

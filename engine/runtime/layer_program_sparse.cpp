@@ -62,6 +62,12 @@ const std::vector<LayerProgram::SparsityCount>& LayerProgram::sparsity_counts() 
     return sparsity_view_;
 }
 
+LayerProgram::SparsityCount LayerProgram::sparsity_total() const {
+    SparsityCount t;
+    for (const SparsityCount& c : sparsity_counts()) t.add(c);
+    return t;
+}
+
 void LayerProgram::observe(int il, ActivationSite site, const Tensor& t) const {
     if (observer_ != nullptr) observer_->observe(il, site, t);
 }

@@ -64,16 +64,6 @@ int64_t count_chunks(const PerplexityParams& params, int64_t n_tokens) {
     return params.max_chunks > 0 ? std::min(n_chunks, params.max_chunks) : n_chunks;
 }
 
-// The share of FFN neurons the sparse program skipped; `none` when it evaluated none.
-double achieved_sparsity(const LayerProgram& program, double none) {
-    uint64_t evaluated = 0, active = 0;
-    for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) {
-        evaluated += c.evaluated;
-        active += c.active;
-    }
-    return evaluated > 0 ? 1.0 - static_cast<double>(active) / static_cast<double>(evaluated) : none;
-}
-
 }  // namespace
 
 PerplexityResult perplexity(const Model& model, Backend& backend, std::span<const TokenId> tokens,
@@ -156,13 +146,11 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     result.n_scored = count;
     if (dense) result.top1_agreement = static_cast<double>(agree) / static_cast<double>(count);
     if (params.sparse != nullptr) {
-        result.achieved_sparsity = achieved_sparsity(program, result.achieved_sparsity);
-        uint64_t predicted = 0, candidates = 0;
-        for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) predicted += c.predicted, candidates += c.candidates;
-        if (predicted > 0) result.gate_rows_read = static_cast<double>(candidates) / static_cast<double>(predicted);
-        uint64_t inputs = 0, kept = 0;
-        for (const LayerProgram::SparsityCount& c : program.sparsity_counts()) inputs += c.inputs, kept += c.inputs_kept;
-        if (inputs > 0) result.achieved_input_sparsity = 1.0 - static_cast<double>(kept) / static_cast<double>(inputs);
+        const LayerProgram::SparsityCount t = program.sparsity_total();
+        const auto share = [](uint64_t part, uint64_t whole) { return static_cast<double>(part) / static_cast<double>(whole); };
+        if (t.evaluated > 0) result.achieved_sparsity = 1.0 - share(t.active, t.evaluated);
+        if (t.predicted > 0) result.gate_rows_read = share(t.candidates, t.predicted);
+        if (t.inputs > 0) result.achieved_input_sparsity = 1.0 - share(t.inputs_kept, t.inputs);
     }
     result.ppl = std::exp(mean);
     result.ppl_error = var > 0 ? result.ppl * std::sqrt(var / static_cast<double>(count - 1)) : 0.0;

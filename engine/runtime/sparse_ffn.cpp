@@ -237,29 +237,27 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
         << type_traits(sparse.down_type()).name << " copy " << format_bytes(sparse.down_t_bytes());
     if (sparse.input_sparsity() > 0) out << "; FFN input: " << fixed(sparse.input_sparsity(), 3) << " of its values zeroed (TEAL)";
     out << "\n";
-    if (program == nullptr || program->sparsity_counts().empty()) return out.str();
-    uint64_t evaluated = 0, active = 0, predicted = 0, candidates = 0;
+    if (program == nullptr) return out.str();
+    const std::vector<LayerProgram::SparsityCount>& counts = program->sparsity_counts();  // one read (a GPU copies)
+    if (counts.empty()) return out.str();
+    const auto skipped = [](uint64_t kept, uint64_t seen) {
+        return seen > 0 ? fixed(1.0 - static_cast<double>(kept) / static_cast<double>(seen), 3) : std::string("-");
+    };
+    LayerProgram::SparsityCount total;
     out << "sparsity achieved per layer (skipped fraction):";
-    for (const LayerProgram::SparsityCount& c : program->sparsity_counts()) {
-        evaluated += c.evaluated;
-        active += c.active;
-        predicted += c.predicted;
-        candidates += c.candidates;
-        out << " " << (c.evaluated > 0 ? fixed(1.0 - static_cast<double>(c.active) / static_cast<double>(c.evaluated), 3) : "-");
+    for (const LayerProgram::SparsityCount& c : counts) {
+        total.add(c);
+        out << " " << skipped(c.active, c.evaluated);
     }
-    out << " | all layers " << (evaluated > 0 ? fixed(1.0 - static_cast<double>(active) / static_cast<double>(evaluated), 3) : "-")
-        << "\n";
+    out << " | all layers " << skipped(total.active, total.evaluated) << "\n";
     if (sparse.input_sparsity() > 0) {
-        uint64_t inputs = 0, kept = 0;
-        for (const LayerProgram::SparsityCount& c : program->sparsity_counts()) inputs += c.inputs, kept += c.inputs_kept;
-        out << "FFN input values zeroed, all layers: "
-            << (inputs > 0 ? fixed(1.0 - static_cast<double>(kept) / static_cast<double>(inputs), 3) : "-") << "\n";
+        out << "FFN input values zeroed, all layers: " << skipped(total.inputs_kept, total.inputs) << "\n";
     }
     if (const FfnPredictors* p = sparse.predictors()) {
         out << "predictors: rank " << (p->layers.empty() ? 0 : p->layers.front().rank) << ", "
             << format_bytes(p->bytes()) << " f32, trained for held-out recall " << fixed(p->target_recall, 3);
-        if (predicted > 0) {
-            out << "; gate rows read " << fixed(static_cast<double>(candidates) / static_cast<double>(predicted), 3)
+        if (total.predicted > 0) {
+            out << "; gate rows read " << fixed(static_cast<double>(total.candidates) / static_cast<double>(total.predicted), 3)
                 << " of the predicted tokens' neurons";
         }
         out << "\n";
