@@ -18,6 +18,7 @@ FakeDeviceBackend::FakeDeviceBackend(const FakeDeviceOptions& options)
     capabilities_.device_name = "fake-gpu";
     capabilities_.weight_types = cpu_.capabilities().weight_types;
     capabilities_.sparse_ffn = true;
+    capabilities_.sparse_activation = true;  // as CUDA's
     capabilities_.expert_ffn = true;  // as CUDA's
     capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // as CUDA's: budgets tested here hold there
     capabilities_.step_graphs = options.step_graphs;
@@ -254,6 +255,24 @@ int64_t FakeDeviceBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y
     host.up = &up;
     host.down_t = &down_t;
     return cpu_.sparse_gated_ffn(host, yi);
+}
+
+int64_t FakeDeviceBackend::sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) {
+    const char* op = "sparse_gated_activation";
+    not_recorded(op);
+    if (!args.gate || !args.x || !args.up) throw ArgumentError(cat(op, ": gate, x or up is null"));
+    if (args.counts != nullptr && !owns(args.counts, 2 * sizeof(uint64_t))) {
+        throw ArgumentError(cat(op, ": counts must be two u64 in the fake device's memory"));
+    }
+    const Tensor gate = inner(*args.gate, op), x = inner(*args.x, op), up = inner(*args.up, op);
+    Tensor hi = inner(h, op);
+    scratch(sparse_, sparse_scratch_layout(gate.ne[0], 0).total, "sparse FFN scratch");
+    if (cpu_.quantize_activations()) matmul_scratch(up, 1);  // as its matmul: the q8 x of decode
+    SparseFfnArgs host = args;
+    host.gate = &gate;
+    host.x = &x;
+    host.up = &up;
+    return cpu_.sparse_gated_activation(host, hi);
 }
 
 void FakeDeviceBackend::expert_ffn(const ExpertFfnArgs& args, Tensor& y) {

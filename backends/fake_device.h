@@ -78,6 +78,7 @@ class FakeDeviceBackend : public Backend {
     int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
+    int64_t sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) override;
     void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
     // As CUDA's rule: quantized matrices, one type and width per matrix across the experts,
     // whole 32-blocks, at most kCudaRouteMaxExperts experts. Recorded in step graphs.

@@ -16,6 +16,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options)
     capabilities_.device_name = cpu_model_name();
     capabilities_.weight_types = reference_weight_types();
     capabilities_.sparse_ffn = true;
+    capabilities_.sparse_activation = true;
     capabilities_.predicted_ffn = true;
     capabilities_.input_mask = true;
     capabilities_.expert_ffn = true;
@@ -111,6 +112,11 @@ void CpuBackend::routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) {
 int64_t CpuBackend::mask_small_values(Tensor& x, float threshold) {
     const CpuOpScope timed(times_, "mask_small_values");
     return cpu::mask_small_values(x, threshold, n_threads_);
+}
+
+int64_t CpuBackend::sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) {
+    const CpuOpScope timed(times_, "sparse_gated_activation");
+    return cpu::sparse_gated_activation(args, h, n_threads_, options_.quantize_activations);
 }
 
 int64_t CpuBackend::predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) {

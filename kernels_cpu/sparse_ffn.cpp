@@ -1,7 +1,8 @@
 // The ops of activation sparsity on the CPU (CATS): the thresholded gated activation of a
 // batch (the dense products with the sparse model's function), the input mask (TEAL on the FFN's
 // input), and the sparse FFN of decode,
-// which reads only the active rows of ffn_up and of the neuron-major ffn_down (sparse_rows.h),
+// which reads only the active rows of ffn_up and of the neuron-major ffn_down (sparse_rows.h), or
+// of ffn_up alone (sparse_gated_activation: the caller reads ffn_down whole),
 // and the same with a trained predictor, which reads only its candidates' rows of ffn_gate.
 #include <algorithm>
 #include <cmath>
@@ -46,18 +47,41 @@ int64_t compact_active(const float* a, int64_t n, float threshold, const int32_t
     return m;
 }
 
-// The active neurons' second half: h[j] *= up_{rows[j]} · x (the active rows of up), then
-// y = Σ_j h[j] · down_t[rows[j]]. upx: scratch of m floats.
-void up_and_down(const Tensor& up, const Tensor& down_t, const float* x, const int32_t* rows, int64_t m, float* h,
-                 float* upx, float* y, int n_threads, bool quantize_activations) {
-    CpuOpTimes* const times = CpuOpTimes::from_environment();
+// h[j] *= up_{rows[j]} · x: the active rows of up times the activations. upx: scratch of m floats.
+void times_active_up(const Tensor& up, const float* x, const int32_t* rows, int64_t m, float* h, float* upx,
+                     int n_threads, bool quantize_activations) {
     {
-        const CpuOpScope timed(times, "sparse: gather", type_traits(up.type).name);
+        const CpuOpScope timed(CpuOpTimes::from_environment(), "sparse: gather", type_traits(up.type).name);
         gather_matvec(up, x, rows, m, upx, n_threads, quantize_activations);
     }
     for (int64_t j = 0; j < m; ++j) h[j] *= upx[j];
-    const CpuOpScope timed(times, "sparse: accumulate", type_traits(down_t.type).name);
+}
+
+// Token t's active neurons: act(gate) into scratch, their ids into rows and act·(up·x) into h
+// (both of n_ff floats' room). Returns how many.
+int64_t active_neurons(const SparseFfnArgs& args, ActMulFn act_mul, int64_t t, int32_t* rows, float* scratch,
+                       float* h, int n_threads, bool quantize_activations) {
+    const int64_t n_ff = args.gate->ne[0];
+    int64_t m = 0;
+    {
+        const CpuOpScope timed(CpuOpTimes::from_environment(), "sparse: activation and mask");
+        activation(act_mul, f32_row(*args.gate, t), scratch, n_ff);
+        m = compact_active(scratch, n_ff, args.threshold, nullptr, rows, h);
+    }
+    times_active_up(*args.up, f32_row(*args.x, t), rows, m, h, scratch, n_threads, quantize_activations);
+    return m;
+}
+
+// y += Σ_j h[j] · down_t[rows[j]].
+void accumulate_active(const Tensor& down_t, const float* h, const int32_t* rows, int64_t m, float* y, int n_threads) {
+    const CpuOpScope timed(CpuOpTimes::from_environment(), "sparse: accumulate", type_traits(down_t.type).name);
     accumulate_rows(down_t, h, rows, m, y, n_threads);
+}
+
+void add_counts(const SparseFfnArgs& args, int64_t evaluated, int64_t active) {
+    if (args.counts == nullptr) return;
+    args.counts[0] += static_cast<uint64_t>(evaluated);
+    args.counts[1] += static_cast<uint64_t>(active);
 }
 
 }  // namespace
@@ -96,33 +120,49 @@ int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activ
 int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations) {
     const char* op = "sparse_gated_ffn";
     check_sparse_ffn_shapes(op, args, y, 1);
-    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
+    const Tensor &gate = *args.gate, &down_t = *args.down_t;
     check_f32(op, "gate", gate);
-    check_f32(op, "x", x);
+    check_f32(op, "x", *args.x);
     check_f32(op, "y", y);
-    check_dequantizable(op, "up", up);
+    check_dequantizable(op, "up", *args.up);
     check_dequantizable(op, "down_t", down_t);
-    const int64_t n_ff = gate.ne[0], n = x.n_rows();
+    const int64_t n_ff = gate.ne[0], n = args.x->n_rows();
     const ActMulFn act_mul = gated_act_mul(args.act, op);
     std::vector<float>& a = thread_buffer(static_cast<size_t>(2 * n_ff));  // act(gate), then the kept values
     std::vector<int32_t> rows(static_cast<size_t>(n_ff));
     int64_t total = 0;
     for (int64_t t = 0; t < n; ++t) {
-        float* act_t = a.data();
         float* h = a.data() + n_ff;
-        int64_t m = 0;
-        {
-            const CpuOpScope timed(CpuOpTimes::from_environment(), "sparse: activation and mask");
-            activation(act_mul, f32_row(gate, t), act_t, n_ff);
-            m = compact_active(act_t, n_ff, args.threshold, nullptr, rows.data(), h);
-        }
-        up_and_down(up, down_t, f32_row(x, t), rows.data(), m, h, act_t, f32_row(y, t), n_threads, quantize_activations);
+        const int64_t m = active_neurons(args, act_mul, t, rows.data(), a.data(), h, n_threads, quantize_activations);
+        accumulate_active(down_t, h, rows.data(), m, f32_row(y, t), n_threads);
         total += m;
     }
-    if (args.counts != nullptr) {
-        args.counts[0] += static_cast<uint64_t>(n_ff * n);
-        args.counts[1] += static_cast<uint64_t>(total);
+    add_counts(args, n_ff * n, total);
+    return total;
+}
+
+int64_t sparse_gated_activation(const SparseFfnArgs& args, Tensor& h, int n_threads, bool quantize_activations) {
+    const char* op = "sparse_gated_activation";
+    check_sparse_activation_shapes(op, args, h);
+    check_f32(op, "gate", *args.gate);
+    check_f32(op, "x", *args.x);
+    check_f32(op, "h", h);
+    check_dequantizable(op, "up", *args.up);
+    const int64_t n_ff = args.gate->ne[0], n = args.x->n_rows();
+    const ActMulFn act_mul = gated_act_mul(args.act, op);
+    std::vector<float>& a = thread_buffer(static_cast<size_t>(2 * n_ff));
+    std::vector<int32_t> rows(static_cast<size_t>(n_ff));
+    int64_t total = 0;
+    for (int64_t t = 0; t < n; ++t) {
+        const float* kept = a.data() + n_ff;
+        const int64_t m = active_neurons(args, act_mul, t, rows.data(), a.data(), a.data() + n_ff, n_threads,
+                                         quantize_activations);
+        float* out = f32_row(h, t);
+        std::fill(out, out + n_ff, 0.0f);
+        for (int64_t j = 0; j < m; ++j) out[rows[static_cast<size_t>(j)]] = kept[j];
+        total += m;
     }
+    add_counts(args, n_ff * n, total);
     return total;
 }
 
@@ -185,7 +225,8 @@ int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y, int 
     gather_matvec(*args.gate, x, args.candidates, nc, g, n_threads, quantize_activations);
     activation(act_mul, g, g, nc);
     const int64_t m = compact_active(g, nc, args.threshold, args.candidates, rows.data(), h);
-    up_and_down(*args.up, *args.down_t, x, rows.data(), m, h, g, f32_row(y, 0), n_threads, quantize_activations);
+    times_active_up(*args.up, x, rows.data(), m, h, g, n_threads, quantize_activations);
+    accumulate_active(*args.down_t, h, rows.data(), m, f32_row(y, 0), n_threads);
     if (args.counts != nullptr) {
         args.counts[0] += static_cast<uint64_t>(n_ff);
         args.counts[1] += static_cast<uint64_t>(m);

@@ -64,10 +64,29 @@ int64_t CudaBackend::thresholded_gated_activation(const Tensor& gate, const Tens
     return static_cast<int64_t>(read_kept(s, counts, op));
 }
 
-int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
-    const char* op = "sparse_gated_ffn";
-    check_sparse_args(args, y);
-    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up, &down_t = *args.down_t;
+// The masked activations of token t into h (device, n_ff floats): act(gate) where active, else 0
+// (mask: its bits), then h *= up·x over the active rows only.
+void CudaBackend::masked_up(const SparseFfnArgs& args, int64_t t, float* h, uint32_t* mask, uint64_t* counts) {
+    Impl& s = *impl_;
+    const Tensor &x = *args.x, &up = *args.up;
+    const int64_t n_ff = args.gate->ne[0], n_embd = x.ne[0];
+    const Tensor x_t = x.rows(t, 1);
+    sparse_mask(SparseMaskLaunch{f32_view(args.gate->rows(t, 1)).row(0), h, mask, n_ff, args.act, args.threshold, counts},
+                s.stream);
+    if (s.options.quantize_activations && gemv_q8_supported(up.type)) {
+        // x was quantized by the op before (the FFN norm or the gate's product), as matmul reuses it.
+        const Impl::Q8Scratch q = s.quantized(x_t);
+        gemv_q8_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, q.xq, q.xds, mask, h,
+                       s.stream);
+    } else {
+        gemv_float_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, f32_view(x_t), mask, h,
+                          s.stream);
+    }
+}
+
+// The counts the op adds to: the caller's (device memory) or the scratch's, zeroed; a graph
+// being recorded needs the caller's (reading the scratch's waits for the device).
+uint64_t* CudaBackend::sparse_counts(const SparseFfnArgs& args, uint8_t* scratch, const char* op) {
     Impl& s = *impl_;
     if (args.counts != nullptr && !s.arena->owns(args.counts, 2 * sizeof(uint64_t))) {
         throw ArgumentError(cat(op, ": counts must be two u64 in this backend's memory"));
@@ -75,28 +94,26 @@ int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
     if (args.counts == nullptr && s.capturing) {
         throw UnsupportedError(cat(op, " without device counts waits for its count: not inside a graph"));
     }
+    if (args.counts != nullptr) return args.counts;
+    auto* counts = reinterpret_cast<uint64_t*>(scratch + sparse_scratch_layout(0, 0).counts);
+    CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(uint64_t), s.stream));
+    return counts;
+}
+
+int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
+    const char* op = "sparse_gated_ffn";
+    check_sparse_args(args, y);
+    const Tensor& down_t = *args.down_t;
+    Impl& s = *impl_;
     const OpScope timed = s.time_op(op);
-    const int64_t n_ff = gate.ne[0], n_embd = x.ne[0], n = x.n_rows();
+    const int64_t n_ff = args.gate->ne[0], n_embd = args.x->ne[0], n = args.x->n_rows();
     const SparseScratchLayout layout = sparse_scratch_layout(n_ff, n_embd);
     auto* buf = static_cast<uint8_t*>(s.scratch(s.sparse, layout.total, "sparse FFN scratch"));
-    uint64_t* counts = args.counts != nullptr ? args.counts : reinterpret_cast<uint64_t*>(buf + layout.counts);
-    if (args.counts == nullptr) CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * sizeof(uint64_t), s.stream));
+    uint64_t* counts = sparse_counts(args, buf, op);
     auto* h = reinterpret_cast<float*>(buf + layout.act);
     auto* mask = reinterpret_cast<uint32_t*>(buf + layout.mask);
-    const bool q8 = s.options.quantize_activations && gemv_q8_supported(up.type);
     for (int64_t t = 0; t < n; ++t) {
-        const Tensor x_t = x.rows(t, 1), y_t = y.rows(t, 1);
-        sparse_mask(SparseMaskLaunch{f32_view(gate.rows(t, 1)).row(0), h, mask, n_ff, args.act, args.threshold, counts},
-                    s.stream);
-        if (q8) {
-            // x was quantized by the op before (the FFN norm or the gate's product), as matmul reuses it.
-            const Impl::Q8Scratch q = s.quantized(x_t);
-            gemv_q8_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, q.xq, q.xds, mask, h,
-                           s.stream);
-        } else {
-            gemv_float_masked(up.type, static_cast<const uint8_t*>(up.data), up.nb[1], n_embd, n_ff, f32_view(x_t), mask,
-                              h, s.stream);
-        }
+        masked_up(args, t, h, mask, counts);
         SparseDownLaunch d;
         d.type = down_t.type;
         d.down_t = static_cast<const uint8_t*>(down_t.data);
@@ -106,10 +123,34 @@ int64_t CudaBackend::sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
         d.h = h;
         d.mask = mask;
         d.partial = reinterpret_cast<float*>(buf + layout.partial);
-        d.y = f32_view(y_t).row(0);
+        d.y = f32_view(y.rows(t, 1)).row(0);
         sparse_down(d, s.stream);
     }
     s.forget_quantized_x();  // y may hold the bytes of an x quantized before
+    if (args.counts != nullptr) return -1;
+    return static_cast<int64_t>(read_kept(s, counts, op));
+}
+
+int64_t CudaBackend::sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) {
+    const char* op = "sparse_gated_activation";
+    check_sparse_activation_shapes(op, args, h);
+    check_device_f32(op, "gate", *args.gate);
+    check_device_f32(op, "x", *args.x);
+    check_device_f32(op, "h", h);
+    check_device_rows(op, "up", *args.up);
+    if (!codec_supported(args.up->type)) {
+        throw UnsupportedError(cat(op, ": up ", type_traits(args.up->type).name, " is not supported on the CUDA backend"));
+    }
+    check_activation(op, args.act);
+    Impl& s = *impl_;
+    const OpScope timed = s.time_op(op);
+    const int64_t n_ff = args.gate->ne[0], n = args.x->n_rows();
+    const SparseScratchLayout layout = sparse_scratch_layout(n_ff, 0);
+    auto* buf = static_cast<uint8_t*>(s.scratch(s.sparse, layout.total, "sparse FFN scratch"));
+    uint64_t* counts = sparse_counts(args, buf, op);
+    auto* mask = reinterpret_cast<uint32_t*>(buf + layout.mask);
+    for (int64_t t = 0; t < n; ++t) masked_up(args, t, f32_view(h.rows(t, 1)).row(0), mask, counts);
+    s.forget_quantized_x();  // h may hold the bytes of an x quantized before
     if (args.counts != nullptr) return -1;
     return static_cast<int64_t>(read_kept(s, counts, op));
 }

@@ -156,6 +156,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
     capabilities_.graphs = true;
     capabilities_.step_graphs = true;
     capabilities_.sparse_ffn = true;
+    capabilities_.sparse_activation = true;
     capabilities_.expert_ffn = true;
     capabilities_.op_scratch_bytes = kDeviceOpScratchBytes;  // the runtime reserves it before placing weights
 }

@@ -124,6 +124,7 @@ class CudaBackend : public Backend {
     int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activation act, float threshold,
                                          Tensor& y) override;
     int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) override;
+    int64_t sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) override;
     void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
     // Experts on this device whose batched GEMVs take them all (expert_ffn's fast path), at most
     // kRouteMaxExperts (256); routing, experts and their sum in about six launches, no host wait.
@@ -149,6 +150,9 @@ class CudaBackend : public Backend {
     struct Impl;
 
   private:
+    // backend_sparse.cpp: one token's masked activations and up rows; the counts an op adds to.
+    void masked_up(const SparseFfnArgs& args, int64_t t, float* h, uint32_t* mask, uint64_t* counts);
+    uint64_t* sparse_counts(const SparseFfnArgs& args, uint8_t* scratch, const char* op);
     std::unique_ptr<Impl> impl_;
     BackendCapabilities capabilities_;
 };

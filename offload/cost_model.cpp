@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/core/layer_ops.h"
 #include "engine/core/tensor_role.h"
+#include "offload/sparse_down.h"
 
 namespace strata {
 
@@ -531,7 +532,8 @@ bool CostModel::routes_on_gpu(const LayerInfo& L, const std::array<double, 3>& c
 }
 
 // An unsplit FFN: dense, or with activation sparsity the gate dense and up and down read at the
-// active fraction (params_.ffn_active_fraction) in decode; prefill (dense) unchanged.
+// active fraction (params_.ffn_active_fraction) in decode, at the row kernels' share of the GEMV
+// rate on the CPU (sparse_down.h), ffn_down from its copy or whole; prefill (dense) unchanged.
 void CostModel::add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const {
     const LayerInfo& L = layers_[static_cast<size_t>(layer)];
     const auto tier = [&](int i) { return layout.tier[static_cast<size_t>(i)]; };
@@ -545,10 +547,20 @@ void CostModel::add_sparse_ffn(Walk& w, const Layout& layout, int layer, int hom
         }
         const TensorEntry& t = table_.tensors[static_cast<size_t>(i)];
         double read = bytes(i);
+        // The row kernels on the CPU keep a share of the GEMV's rate per byte (sparse_down.h).
+        const bool cpu = tier(i) != Tier::Gpu;
+        double share = f / (cpu ? row_rate_share(k == 1 ? kGatherRateShare : kAccumulateRateShare, f) : 1.0);
         if (k == 2 && params_.ffn_down_bytes_per_weight > 0) {
-            read = params_.ffn_down_bytes_per_weight * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
+            const double weights = static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
+            const double source_bpw = static_cast<double>(row_bytes(t.type, t.ne[0])) * static_cast<double>(t.ne[1]) / weights;
+            if (!params_.ffn_down_copy_auto || neuron_major_copy_pays(params_.ffn_down_bytes_per_weight, source_bpw, f)) {
+                read = params_.ffn_down_bytes_per_weight * weights;
+            } else {
+                read = source_bpw * weights;  // read whole: no copy
+                share = 1.0;
+            }
         }
-        add_weight(w, i, bytes(i), tier(i), home, 1.0, read * f / bytes(i));
+        add_weight(w, i, bytes(i), tier(i), home, 1.0, read * share / bytes(i));
     }
 }
 

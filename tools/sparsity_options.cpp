@@ -31,11 +31,16 @@ SparsityOptions SparsityFlags::options() const {
     o.stats_path = stats;
     o.predictors = predictors || !predictor_file.empty();
     o.predictor_path = predictor_file;
-    const TypeTraits* t = find_type_traits_by_name(down_type);
-    if (t == nullptr || t->quantize == nullptr || t->dequantize == nullptr) {
-        throw ArgumentError(cat("--sparse-down '", down_type, "' is not a type Strata can quantize to (q8_0, f16, q6_K...)"));
+    if (down_type == "auto" || down_type == "whole") {
+        o.down.mode = down_type == "auto" ? SparseDownMode::Auto : SparseDownMode::Whole;
+    } else {
+        const TypeTraits* t = find_type_traits_by_name(down_type);
+        if (t == nullptr || t->quantize == nullptr || t->dequantize == nullptr) {
+            throw ArgumentError(cat("--sparse-down '", down_type, "' is neither auto, whole nor a type Strata can quantize",
+                                    " to (q8_0, f16, q6_K...)"));
+        }
+        o.down = SparseDownPolicy{SparseDownMode::Copy, t->type};
     }
-    o.down_type = t->type;
     if (!(input_sparsity >= 0.0 && input_sparsity < 1.0)) {
         throw ArgumentError(cat("--input-sparsity ", input_sparsity,
                                 " is outside [0, 1): it is the fraction of the FFN input's values set to zero"));
@@ -52,7 +57,9 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
                    "activation stats from `strata profile` (default: MODEL.stats beside the model, else"
                    " ~/.cache/strata/MODEL.stats)");
     cmd.add_option("--sparse-down", flags.down_type,
-                   "type of the neuron-major ffn_down copy sparse decode reads (q8_0; q4_0 halves its bytes but cost Gemma 3 270M +9% perplexity: docs/SPARSITY.md)")
+                   "how sparse decode reads ffn_down: auto (a Q8_0 neuron-major copy in the layers where it reads"
+                   " less than the whole matrix, e.g. not of Q4_K at S = 0.5), whole (no copy), or a type for a copy"
+                   " in every layer (q4_0 halves its bytes but cost Gemma 3 270M +9% perplexity: docs/SPARSITY.md)")
         ->capture_default_str();
     cmd.add_option("--input-sparsity", flags.input_sparsity,
                    "with --sparsity: also zero this fraction of each FFN's normed input, the smallest values"

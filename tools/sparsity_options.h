@@ -13,7 +13,7 @@ namespace strata::cli {
 struct SparsityFlags {
     double sparsity = -1;
     std::string stats;
-    std::string down_type = "q8_0";
+    std::string down_type = "auto";  // --sparse-down: auto, whole, or the copy's type
     double input_sparsity = 0;  // --input-sparsity (SparsityOptions::input_sparsity)
     CLI::Option* sparsity_option = nullptr;
     bool hot_neurons = false;  // --hot-neurons (RuntimeOptions::hot_neurons)

@@ -188,6 +188,8 @@ struct BackendCapabilities {
     bool sparse_ffn = false;
     // predicted_sparse_gated_ffn (a trained predictor's candidates; host memory only).
     bool predicted_ffn = false;
+    // sparse_gated_activation (decode's active up rows, for an ffn_down read whole).
+    bool sparse_activation = false;
     // mask_small_values (TEAL-style input sparsity: the FFN input's small values set to zero).
     bool input_mask = false;
     // expert_ffn (a token's routed experts as one op).
@@ -307,6 +309,15 @@ public:
     virtual int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y) {
         (void)args, (void)y;
         throw UnsupportedError(cat("the ", name(), " backend has no sparse FFN (activation sparsity)"));
+    }
+
+    // h [n_ff, n] = act(gate[i, t])·(up_i · x_t) for the active neurons (CATS, as above), 0 for
+    // the rest, reading only the active rows of up (args.down_t is not used: the caller reads
+    // ffn_down whole, a plain matmul of h). Returns the number of active (neuron, token) pairs.
+    // Where capabilities().sparse_activation.
+    virtual int64_t sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) {
+        (void)args, (void)h;
+        throw UnsupportedError(cat("the ", name(), " backend has no sparse gated activation (activation sparsity)"));
     }
 
     // x[i] = 0 where |x[i]| <= threshold, in place (x f32, any shape). Returns how many values

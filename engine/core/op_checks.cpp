@@ -93,6 +93,17 @@ void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, con
     }
 }
 
+void check_sparse_activation_shapes(std::string_view op, const SparseFfnArgs& args, const Tensor& h) {
+    if (!args.gate || !args.x || !args.up) throw ArgumentError(cat(op, ": gate, x or up is null"));
+    const Tensor &gate = *args.gate, &x = *args.x, &up = *args.up;
+    const int64_t n_ff = gate.ne[0], n = x.n_rows();
+    if (up.ne[0] != x.ne[0] || up.ne[1] != n_ff || gate.n_rows() != n || h.ne[0] != n_ff || h.n_rows() != n) {
+        throw ArgumentError(cat(op, ": shapes do not match: gate ", gate.shape_string(), ", x ", x.shape_string(), ", up ",
+                                up.shape_string(), ", h ", h.shape_string(),
+                                " (expected gate and h [n_ff, n], x [n_embd, n], up [n_embd, n_ff])"));
+    }
+}
+
 void check_combine_rows(const Tensor& x, const RowCombine& c, const Tensor& y) {
     if (x.ne[0] != y.ne[0] || x.ne[2] != 1 || x.ne[3] != 1 || y.ne[2] != 1 || y.ne[3] != 1) {
         throw ArgumentError(cat("combine_rows: x ", x.shape_string(), " and y ", y.shape_string(),

@@ -31,6 +31,8 @@ void check_kv_store_shapes(const Tensor& src, const Tensor& cache, int64_t first
 // [n_embd, n_ff]; n_embd a multiple of embd_multiple (a backend's block size, 1 for none).
 void check_sparse_ffn_shapes(std::string_view op, const SparseFfnArgs& args, const Tensor& y,
                              int64_t embd_multiple);
+// sparse_gated_activation's: gate, x and up given (down_t unused), shaped as above; h [n_ff, n].
+void check_sparse_activation_shapes(std::string_view op, const SparseFfnArgs& args, const Tensor& h);
 
 // expert_ffn's arguments: x given, one token [n_embd, 1] shaped as y; every expert's gate, up
 // and down given, gate and up [n_embd, width], down [width, n_embd] (2-D).

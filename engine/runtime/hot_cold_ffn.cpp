@@ -178,6 +178,12 @@ std::unique_ptr<HotColdFfn> load_hot_cold_ffn(const PlacedModel& placed, const S
         throw ArgumentError("--hot-neurons needs --sparsity S (the cold neurons run sparsely on the CPU)");
     }
     if (gpu == nullptr) throw ArgumentError("--hot-neurons needs a GPU (--gpu cuda, or --gpu fake to test)");
+    for (int il = 0; il < sparse->n_layer(); ++il) {
+        if (!sparse->has_copy(il)) {
+            throw ArgumentError(cat("--hot-neurons reads the cold neurons' rows from the neuron-major ffn_down copy, and",
+                                    " layer ", il, " has none (--sparse-down whole); use --sparse-down auto or a type"));
+        }
+    }
     const ActivationProfile profile = read_activation_profile(load.stats_path);
     HotNeuronRequest req;
     req.sparsity = sparse->sparsity();

@@ -190,6 +190,8 @@ class LayerProgram {
     void mask_ffn_input(int il, Backend& h, Tensor& cur, int64_t n);
     // Decode's sparse FFN with layer il's trained predictor on host backend hb: proj = the FFN of
     // cur over the predicted neurons. Returns the active count.
+    int64_t sparse_up_whole_down(int il, const FfnPart& p, int hb, const Tensor& cur, const Tensor& gate,
+                                 Tensor& proj);
     int64_t predicted_ffn(int il, const LayerPredictor& predictor, const FfnPart& p, int hb, const Tensor& cur,
                           Tensor& proj);
     // A batch's thresholded activation y [n_ff, n] (host) with the neurons layer il's predictor

@@ -1,6 +1,7 @@
 // The layer program's FFN with activation sparsity (sparse_ffn.h) and its calibration hook
 // (activation_observer.h). Decode (one token) reads only the active rows of ffn_up and of the
-// neuron-major ffn_down (Backend::sparse_gated_ffn); batches compute the dense products with
+// neuron-major ffn_down (Backend::sparse_gated_ffn), or of ffn_up alone where the layer keeps no
+// copy (ffn_down read whole: Backend::sparse_gated_activation); batches compute the dense products with
 // the same mask (Backend::thresholded_gated_activation), since a batch's active sets together
 // cover most neurons and the dense kernels read each weight once for the whole batch.
 #include <algorithm>
@@ -104,7 +105,9 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
     } else {
         Tensor gate = exec_.act(hb, kGate, n_ff, n);  // [n_ff, n]
         exec_.matmul_local(p.gate, hb, cur, gate);
-        if (n == 1) {
+        if (n == 1 && !sparse_->has_copy(il)) {
+            active = sparse_up_whole_down(il, p, hb, cur, gate, proj);
+        } else if (n == 1) {
             SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
             // A GPU counts on the device (no wait inside a recorded decode graph; replays count too).
             if (hb == exec_.gpu() && sparse_device_counts_.size() > 0) {
@@ -126,6 +129,20 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
         c.active += static_cast<uint64_t>(active);
     }
     add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
+}
+
+// Decode of a layer without a neuron-major copy: the active rows of up, the masked activations,
+// then ffn_down read whole.
+int64_t LayerProgram::sparse_up_whole_down(int il, const FfnPart& p, int hb, const Tensor& cur, const Tensor& gate,
+                                           Tensor& proj) {
+    Tensor masked = exec_.act(hb, kUp, gate.ne[0], 1);
+    SparseFfnArgs args{&gate, &cur, &p.up.tensor, nullptr, config_.activation, sparse_->threshold(il)};
+    if (hb == exec_.gpu() && sparse_device_counts_.size() > 0) {
+        args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
+    }
+    const int64_t active = exec_.backend(hb).sparse_gated_activation(args, masked);
+    exec_.matmul_local(p.down, hb, masked, proj);
+    return active;
 }
 
 int64_t LayerProgram::predicted_ffn(int il, const LayerPredictor& predictor, const FfnPart& p, int hb,

@@ -171,6 +171,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         throw ArgumentError("--stats was given without --sparsity S (a dense model's stats serve --sparsity; a mixture"
                             " of experts' routing counts serve the planner without it)");
     }
+    options_.sparsity.down = effective_down_policy(options.sparsity, options.hot_neurons);
     cpu_ = builtin_backends().create("cpu", BackendConfig{0, options.n_threads}, "--threads");
     make_gpu(options);
     const int64_t n_ctx = settle_session();
@@ -197,7 +198,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     // --sparsity keeps a neuron-major copy of each ffn_down beside it (sparse_ffn.h), and
     // --predictors each layer's predictor: placements leave room for them (the staging and disk
     // sizes above count the matrices alone).
-    if (options.sparsity.enabled()) add_neuron_major_bytes(table, options.sparsity.down_type);
+    if (options.sparsity.enabled()) add_neuron_major_bytes(table, options_.sparsity);
     predictors_ = load_predictors(*model_, model_path, options.sparsity);
     if (predictors_) add_predictor_bytes(table, *predictors_);
 

@@ -73,10 +73,14 @@ void Runtime::calibrate(int64_t n_ctx, std::ostream& log) {
     cost_params_.n_ctx_used = std::min<int64_t>(n_ctx, cost_params_.n_ctx_used);
     cost_params_.n_prompt = std::max<int64_t>(1, options_.session.n_batch);
     if (options_.sparsity.enabled()) {
-        // Decode reads the up rows and the neuron-major down rows of the active neurons only.
-        const TypeTraits& down = type_traits(options_.sparsity.down_type);
+        // Decode reads the up rows and the neuron-major down rows of the active neurons only (a
+        // layer without a copy reads its ffn_down whole: sparse_down.h).
+        const SparseDownPolicy& policy = options_.sparsity.down;
+        const TypeTraits& down = type_traits(policy.copy_type);
         cost_params_.ffn_active_fraction = 1.0 - options_.sparsity.sparsity;
         cost_params_.ffn_down_bytes_per_weight = static_cast<double>(down.type_size) / static_cast<double>(down.block_size);
+        cost_params_.ffn_down_copy_auto = policy.mode == SparseDownMode::Auto;
+        if (policy.mode == SparseDownMode::Whole) cost_params_.ffn_down_bytes_per_weight = 0;
     }
 }
 

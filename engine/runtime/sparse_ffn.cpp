@@ -145,12 +145,12 @@ void check_sparse_part(const PlacedLayer& l, int il) {
 // then copied in for a device).
 void SparseFfn::make_layer_copy(Backend& backend, const Tensor& down, int il, Layer& s) {
     const int64_t n_ff = down.ne[0], n_embd = down.ne[1];
-    s.down_t = Tensor::contiguous(down_type_, nullptr, {n_embd, n_ff});
+    s.down_t = Tensor::contiguous(down_.copy_type, nullptr, {n_embd, n_ff});
     const std::string what = cat("blk.", il, ".ffn_down neuron-major");
     try {
         s.buffer = backend.allocate(s.down_t.n_bytes(), what);
     } catch (const BudgetError& e) {
-        throw BudgetError(cat("--sparsity: the ", format_bytes(s.down_t.n_bytes()), " ", type_traits(down_type_).name,
+        throw BudgetError(cat("--sparsity: the ", format_bytes(s.down_t.n_bytes()), " ", type_traits(down_.copy_type).name,
                               " neuron-major ffn_down of layer ", il, " does not fit on the ", backend.name(),
                               " backend (", e.what(), ")"));
     }
@@ -161,14 +161,14 @@ void SparseFfn::make_layer_copy(Backend& backend, const Tensor& down, int il, La
         return;
     }
     std::vector<uint8_t> host(s.down_t.n_bytes());
-    Tensor staged = Tensor::contiguous(down_type_, host.data(), {n_embd, n_ff});
+    Tensor staged = Tensor::contiguous(down_.copy_type, host.data(), {n_embd, n_ff});
     make_neuron_major(down, staged);
     backend.copy_in(staged, s.down_t);
 }
 
-SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, GgmlType down_type,
+SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, SparseDownPolicy down,
                      double input_sparsity)
-    : sparsity_(sparsity), down_type_(down_type), input_sparsity_(input_sparsity) {
+    : sparsity_(sparsity), down_(down), input_sparsity_(input_sparsity) {
     if (!(sparsity >= 0.0 && sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped)"));
     }
@@ -205,6 +205,15 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
             s.input_threshold = static_cast<float>(profile.site_threshold(il, ActivationSite::FfnInput, input_sparsity));
         }
         s.runs_predictor = home.capabilities().predicted_ffn && home.memory_kind() != MemoryKind::Device;
+        s.n_ff = lw.ffn_down.ne[0];
+        s.n_embd = lw.ffn_down.ne[1];
+        if (!keeps_neuron_major_copy(down_, lw.ffn_down.type, 1.0 - sparsity)) {
+            if (!home.capabilities().sparse_activation) {
+                throw UnsupportedError(cat("--sparsity: the ", home.name(), " backend holding layer ", il,
+                                           "'s FFN cannot read ffn_down whole (use --sparse-down q8_0)"));
+            }
+            continue;
+        }
         make_layer_copy(*l.ffn.front().gate.backend, lw.ffn_down, il, s);
         down_t_bytes_ += s.down_t.n_bytes();
         if (s.down_t.memory == MemoryKind::Device) device_bytes_ += s.down_t.n_bytes();
@@ -217,10 +226,14 @@ void SparseFfn::set_predictors(FfnPredictors predictors) {
     }
     for (size_t il = 0; il < layers_.size(); ++il) {
         const LayerPredictor& p = predictors.layers[il];
-        if (p.n_ff != layers_[il].down_t.ne[1] || p.n_embd != layers_[il].down_t.ne[0]) {
+        if (p.n_ff != layers_[il].n_ff || p.n_embd != layers_[il].n_embd) {
             throw FormatError(cat("the predictor of layer ", il, " is for n_embd ", p.n_embd, " and ", p.n_ff,
-                                  " FFN neurons, the model's layer has ", layers_[il].down_t.ne[0], " and ",
-                                  layers_[il].down_t.ne[1]));
+                                  " FFN neurons, the model's layer has ", layers_[il].n_embd, " and ",
+                                  layers_[il].n_ff));
+        }
+        if (layers_[il].runs_predictor && !has_copy(static_cast<int>(il))) {
+            throw ArgumentError(cat("trained predictors read the neuron-major ffn_down copy, and layer ", il,
+                                    " has none (--sparse-down whole); use --sparse-down auto or a type"));
         }
     }
     predictors_ = std::move(predictors);
@@ -233,8 +246,11 @@ const LayerPredictor* SparseFfn::predictor(int il) const {
 
 std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program) {
     std::ostringstream out;
+    int copies = 0;
+    for (int il = 0; il < sparse.n_layer(); ++il) copies += sparse.has_copy(il) ? 1 : 0;
     out << "sparsity: S = " << fixed(sparse.sparsity(), 3) << " of FFN neurons (CATS thresholds), ffn_down neuron-major "
-        << type_traits(sparse.down_type()).name << " copy " << format_bytes(sparse.down_t_bytes());
+        << type_traits(sparse.down_type()).name << " copy in " << copies << " of " << sparse.n_layer() << " layers ("
+        << format_bytes(sparse.down_t_bytes()) << "; the others read ffn_down whole)";
     if (sparse.input_sparsity() > 0) out << "; FFN input: " << fixed(sparse.input_sparsity(), 3) << " of its values zeroed (TEAL)";
     out << "\n";
     if (program == nullptr) return out.str();
@@ -288,7 +304,7 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
     const ActivationProfile profile = read_activation_profile(path);
     check_profile_for(profile, placed.model(), path);
     auto sparse =
-        std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down_type, options.input_sparsity);
+        std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down, options.input_sparsity);
     if (!predictors) predictors = load_predictors(placed.model(), model_path, options);
     if (predictors) sparse->set_predictors(std::move(*predictors));
     return sparse;
@@ -312,12 +328,21 @@ void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors) {
     }
 }
 
-void add_neuron_major_bytes(TensorTable& table, GgmlType down_type) {
-    const TypeTraits& t = type_traits(down_type);
+void add_neuron_major_bytes(TensorTable& table, const SparsityOptions& options) {
+    const TypeTraits& t = type_traits(options.down.copy_type);
     for (TensorEntry& e : table.tensors) {
         if (e.role() != TensorRole::FfnDown || e.layer() < 0 || e.ne[2] != 1 || e.ne[1] % t.block_size != 0) continue;
+        if (!keeps_neuron_major_copy(options.down, e.type, 1.0 - options.sparsity)) continue;
         e.bytes += static_cast<uint64_t>(e.ne[0]) * static_cast<uint64_t>(e.ne[1] / t.block_size) * t.type_size;
     }
+}
+
+
+SparseDownPolicy effective_down_policy(const SparsityOptions& options, bool hot_neurons) {
+    SparseDownPolicy p = options.down;
+    const bool predictors = options.predictors || !options.predictor_path.empty();
+    if (p.mode == SparseDownMode::Auto && (hot_neurons || predictors)) p.mode = SparseDownMode::Copy;
+    return p;
 }
 
 }  // namespace strata

@@ -3,8 +3,9 @@
 // calibrated |act(gate·x)| histogram (`strata profile`), so a fraction S of neuron evaluations
 // is expected to be skipped. The gate is computed densely; a skipped neuron's rows of ffn_up
 // and ffn_down are not read in decode. ffn_down's neuron i is a strided column in GGUF, so a
-// neuron-major copy is made at load (re-quantized to down_type: its own cost is measured in
-// docs/SPARSITY.md). Batches run the dense products with the same mask (same function, no
+// neuron-major copy is made at load (re-quantized to the policy's type: its own cost is measured
+// in docs/SPARSITY.md) where offload/sparse_down.h's rule says it pays; the other layers read
+// ffn_down whole over the masked activations (no copy, no re-quantization). Batches run the dense products with the same mask (same function, no
 // savings). The copy lives where the FFN does (RAM or the GPU: the backend's sparse ops run
 // it); an FFN split between tiers or streamed from disk is refused. Optionally TEAL (Liu et al.
 // 2024) on the FFN input too: the normed input's values below a per-layer threshold are set to
@@ -20,6 +21,7 @@
 
 #include "engine/core/buffer.h"
 #include "engine/core/tensor.h"
+#include "offload/sparse_down.h"
 #include "predictor/activation_profile.h"
 #include "predictor/ffn_predictor.h"
 #include "quant/ggml_type.h"
@@ -35,7 +37,7 @@ struct TensorTable;
 struct SparsityOptions {
     double sparsity = -1;    // skipped fraction S in [0, 1); < 0: off (dense)
     std::string stats_path;  // empty: default_stats_path(model)
-    GgmlType down_type = GgmlType::Q8_0;  // the neuron-major ffn_down copy
+    SparseDownPolicy down;  // where decode keeps a neuron-major ffn_down copy, and its type
     // TEAL on the FFN input (--input-sparsity): this fraction of the normed input's values, the
     // smallest by magnitude (per-layer thresholds from the stats), is set to zero before gate
     // and up. 0: off. It measures the method's quality; decode still reads every gate byte.
@@ -67,16 +69,20 @@ class SparseFfn {
     // input_sparsity: TEAL on the FFN input (SparsityOptions); ArgumentError outside [0, 1),
     // UnsupportedError for an FFN on a backend without the input mask (a GPU, for now).
     SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity,
-              GgmlType down_type = GgmlType::Q8_0, double input_sparsity = 0);
+              SparseDownPolicy down = {SparseDownMode::Copy, GgmlType::Q8_0}, double input_sparsity = 0);
 
     double sparsity() const { return sparsity_; }
-    GgmlType down_type() const { return down_type_; }
+    GgmlType down_type() const { return down_.copy_type; }
+    const SparseDownPolicy& down_policy() const { return down_; }
     int n_layer() const { return static_cast<int>(layers_.size()); }
     float threshold(int il) const { return layers_.at(static_cast<size_t>(il)).threshold; }
     double input_sparsity() const { return input_sparsity_; }
     // Layer il's |x| threshold for the FFN input, or < 0 when input sparsity is off.
     float input_threshold(int il) const { return layers_.at(static_cast<size_t>(il)).input_threshold; }
-    // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in the FFN's memory.
+    // Whether layer il keeps a neuron-major copy (else decode reads its ffn_down whole).
+    bool has_copy(int il) const { return layers_.at(static_cast<size_t>(il)).down_t.data != nullptr; }
+    // ffn_down neuron-major [n_embd, n_ff] (row i = column i of ffn_down), in the FFN's memory;
+    // an empty tensor where !has_copy(il).
     const Tensor& down_t(int il) const { return layers_.at(static_cast<size_t>(il)).down_t; }
     uint64_t down_t_bytes() const { return down_t_bytes_; }
     uint64_t device_bytes() const { return device_bytes_; }  // of the copies on a GPU
@@ -94,12 +100,13 @@ class SparseFfn {
         float threshold = 0;
         float input_threshold = -1;
         bool runs_predictor = false;  // the FFN's backend has predicted_ffn
+        int64_t n_embd = 0, n_ff = 0;
         Tensor down_t;
         Buffer buffer;
     };
     void make_layer_copy(Backend& backend, const Tensor& down, int il, Layer& s);
     double sparsity_;
-    GgmlType down_type_;
+    SparseDownPolicy down_;
     double input_sparsity_;
     std::vector<Layer> layers_;
     uint64_t down_t_bytes_ = 0;
@@ -128,9 +135,14 @@ void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors);
 // and (with a program) the skipped fraction achieved per layer since its counts were reset.
 std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program);
 
-// Adds to every ffn_down entry of `table` the bytes of its neuron-major copy (down_type), which
-// --sparsity keeps beside it in the same memory, so that placements leave room for both.
-void add_neuron_major_bytes(TensorTable& table, GgmlType down_type);
+// Adds to every ffn_down entry of `table` that keeps a neuron-major copy under `options` (its
+// down policy at its sparsity) the copy's bytes: --sparsity keeps it beside ffn_down in the same
+// memory, so placements leave room for both.
+void add_neuron_major_bytes(TensorTable& table, const SparsityOptions& options);
+
+// The down policy a run uses: Auto becomes Copy where a kernel needs the copy in every layer
+// (trained predictors, hot neurons: their cold rows are read from it).
+SparseDownPolicy effective_down_policy(const SparsityOptions& options, bool hot_neurons);
 
 // Fills dst [n_embd, n_ff] (down_type rows) with the columns of down [n_ff, n_embd] (any
 // dequantizable type), re-quantized by quant/'s reference quantizer.

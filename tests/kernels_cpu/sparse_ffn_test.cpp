@@ -149,6 +149,37 @@ TEST(SparseFfn, MatchesTheDenseOpsWithTheSameMask) {
     }
 }
 
+// The active up rows alone (ffn_down read whole by the caller): the masked activations equal the
+// dense thresholded activation's, element for element (the gathered rows are the dense rows).
+TEST(SparseGatedActivation, EqualsTheDenseThresholdedActivation) {
+    const int64_t n_embd = 256, n_ff = 704, n = 2;
+    for (GgmlType up_type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+        const HostTensor gate_w = random_weights(GgmlType::Q4_K, n_embd, n_ff);
+        const HostTensor up = random_weights(up_type, n_embd, n_ff);
+        const HostTensor x = random_f32({n_embd, n});
+        HostTensor gate(GgmlType::F32, {n_ff, n}), upx(GgmlType::F32, {n_ff, n}), dense(GgmlType::F32, {n_ff, n});
+        matmul(gate_w.t, x.t, gate.t, 2);
+        matmul(up.t, x.t, upx.t, 2);
+        const float threshold = 0.35f;
+        const int64_t kept = thresholded_gated_activation(gate.t, upx.t, Activation::Silu, threshold, dense.t, 2);
+        ASSERT_GT(kept, n * n_ff / 10);
+        ASSERT_LT(kept, n * n_ff * 9 / 10);
+        HostTensor h(GgmlType::F32, {n_ff, n});
+        std::fill(h.f32(), h.f32() + n * n_ff, 7.0f);  // every element is written
+        uint64_t counts[2] = {5, 5};
+        SparseFfnArgs args{&gate.t, &x.t, &up.t, nullptr, Activation::Silu, threshold, counts};
+        EXPECT_EQ(sparse_gated_activation(args, h.t, 2), kept);
+        EXPECT_EQ(counts[0], 5u + static_cast<uint64_t>(n * n_ff));
+        EXPECT_EQ(counts[1], 5u + static_cast<uint64_t>(kept));
+        for (int64_t i = 0; i < n * n_ff; ++i) ASSERT_EQ(h.f32()[i], dense.f32()[i]) << type_traits(up_type).name << " " << i;
+    }
+    const HostTensor up = random_weights(GgmlType::Q8_0, 64, 96);
+    const HostTensor gate = random_f32({96, 1}), x = random_f32({64, 1});
+    HostTensor wrong(GgmlType::F32, {64, 1});
+    SparseFfnArgs args{&gate.t, &x.t, &up.t, nullptr, Activation::Silu, 0.1f};
+    EXPECT_THROW(sparse_gated_activation(args, wrong.t, 1), ArgumentError);
+}
+
 // A predictor that names every neuron: exactly CATS (the gathered gate rows are the dense rows).
 TEST(PredictedSparseFfn, AllCandidatesEqualCatsExactly) {
     const int64_t n_embd = 256, n_ff = 704;

@@ -1,7 +1,8 @@
 // The CUDA sparse FFN (kernels_cuda/backend_sparse.cpp, sparse_ffn.cu) against the CPU backend's
 // op with the same mask: Llama-like shapes whose n_embd is not a multiple of the down kernel's
 // 1024-element slice, every down_t type the runtime makes (Q8_0, Q4_0, Q4_K, F32), device counts
-// inside a recorded graph (each launch counts again), and the batched thresholded activation.
+// inside a recorded graph (each launch counts again), the active up rows alone (ffn_down read
+// whole), and the batched thresholded activation.
 // The backend-ops table (backend_ops_cuda_test.cpp) runs the small shared cases too.
 #include <gtest/gtest.h>
 
@@ -97,6 +98,45 @@ TEST(CudaSparseFfnGraph, CountsOnTheDeviceInsideAGraphAndEveryLaunchCounts) {
     EXPECT_EQ(static_cast<uint64_t>(got.t.as<int64_t>()[0]), 3 * static_cast<uint64_t>(n_ff));
     EXPECT_EQ(static_cast<uint64_t>(got.t.as<int64_t>()[1]), 3 * active);
     EXPECT_GE(gpu.graph_launches(), 1u);
+}
+
+// The active up rows alone (ffn_down read whole by the runtime): the masked activations match the
+// CPU op's, eagerly and inside a recorded graph with the counts on the device.
+TEST(CudaSparseFfnGraph, SparseGatedActivationMatchesTheCpuInAndOutOfAGraph) {
+    STRATA_SKIP_WITHOUT_GPU();
+    const int64_t n_embd = 1024, n_ff = 2816;
+    CudaBackend gpu(test::test_options());
+    ASSERT_TRUE(gpu.capabilities().sparse_activation);
+    for (GgmlType up_type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F16}) {
+        const HostTensor gate = clear_gate(n_ff, 2);
+        const HostTensor x = cpu::test::random_f32({n_embd, 2});
+        const HostTensor up = cpu::test::random_weights(up_type, n_embd, n_ff);
+        HostTensor h_ref(GgmlType::F32, {n_ff, 2});
+        const SparseFfnArgs host_args{&gate.t, &x.t, &up.t, nullptr, Activation::Silu, kThreshold};
+        const int64_t active = test::cpu_backend().sparse_gated_activation(host_args, h_ref.t);
+        ASSERT_GT(active, 0);
+        ASSERT_LT(active, 2 * n_ff);
+        const DeviceTensor g = test::to_device(gpu, gate), xd = test::to_device(gpu, x), ud = test::to_device(gpu, up);
+        DeviceTensor h = test::nan_device(gpu, {n_ff, 2});
+        SparseFfnArgs args{&g.tensor, &xd.tensor, &ud.tensor, nullptr, Activation::Silu, kThreshold};
+        EXPECT_EQ(gpu.sparse_gated_activation(args, h.tensor), active) << type_traits(up_type).name;
+        EXPECT_LE(test::device_nmse(gpu, h.tensor, h_ref), 1e-4) << type_traits(up_type).name;
+        HostTensor zero(GgmlType::I64, {2});
+        zero.t.as<int64_t>()[0] = zero.t.as<int64_t>()[1] = 0;
+        DeviceTensor counts = test::to_device(gpu, zero);
+        args.counts = static_cast<uint64_t*>(counts.tensor.data);
+        DeviceTensor h2 = test::nan_device(gpu, {n_ff, 2});
+        for (int run = 0; run < 2; ++run) {  // recorded, launched again
+            gpu.begin_graph();
+            EXPECT_EQ(gpu.sparse_gated_activation(args, h2.tensor), -1);
+            gpu.end_graph();
+        }
+        gpu.synchronize();
+        EXPECT_LE(test::device_nmse(gpu, h2.tensor, h_ref), 1e-4);
+        const HostTensor got = test::to_host(gpu, counts.tensor);
+        EXPECT_EQ(got.t.as<int64_t>()[0], 2 * 2 * n_ff);
+        EXPECT_EQ(got.t.as<int64_t>()[1], 2 * active);
+    }
 }
 
 TEST(CudaSparseFfnGraph, ThresholdedActivationMatchesTheCpu) {

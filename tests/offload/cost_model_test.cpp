@@ -2,6 +2,7 @@
 // slower, disk-bound decode is disk bytes / disk bandwidth, a split FFN overlaps its parts),
 // the transfers the executor makes, and that fit() recovers known coefficients.
 #include "offload/cost_model.h"
+#include "offload/sparse_down.h"
 
 #include <gtest/gtest.h>
 
@@ -417,14 +418,48 @@ TEST(CostModel, SparseFfnCountsUpAndDownAtTheActiveFraction) {
     const double weights = static_cast<double>(s.n_embd) * static_cast<double>(s.n_ff);
     const double up = static_cast<double>(row_bytes(GgmlType::Q4_K, s.n_embd)) * static_cast<double>(s.n_ff);
     const double down = static_cast<double>(row_bytes(GgmlType::Q6_K, s.n_ff)) * static_cast<double>(s.n_embd);
-    // Bytes over the profile's q4_K / q6_K rates (the product floors depend on size: excluded).
-    const double saved = s.n_layer * (0.5 * up / 45e9 + (down - 0.5 * weights * 34.0 / 32.0) / 40e9);
+    // Bytes over the profile's q4_K / q6_K rates, the sparse reads at the row kernels' share of
+    // them at half active: the gather's and the accumulate's (the product floors depend on size:
+    // excluded).
+    const double saved = s.n_layer * ((up - 0.5 * up / kGatherRateShare) / 45e9 +
+                                      (down - 0.5 * weights * 34.0 / 32.0 / kAccumulateRateShare) / 40e9);
     EXPECT_NEAR((d.cpu_s - d.fixed_s) - (e.cpu_s - e.fixed_s), saved, saved * 1e-6);
     EXPECT_NEAR(e.prefill_s_per_token, d.prefill_s_per_token, d.prefill_s_per_token * 1e-9);
     // A copy four times the bytes of ffn_down costs more than it saves at 90% active.
     sparse.ffn_active_fraction = 0.9;
     sparse.ffn_down_bytes_per_weight = 4.0;
     EXPECT_GT(estimate(p, t, laptop(), sparse).decode_s_per_token, d.decode_s_per_token);
+    // Auto reads that layer's ffn_down whole instead: only the up rows are saved (at the gather's
+    // share of the rate), so it is faster than dense, by exactly that.
+    sparse.ffn_down_copy_auto = true;
+    const CostEstimate a = estimate(p, t, laptop(), sparse);
+    const double up_saved = s.n_layer * (1.0 - 0.9 / row_rate_share(kGatherRateShare, 0.9)) * up / 45e9;
+    EXPECT_GT(up_saved, 0);
+    EXPECT_NEAR((d.cpu_s - d.fixed_s) - (a.cpu_s - a.fixed_s), up_saved, up_saved * 1e-6);
+    // ... and at 50% active the Q8_0 copy of this Q6_K ffn_down pays: Auto is the copy.
+    sparse.ffn_active_fraction = 0.5;
+    sparse.ffn_down_bytes_per_weight = 34.0 / 32.0;
+    EXPECT_NEAR(estimate(p, t, laptop(), sparse).cpu_s, e.cpu_s, e.cpu_s * 1e-12);
+}
+
+// The copy rule: a Q8_0 copy read at the active fraction against the source read whole, at the
+// accumulate's share of the GEMV rate per byte (all of it in order at 1, random from half down).
+TEST(SparseDown, AutoKeepsACopyWhereItReadsLessTimeThanTheWholeMatrix) {
+    const SparseDownPolicy automatic;
+    // Half active: the copy's 0.53 bytes per weight at 75% of the rate read like 0.71.
+    EXPECT_FALSE(keeps_neuron_major_copy(automatic, GgmlType::Q4_K, 0.5));  // against 0.56
+    EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::Q6_K, 0.5));   // against 0.82
+    EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::Q8_0, 0.5));
+    EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::Q4_K, 0.3));   // 0.32 / 0.75 = 0.43
+    EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::Q8_0, 0.8));   // 0.85 / 0.9 = 0.94 against 1.06
+    EXPECT_FALSE(keeps_neuron_major_copy(automatic, GgmlType::Q4_K, 0.9));  // 0.96 / 0.95 against 0.56
+    EXPECT_DOUBLE_EQ(row_rate_share(0.6, 1.0), 1.0);
+    EXPECT_DOUBLE_EQ(row_rate_share(0.6, 0.5), 0.6);
+    EXPECT_DOUBLE_EQ(row_rate_share(0.6, 0.1), 0.6);
+    EXPECT_DOUBLE_EQ(row_rate_share(0.6, 0.75), 0.8);
+    EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::F16, 0.5));
+    EXPECT_TRUE(keeps_neuron_major_copy(copy_every_layer(GgmlType::Q8_0), GgmlType::Q4_K, 0.9));
+    EXPECT_FALSE(keeps_neuron_major_copy(SparseDownPolicy{SparseDownMode::Whole}, GgmlType::F16, 0.1));
 }
 
 }  // namespace

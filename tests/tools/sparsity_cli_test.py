@@ -85,6 +85,7 @@ def main():
         check_whole_ffns(strata, a, stats)
         check_predictors(strata, a, text, stats, common)
         check_input_sparsity(strata, a, stats, common)
+        check_sparse_down(strata, a, stats)
     return finish()
 
 
@@ -103,6 +104,23 @@ def check_whole_ffns(strata, a, stats):
         rc, out, err = run(strata, *args, "--sparsity", "0.5", "--stats", stats)
         expect(rc == 0 and not split.search(out), f"plan --sparsity at {kib} KiB splits an FFN: {out} {err}")
     expect(dense_splits > 0, "no budget between 99 and 102 MiB splits a dense FFN: the check tests nothing")
+
+
+def check_sparse_down(strata, a, stats):
+    """--sparse-down: whole keeps no neuron-major copy, a type keeps one in every layer, auto
+    (the default) follows the rule of offload/sparse_down.h; -v says which; bad uses are one line.
+    (check_predictors runs before this and leaves the A.pred its runs read.)"""
+    run_args = ["run", "-m", a, "-p", "In the beginning", "-n", "4", "-t", "1", "--gpu", "none", "--sparsity", "0.5",
+                "--stats", stats, "-v"]
+    copies = re.compile(r"copy in (\d+) of 4 layers")
+    for flag, expected in (("whole", 0), ("q8_0", 4)):
+        rc, out, err = run(strata, *run_args, "--sparse-down", flag)
+        m = copies.search(err)
+        expect(rc == 0 and m is not None and int(m.group(1)) == expected, f"--sparse-down {flag}: {err}")
+    rc, out, err = run(strata, *run_args)
+    expect(rc == 0 and copies.search(err) is not None, f"--sparse-down auto: {err}")
+    expect_error(strata, [*run_args, "--sparse-down", "q9_9"], "auto", "whole")
+    expect_error(strata, [*run_args, "--sparse-down", "whole", "--predictors"], "--sparse-down whole")
 
 
 def check_predictors(strata, a, text, stats, common):

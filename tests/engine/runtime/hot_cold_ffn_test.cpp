@@ -118,7 +118,7 @@ class HotColdFfnTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(HotColdFfnTest, ThresholdedHotRangeMatchesTheUnsplitSparseFfn) {
     const PlacedModel placed(*model_, cpu_f32_);
-    const SparseFfn sparse(placed, *profile_, 0.5, GgmlType::F32);
+    const SparseFfn sparse(placed, *profile_, 0.5, copy_every_layer(GgmlType::F32));
     const auto prompt = random_tokens(10, 512, 5);
     for (int64_t n_batch : {1, 5}) {
         const RunResult ref = run(placed, &sparse, nullptr, prompt, n_batch);
@@ -137,7 +137,7 @@ TEST_P(HotColdFfnTest, FakeDeviceDenseHotRange) {
     const Placement p = attention_on_gpu(*model_);
     FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 64ull << 20, .n_threads = 1, .quantize_activations = false});
     const PlacedModel placed(*model_, p, TierBackends{.cpu = &cpu_f32_, .gpu = &fake});
-    const SparseFfn sparse(placed, *profile_, 0.5, GgmlType::F32);
+    const SparseFfn sparse(placed, *profile_, 0.5, copy_every_layer(GgmlType::F32));
     const auto prompt = random_tokens(6, 512, 9);
     const int n_layer = model_->config().n_layer;
     // All hot and dense: the dense model.
@@ -159,7 +159,7 @@ TEST_P(HotColdFfnTest, FakeDeviceDenseHotRange) {
     const HotColdFfn on_device(placed, sparse, *profile_, {hot, &fake, GgmlType::F32, false});
     EXPECT_EQ(fake.stats().used_bytes - before, on_device.hot_bytes());
     const PlacedModel host_placed(*model_, cpu_f32_);
-    const SparseFfn host_sparse(host_placed, *profile_, 0.5, GgmlType::F32);
+    const SparseFfn host_sparse(host_placed, *profile_, 0.5, copy_every_layer(GgmlType::F32));
     const HotColdFfn on_host(host_placed, host_sparse, *profile_, {hot, &cpu_f32_, GgmlType::F32, false});
     const RunResult ref = run(host_placed, &host_sparse, &on_host, prompt, 1);
     SessionParams params;

@@ -129,8 +129,8 @@ TEST_F(PredictedFfnTest, SamplesHoldTheFirstTokensWithTheProfilesMasks) {
 TEST_F(PredictedFfnTest, EveryNeuronACandidateIsThresholdOnlyDecode) {
     const PlacedModel placed(*model_, cpu_);
     const std::vector<int32_t> prompt(calib_.begin(), calib_.begin() + 10);
-    const SparseFfn plain(placed, *profile_, kSparsity, GgmlType::F32);
-    SparseFfn all(placed, *profile_, kSparsity, GgmlType::F32);
+    const SparseFfn plain(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
+    SparseFfn all(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     all.set_predictors(with_threshold(-std::numeric_limits<float>::max()));
     const Decode a = decode(placed, &plain, prompt), b = decode(placed, &all, prompt);
     EXPECT_LT(rel_max_diff(b.logits, a.logits), 1e-6);
@@ -143,8 +143,8 @@ TEST_F(PredictedFfnTest, EveryNeuronACandidateIsThresholdOnlyDecode) {
 TEST_F(PredictedFfnTest, NoCandidateSkipsTheWholeFfn) {
     const PlacedModel placed(*model_, cpu_);
     const std::vector<int32_t> prompt(calib_.begin(), calib_.begin() + 6);
-    const SparseFfn plain(placed, *profile_, kSparsity, GgmlType::F32);
-    SparseFfn none(placed, *profile_, kSparsity, GgmlType::F32);
+    const SparseFfn plain(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
+    SparseFfn none(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     none.set_predictors(with_threshold(std::numeric_limits<float>::max()));
     const Decode d = decode(placed, &none, prompt);
     EXPECT_EQ(d.candidates, 0u);
@@ -160,8 +160,8 @@ TEST_F(PredictedFfnTest, TrainedPredictorsReadFewerGateRowsAndKeepMostActiveNeur
     const PlacedModel placed(*model_, cpu_);
     // Tokens the predictors were not trained on (the held-out part is the samples' end).
     const std::vector<int32_t> prompt(calib_.begin() + 210, calib_.begin() + 240);
-    const SparseFfn plain(placed, *profile_, kSparsity, GgmlType::F32);
-    SparseFfn predicted(placed, *profile_, kSparsity, GgmlType::F32);
+    const SparseFfn plain(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
+    SparseFfn predicted(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     predicted.set_predictors(*trained_);
     const Decode a = decode(placed, &plain, prompt), b = decode(placed, &predicted, prompt);
     EXPECT_LT(b.candidates, b.evaluated);
@@ -173,7 +173,7 @@ TEST_F(PredictedFfnTest, TrainedPredictorsReadFewerGateRowsAndKeepMostActiveNeur
 TEST_F(PredictedFfnTest, BatchesSkipTheNeuronsDecodeSkips) {
     const PlacedModel placed(*model_, cpu_);
     const std::vector<int32_t> prompt(calib_.begin() + 210, calib_.begin() + 222);
-    SparseFfn none(placed, *profile_, kSparsity, GgmlType::F32);
+    SparseFfn none(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     none.set_predictors(with_threshold(std::numeric_limits<float>::max()));
     const Decode d1 = decode(placed, &none, prompt), d12 = decode(placed, &none, prompt, 12);
     EXPECT_EQ(d12.active, 0u);
@@ -181,14 +181,14 @@ TEST_F(PredictedFfnTest, BatchesSkipTheNeuronsDecodeSkips) {
     EXPECT_EQ(d12.predicted, d12.evaluated);
     EXPECT_LT(rel_max_diff(d12.logits, d1.logits), 1e-4);  // no FFN in either: attention alone
     // Every neuron a candidate: the mask changes nothing.
-    const SparseFfn plain(placed, *profile_, kSparsity, GgmlType::F32);
-    SparseFfn all(placed, *profile_, kSparsity, GgmlType::F32);
+    const SparseFfn plain(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
+    SparseFfn all(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     all.set_predictors(with_threshold(-std::numeric_limits<float>::max()));
     const Decode plain12 = decode(placed, &plain, prompt, 12), all12 = decode(placed, &all, prompt, 12);
     EXPECT_EQ(rel_max_diff(all12.logits, plain12.logits), 0.0);
     EXPECT_EQ(all12.active, plain12.active);
     // Trained: the neurons they miss are removed from the batch too.
-    SparseFfn trained(placed, *profile_, kSparsity, GgmlType::F32);
+    SparseFfn trained(placed, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     trained.set_predictors(*trained_);
     const Decode t12 = decode(placed, &trained, prompt, 12);
     EXPECT_LT(t12.active, plain12.active);
@@ -199,7 +199,7 @@ TEST_F(PredictedFfnTest, BatchesSkipTheNeuronsDecodeSkips) {
 TEST_F(PredictedFfnTest, FfnsOnAGpuKeepTheDenseGate) {
     FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 2, .quantize_activations = false});
     const PlacedModel on_gpu(*model_, fake);
-    SparseFfn sparse(on_gpu, *profile_, kSparsity, GgmlType::F32);
+    SparseFfn sparse(on_gpu, *profile_, kSparsity, copy_every_layer(GgmlType::F32));
     sparse.set_predictors(with_threshold(std::numeric_limits<float>::max()));
     EXPECT_EQ(sparse.predictor(0), nullptr);
     const std::vector<int32_t> prompt(calib_.begin(), calib_.begin() + 4);

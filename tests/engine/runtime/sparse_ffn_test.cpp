@@ -136,7 +136,7 @@ TEST_P(SparseFfnTest, NothingSkippedMatchesDense) {
     const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 5);
     const std::vector<float> dense = last_logits(placed, nullptr, prompt, 1);
     // The decode path reads the neuron-major copy: f32 adds no rounding, q8_0 a little.
-    const SparseFfn exact(placed, profile_, 0.0, GgmlType::F32);
+    const SparseFfn exact(placed, profile_, 0.0, copy_every_layer(GgmlType::F32));
     EXPECT_LT(rel_max_diff(last_logits(placed, &exact, prompt, 1), dense), 1e-4);
     const SparseFfn q8(placed, profile_, 0.0);
     EXPECT_LT(rel_max_diff(last_logits(placed, &q8, prompt, 1), dense), 1e-2);
@@ -147,7 +147,7 @@ TEST_P(SparseFfnTest, NothingSkippedMatchesDense) {
 TEST_P(SparseFfnTest, DecodeMatchesBatchesWithTheSameMask) {
     const PlacedModel placed(*model_, cpu_f32_);
     const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
-    const SparseFfn sparse(placed, profile_, 0.5, GgmlType::F32);
+    const SparseFfn sparse(placed, profile_, 0.5, copy_every_layer(GgmlType::F32));
     const std::vector<float> decode = last_logits(placed, &sparse, prompt, 1);
     const std::vector<float> batch = last_logits(placed, &sparse, prompt, 12);
     // Decode and batch compute act(gate) with different kernels, so a neuron within rounding of
@@ -164,7 +164,7 @@ TEST_P(SparseFfnTest, InputSparsityZeroesItsShareInDecodeAndBatches) {
     const PlacedModel placed(*model_, cpu_f32_);
     const std::vector<int32_t> calib(calib_.begin(), calib_.begin() + 32);
     for (double s_in : {0.25, 0.5}) {
-        const SparseFfn sparse(placed, profile_, 0.0, GgmlType::F32, s_in);
+        const SparseFfn sparse(placed, profile_, 0.0, copy_every_layer(GgmlType::F32), s_in);
         SessionParams params;
         params.n_ctx = 128;
         params.n_batch = 32;
@@ -177,8 +177,8 @@ TEST_P(SparseFfnTest, InputSparsityZeroesItsShareInDecodeAndBatches) {
         EXPECT_NEAR(1.0 - static_cast<double>(kept) / static_cast<double>(inputs), s_in, 0.05) << "S_in = " << s_in;
     }
     const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
-    const SparseFfn masked(placed, profile_, 0.0, GgmlType::F32, 0.5);
-    const SparseFfn unmasked(placed, profile_, 0.0, GgmlType::F32);
+    const SparseFfn masked(placed, profile_, 0.0, copy_every_layer(GgmlType::F32), 0.5);
+    const SparseFfn unmasked(placed, profile_, 0.0, copy_every_layer(GgmlType::F32));
     const std::vector<float> decode = last_logits(placed, &masked, prompt, 1);
     const std::vector<float> batch = last_logits(placed, &masked, prompt, 12);
     EXPECT_LT(rel_max_diff(decode, batch), 1e-4);  // no threshold on act(gate) to fall either side of
@@ -193,10 +193,10 @@ TEST_P(SparseFfnTest, RunsOnTheGpuWithTheCopyAndTheCountsInItsMemory) {
     const PlacedModel on_cpu(*model_, cpu_f32_);
     const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
     const uint64_t before = fake.stats().used_bytes;
-    const SparseFfn gpu_sparse(on_gpu, profile_, 0.5, GgmlType::Q8_0);
+    const SparseFfn gpu_sparse(on_gpu, profile_, 0.5, copy_every_layer(GgmlType::Q8_0));
     EXPECT_GE(fake.stats().used_bytes - before, gpu_sparse.down_t_bytes());
     EXPECT_EQ(gpu_sparse.down_t(0).memory, MemoryKind::Device);
-    const SparseFfn cpu_sparse(on_cpu, profile_, 0.5, GgmlType::Q8_0);
+    const SparseFfn cpu_sparse(on_cpu, profile_, 0.5, copy_every_layer(GgmlType::Q8_0));
     double achieved_gpu = 0, achieved_cpu = 0;
     const std::vector<float> gpu = last_logits(on_gpu, &gpu_sparse, prompt, 1, &achieved_gpu);
     const std::vector<float> cpu = last_logits(on_cpu, &cpu_sparse, prompt, 1, &achieved_cpu);
@@ -206,6 +206,54 @@ TEST_P(SparseFfnTest, RunsOnTheGpuWithTheCopyAndTheCountsInItsMemory) {
     // Batches on the GPU: the thresholded activation there.
     EXPECT_LT(rel_max_diff(last_logits(on_gpu, &gpu_sparse, prompt, 12), last_logits(on_cpu, &cpu_sparse, prompt, 12)),
               1e-5);
+}
+
+// ffn_down read whole (no neuron-major copy): decode gathers the active up rows and multiplies
+// the masked activations by the whole ffn_down, the function of the copy's decode and of batches;
+// on the (fake) GPU too, with the counts in its memory.
+TEST_P(SparseFfnTest, WholeDownKeepsNoCopyAndComputesTheSameFunction) {
+    const PlacedModel placed(*model_, cpu_f32_);
+    const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
+    const SparseFfn whole(placed, profile_, 0.5, SparseDownPolicy{SparseDownMode::Whole});
+    for (int il = 0; il < whole.n_layer(); ++il) EXPECT_FALSE(whole.has_copy(il));
+    EXPECT_EQ(whole.down_t_bytes(), 0u);
+    const SparseFfn copy(placed, profile_, 0.5, copy_every_layer(GgmlType::F32));
+    double achieved_whole = 0, achieved_copy = 0;
+    const std::vector<float> decode = last_logits(placed, &whole, prompt, 1, &achieved_whole);
+    // The same masks (the same activation kernel); only the order of the down sums differs.
+    EXPECT_LT(rel_max_diff(decode, last_logits(placed, &copy, prompt, 1, &achieved_copy)), 1e-4);
+    EXPECT_EQ(achieved_whole, achieved_copy);
+    EXPECT_GT(achieved_whole, 0.2);
+    EXPECT_LT(rel_max_diff(decode, last_logits(placed, &whole, prompt, 12)), 1e-2);  // batches (see above)
+    EXPECT_GT(rel_max_diff(last_logits(placed, nullptr, prompt, 1), decode), 5e-2);
+
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 2, .quantize_activations = false});
+    const PlacedModel on_gpu(*model_, fake);
+    const SparseFfn gpu_whole(on_gpu, profile_, 0.5, SparseDownPolicy{SparseDownMode::Whole});
+    double achieved_gpu = 0;
+    EXPECT_LT(rel_max_diff(last_logits(on_gpu, &gpu_whole, prompt, 1, &achieved_gpu), decode), 1e-5);
+    EXPECT_EQ(achieved_gpu, achieved_whole);
+}
+
+// Auto keeps a copy in the layers where sparse_down.h's rule says it pays, and the placement
+// table counts exactly the copies the SparseFfn makes (so budgets hold).
+TEST_P(SparseFfnTest, AutoCopiesWhereTheRuleSaysAndTheTableCountsThem) {
+    const PlacedModel placed(*model_, cpu_);
+    for (double s : {0.3, 0.5, 0.9}) {
+        SparsityOptions o;
+        o.sparsity = s;
+        const SparseFfn sparse(placed, profile_, s, o.down);
+        const TensorTable plain = tensor_table(*model_);
+        TensorTable with = plain;
+        add_neuron_major_bytes(with, o);
+        uint64_t added = 0;
+        for (size_t i = 0; i < plain.tensors.size(); ++i) added += with.tensors[i].bytes - plain.tensors[i].bytes;
+        EXPECT_EQ(added, sparse.down_t_bytes()) << "S = " << s;
+        for (int il = 0; il < sparse.n_layer(); ++il) {
+            const GgmlType t = model_->weights().layers[static_cast<size_t>(il)].ffn_down.type;
+            EXPECT_EQ(sparse.has_copy(il), keeps_neuron_major_copy(o.down, t, 1.0 - s)) << "S = " << s << " layer " << il;
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, SparseFfnTest, ::testing::Values("tiny", "tiny-gemma3"));
@@ -341,8 +389,8 @@ TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
     const PlacedModel placed(ma, cpu);
     EXPECT_THROW(SparseFfn(placed, profile, 1.0), ArgumentError);
     EXPECT_THROW(SparseFfn(placed, profile, -0.1), ArgumentError);
-    EXPECT_THROW(SparseFfn(placed, profile, 0.5, GgmlType::Q8_0, 1.0), ArgumentError);
-    EXPECT_THROW(SparseFfn(placed, profile, 0.5, GgmlType::Q8_0, -0.5), ArgumentError);
+    EXPECT_THROW(SparseFfn(placed, profile, 0.5, SparseDownPolicy{}, 1.0), ArgumentError);
+    EXPECT_THROW(SparseFfn(placed, profile, 0.5, SparseDownPolicy{}, -0.5), ArgumentError);
     SparsityOptions so;
     so.sparsity = 0.5;
     so.stats_path = a.path() + ".missing.stats";
@@ -357,7 +405,7 @@ TEST(SparseFfnErrors, RefusesOtherModelsBadSparsityMissingStatsAndGpuFfns) {
     FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = weights, .n_threads = 1});
     const PlacedModel on_gpu(ma, fake);
     try {  // a GPU has no input mask yet: refused by name, never run without it
-        SparseFfn s(on_gpu, profile, 0.5, GgmlType::Q8_0, 0.25);
+        SparseFfn s(on_gpu, profile, 0.5, copy_every_layer(GgmlType::Q8_0), 0.25);
         FAIL() << "--input-sparsity accepted for FFNs on a GPU";
     } catch (const UnsupportedError& e) {
         EXPECT_NE(std::string(e.what()).find("--input-sparsity"), std::string::npos) << e.what();
