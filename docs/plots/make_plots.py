@@ -173,3 +173,11 @@ bars("sparse_16_threads.png", "--sparsity 0.5 / dense decode, H200 host, 16 thre
      {"13384ec (g60)": [0.67, 0.65], "row groups (g61)": [0.85, 0.99], "+ mask (g62)": [0.92, None],
       "dense": [1.0, 1.0]},
      ["#bbbbbb", "#2a7ab9", "#1b4f7a", "#999999"])
+
+# Eighteenth session (H200 host, 16 threads, g67): --sparsity 0.5 with the q8_0 copy in every
+# layer against --sparse-down auto (ffn_down read whole where the copy does not pay), over dense
+# in the same call (7B CPU: the mean of two rounds' ratios).
+bars("sparse_down_auto.png", "--sparsity 0.5 / dense decode, H200 + 16 threads (ratio; 1 = dense)",
+     "sparse / dense", ["7B, CPU only", "70B, --gpu-mem 6G", "7B, all on the GPU"],
+     {"q8_0 copy everywhere": [1.01, 1.20, 0.84], "auto": [1.03, 1.13, 0.91], "dense": [1.0, 1.0, 1.0]},
+     ["#2a7ab9", "#1b4f7a", "#999999"])
