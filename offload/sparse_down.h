@@ -21,10 +21,12 @@ struct SparseDownPolicy {
 // A copy of type t in every layer (the Copy mode).
 inline SparseDownPolicy copy_every_layer(GgmlType t) { return {SparseDownMode::Copy, t}; }
 
-// The share of a dense GEMV's read rate per byte that the sparse row kernels keep on a random
-// half of the rows, measured on the GPU machine's 16 host threads (7B and 70B shapes' op times,
-// docs/SPARSITY.md): the copy's row accumulate 73-80 GB/s and the gathered up rows 57-62 GB/s,
-// against 95-108 for the dense Q4_K matmul.
+// The share of the hardware profile's GEMV rate for the type (cpu_gemv_gbs, what the cost model
+// prices dense reads at) that the sparse row kernels keep on a random half of the rows. Measured
+// on the GPU machine's 16 host threads (7B and 70B shapes' op times, docs/BENCHMARKS.md,
+// eighteenth session): the gathered Q4_K up rows 53-70 GB/s against the profile's 119 for q4_K
+// (0.45-0.59), the q8_0 copy's accumulate 67-95 against 128 for q8_0 (0.52-0.74). The
+// constants are the upper ends.
 inline constexpr double kAccumulateRateShare = 0.75;
 inline constexpr double kGatherRateShare = 0.6;
 

@@ -446,7 +446,7 @@ TEST(CostModel, SparseFfnCountsUpAndDownAtTheActiveFraction) {
 // accumulate's share of the GEMV rate per byte (all of it in order at 1, random from half down).
 TEST(SparseDown, AutoKeepsACopyWhereItReadsLessTimeThanTheWholeMatrix) {
     const SparseDownPolicy automatic;
-    // Half active: the copy's 0.53 bytes per weight at 75% of the rate read like 0.71.
+    // Half active: the copy's 0.53 bytes per weight at 75% of the rate read like 0.71 whole ones.
     EXPECT_FALSE(keeps_neuron_major_copy(automatic, GgmlType::Q4_K, 0.5));  // against 0.56
     EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::Q6_K, 0.5));   // against 0.82
     EXPECT_TRUE(keeps_neuron_major_copy(automatic, GgmlType::Q8_0, 0.5));
