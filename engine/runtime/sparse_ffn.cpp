@@ -250,7 +250,7 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
     for (int il = 0; il < sparse.n_layer(); ++il) copies += sparse.has_copy(il) ? 1 : 0;
     out << "sparsity: S = " << fixed(sparse.sparsity(), 3) << " of FFN neurons (CATS thresholds), ffn_down neuron-major "
         << type_traits(sparse.down_type()).name << " copy in " << copies << " of " << sparse.n_layer() << " layers ("
-        << format_bytes(sparse.down_t_bytes()) << "; the others read ffn_down whole)";
+        << format_bytes(sparse.down_t_bytes()) << (copies < sparse.n_layer() ? "; the others read ffn_down whole)" : ")");
     if (sparse.input_sparsity() > 0) out << "; FFN input: " << fixed(sparse.input_sparsity(), 3) << " of its values zeroed (TEAL)";
     out << "\n";
     if (program == nullptr) return out.str();
