@@ -550,7 +550,9 @@ void CostModel::add_sparse_ffn(Walk& w, const Layout& layout, int layer, int hom
         // The row kernels on the CPU keep a share of the GEMV's rate per byte (sparse_down.h).
         const bool cpu = tier(i) != Tier::Gpu;
         double share = f / (cpu ? row_rate_share(k == 1 ? kGatherRateShare : kAccumulateRateShare, f) : 1.0);
-        if (k == 2 && params_.ffn_down_bytes_per_weight > 0) {
+        if (k == 2 && params_.ffn_down_bytes_per_weight <= 0) {
+            share = 1.0;  // no copy anywhere (--sparse-down whole): read whole
+        } else if (k == 2) {
             const double weights = static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
             const double source_bpw = static_cast<double>(row_bytes(t.type, t.ne[0])) * static_cast<double>(t.ne[1]) / weights;
             if (!params_.ffn_down_copy_auto || neuron_major_copy_pays(params_.ffn_down_bytes_per_weight, source_bpw, f)) {

@@ -86,8 +86,8 @@ struct CostParams {
     // Activation sparsity (engine/runtime/sparse_ffn.h): decode reads the gate of a whole
     // (unsplit) FFN densely and its up and down rows at this expected active fraction (1 - S),
     // on the CPU at the row kernels' share of the GEMV rate (offload/sparse_down.h),
-    // down from its neuron-major copy of ffn_down_bytes_per_weight bytes per weight (0: the
-    // tensor's own type). Prefill stays dense (the same FLOPs).
+    // down from its neuron-major copy of ffn_down_bytes_per_weight bytes per weight (0: no
+    // copy, ffn_down read whole). Prefill stays dense (the same FLOPs).
     // ffn_down_copy_auto: a layer keeps the copy only where it pays (sparse_down.h's
     // neuron_major_copy_pays against the tensor's own type); the others read ffn_down whole.
     double ffn_active_fraction = 1.0;

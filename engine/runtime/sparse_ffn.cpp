@@ -337,7 +337,6 @@ void add_neuron_major_bytes(TensorTable& table, const SparsityOptions& options) 
     }
 }
 
-
 SparseDownPolicy effective_down_policy(const SparsityOptions& options, bool hot_neurons) {
     SparseDownPolicy p = options.down;
     const bool predictors = options.predictors || !options.predictor_path.empty();

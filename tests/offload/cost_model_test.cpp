@@ -440,6 +440,11 @@ TEST(CostModel, SparseFfnCountsUpAndDownAtTheActiveFraction) {
     sparse.ffn_active_fraction = 0.5;
     sparse.ffn_down_bytes_per_weight = 34.0 / 32.0;
     EXPECT_NEAR(estimate(p, t, laptop(), sparse).cpu_s, e.cpu_s, e.cpu_s * 1e-12);
+    // No copy anywhere (--sparse-down whole): ffn_down is read whole, only the up rows save.
+    sparse.ffn_down_bytes_per_weight = 0;
+    const double half_up_saved = s.n_layer * (1.0 - 0.5 / kGatherRateShare) * up / 45e9;
+    const CostEstimate whole = estimate(p, t, laptop(), sparse);
+    EXPECT_NEAR((d.cpu_s - d.fixed_s) - (whole.cpu_s - whole.fixed_s), half_up_saved, half_up_saved * 1e-6);
 }
 
 // The copy rule: a Q8_0 copy read at the active fraction against the source read whole, at the
