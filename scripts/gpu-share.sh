@@ -12,8 +12,8 @@
 #   scripts/gpu-share.sh STRATA MODEL N1 N2 [bench flags...]
 #   e.g. scripts/gpu-share.sh build/bin/strata 70b.gguf 4 20 --gpu-mem 6G -c 512 -t 16
 #
-# Prints each run's bench row and CUDA-runtime table, then: ms per token in the CUDA runtime,
-# the token time from the N2 run's t/s, and their ratio (the GPU share).
+# Prints each run's bench row and CUDA-runtime table, then: calls per token, ms per token in the
+# CUDA runtime, the token time from the N2 run's t/s, and their ratio (the GPU share).
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 STRATA MODEL N1 N2 [bench flags...]" >&2; exit 2; }
 strata=$1 model=$2 n1=$3 n2=$4
@@ -42,13 +42,16 @@ for n in "$n1" "$n2"; do
 done
 # t/s is the bench row's second-to-last column in every version of `strata bench`.
 tps=$(grep -E "^\| .*\| tg$n2 " "$work/bench.$n2" | awk -F'|' '{print $(NF-2)}' | awk '{print $1}')
+# The calls per token are exact; the milliseconds are a difference of two runs, so noise of the
+# order of the runtime's start-up (well under a millisecond) can make a tiny figure negative.
 awk -v n1="$n1" -v n2="$n2" -v tps="$tps" '
-    FNR == NR { if ($1 != "total") a[$1] = $3; next }
+    FNR == NR { if ($1 != "total") { a[$1] = $3; c[$1] = $2 }; next }
     $1 != "total" {
-        d = ($3 - a[$1]) / (n2 - n1) * 1e3; sum += d
+        d = ($3 - a[$1]) / (n2 - n1) * 1e3; sum += d; calls += ($2 - c[$1]) / (n2 - n1)
         if (d > 0.0005 || d < -0.0005) printf "per token %-28s %9.3f ms\n", $1, d
     }
     END {
         tok = 1e3 / tps
+        printf "per token, calls into the CUDA runtime: %.2f\n", calls
         printf "per token in the CUDA runtime %.2f ms of %.2f ms (%.2f tok/s): GPU share %.1f%%\n", sum, tok, tps, 100 * sum / tok
     }' "$work/api.$n1" "$work/api.$n2"
