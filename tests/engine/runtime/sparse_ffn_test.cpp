@@ -220,9 +220,11 @@ TEST_P(SparseFfnTest, WholeDownKeepsNoCopyAndComputesTheSameFunction) {
     const SparseFfn copy(placed, profile_, 0.5, copy_every_layer(GgmlType::F32));
     double achieved_whole = 0, achieved_copy = 0;
     const std::vector<float> decode = last_logits(placed, &whole, prompt, 1, &achieved_whole);
-    // The same masks (the same activation kernel); only the order of the down sums differs.
+    // The same function; only the order of the down sums differs, which can move a later layer's
+    // gate across its threshold for a neuron or two (an ASan build's rounding did: 0.502333
+    // against 0.502306 skipped).
     EXPECT_LT(rel_max_diff(decode, last_logits(placed, &copy, prompt, 1, &achieved_copy)), 1e-4);
-    EXPECT_EQ(achieved_whole, achieved_copy);
+    EXPECT_NEAR(achieved_whole, achieved_copy, 1e-3);
     EXPECT_GT(achieved_whole, 0.2);
     EXPECT_LT(rel_max_diff(decode, last_logits(placed, &whole, prompt, 12)), 1e-2);  // batches (see above)
     EXPECT_GT(rel_max_diff(last_logits(placed, nullptr, prompt, 1), decode), 5e-2);
