@@ -19,6 +19,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options)
     capabilities_.sparse_activation = true;
     capabilities_.predicted_ffn = true;
     capabilities_.input_mask = true;
+    capabilities_.input_major = true;
     capabilities_.expert_ffn = true;
     capabilities_.host_threads = n_threads_;
 }
@@ -112,6 +113,11 @@ void CpuBackend::routed_expert_ffn(const RoutedExpertFfnArgs& args, Tensor& y) {
 int64_t CpuBackend::mask_small_values(Tensor& x, float threshold) {
     const CpuOpScope timed(times_, "mask_small_values");
     return cpu::mask_small_values(x, threshold, n_threads_);
+}
+
+void CpuBackend::input_major_matvec(const InputMajorQ4K& w, const Tensor& x, Tensor& y) {
+    const CpuOpScope timed(times_, "input_major_matvec");
+    cpu::input_major_matvec(w, x, y, n_threads_);
 }
 
 int64_t CpuBackend::sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) {

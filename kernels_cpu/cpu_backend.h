@@ -88,6 +88,7 @@ class CpuBackend : public Backend {
     int64_t predicted_sparse_gated_ffn(const PredictedFfnArgs& args, Tensor& y) override;
     int64_t mask_small_values(Tensor& x, float threshold) override;
     int64_t sparse_gated_activation(const SparseFfnArgs& args, Tensor& h) override;
+    void input_major_matvec(const InputMajorQ4K& w, const Tensor& x, Tensor& y) override;
     void expert_ffn(const ExpertFfnArgs& args, Tensor& y) override;
     // Any experts expert_ffn takes: the routing runs on the host.
     bool routes_experts(std::span<const ExpertRef> experts, int64_t n_used, Activation act) const override;

@@ -45,6 +45,8 @@ int64_t thresholded_gated_activation(const Tensor& gate, const Tensor& up, Activ
 int64_t sparse_gated_ffn(const SparseFfnArgs& args, Tensor& y, int n_threads, bool quantize_activations = true);
 // x[i] = 0 where |x[i]| <= threshold (x f32, contiguous rows); returns how many were kept.
 int64_t mask_small_values(Tensor& x, float threshold, int n_threads);
+// y [w.n_out, 1] = W·x over the nonzero x [w.n_in, 1] (Backend::input_major_matvec), f32.
+void input_major_matvec(const InputMajorQ4K& w, const Tensor& x, Tensor& y, int n_threads);
 int64_t sparse_gated_activation(const SparseFfnArgs& args, Tensor& h, int n_threads, bool quantize_activations = true);
 
 // expert_ffn.cpp: y += one token's routed experts (Backend::expert_ffn).

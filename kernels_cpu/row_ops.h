@@ -12,6 +12,7 @@
 #include "engine/core/op_types.h"
 #include "kernels_cpu/attention_chunk.h"
 #include "kernels_cpu/kernel_variant.h"
+#include "quant/input_major.h"
 #include "quant/ggml_type.h"
 
 namespace strata::cpu {
@@ -42,6 +43,12 @@ struct RowOps {
     // handles the cache types and head sizes (else the driver uses the scalar table's).
     bool (*attention_supports)(GgmlType k_type, GgmlType v_type, int64_t dk, int64_t dv);
     AttentionChunkFn attention_chunk;
+    // y[0, w.n_out) = the product of the input-major Q4_K copy (quant/input_major.h) with x over
+    // chunks [c0, c1), reading only the columns whose bit is set in masks[c] (bit i: x[32c + i]
+    // is nonzero); y is overwritten. ahead: bytes ahead in each active column that the SIMD
+    // kernels prefetch into L2.
+    void (*input_major_q4k)(const InputMajorQ4K& w, const float* x, const uint32_t* masks, int64_t c0, int64_t c1,
+                            int64_t ahead, float* y);
 };
 
 // The table of variant v (Dequant uses the scalar one; SIMD variants the CPU lacks: null).

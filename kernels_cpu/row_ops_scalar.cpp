@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels_cpu/row_ops.h"
+#include "quant/half.h"
 
 namespace strata::cpu {
 namespace {
@@ -94,13 +95,37 @@ bool attention_supports(GgmlType, GgmlType, int64_t, int64_t) {
     return true;
 }
 
+// The input-major Q4_K product, in the SIMD kernels' order: per chunk, per row, the active
+// columns' Σ x_j·q_j, then y += ds·acc − dm·Σ x_j.
+void input_major_q4k(const InputMajorQ4K& w, const float* x, const uint32_t* masks, int64_t c0, int64_t c1,
+                     int64_t /*ahead*/, float* y) {
+    for (int64_t r = 0; r < w.n_out; ++r) y[r] = 0.0f;
+    for (int64_t c = c0; c < c1; ++c) {
+        if (masks[c] == 0) continue;
+        float sx = 0.0f;
+        for (uint32_t m = masks[c]; m != 0; m &= m - 1) sx += x[c * 32 + __builtin_ctz(m)];
+        for (int64_t r = 0; r < w.n_out; ++r) {
+            const int64_t byte = (r / 32) * 16 + (r % 32) % 16;
+            const int shift = (r % 32) < 16 ? 0 : 4;
+            float acc = 0.0f;
+            for (uint32_t m = masks[c]; m != 0; m &= m - 1) {
+                const int64_t j = c * 32 + __builtin_ctz(m);
+                acc += x[j] * static_cast<float>((w.column(j)[byte] >> shift) & 0xF);
+            }
+            const float ds = fp16_to_fp32(w.d(c / 8)[r]) * static_cast<float>(w.scales(c)[r]);
+            const float dm = fp16_to_fp32(w.dmin(c / 8)[r]) * static_cast<float>(w.mins(c)[r]);
+            y[r] += ds * acc - dm * sx;
+        }
+    }
+}
+
 }  // namespace
 
 const RowOps& row_ops_scalar() {
     static const RowOps ops{sum_squares,   scale_mul,       rope_norm,          rope_neox,
                             add,           scale,           softcap,            silu_mul,
                             gelu_tanh_mul, find_dequantize, find_quantize,      attention_supports,
-                            attention_chunk_scalar};
+                            attention_chunk_scalar, input_major_q4k};
     return ops;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernels_cpu/attention_simd.h"
+#include "kernels_cpu/input_major_simd.h"
 #include "kernels_cpu/quantize_act.h"
 #include "kernels_cpu/row_ops.h"
 #include "kernels_cpu/row_ops_simd.h"
@@ -38,7 +39,7 @@ const RowOps* table() {
                             simd_rope_neox<S>,      simd_add<S>,       simd_scale<S>,
                             simd_softcap<S>,        simd_silu_mul<S>,  simd_gelu_tanh_mul<S>,
                             find_dequantize<S>,     find_quantize<S>,  simd_attention_supports<S>,
-                            simd_attention_chunk<S>};
+                            simd_attention_chunk<S>, simd_input_major_q4k<S>};
     return &ops;
 }
 

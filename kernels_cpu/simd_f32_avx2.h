@@ -78,6 +78,13 @@ struct SimdAvx2 {
         return _mm256_cvtepi32_ps(i);
     }
 
+    // The W bytes at p as two vectors of their 4-bit halves (0..15): lo the low nibbles, hi the high.
+    static void load_u4_pair(const uint8_t* p, V& lo, V& hi) {
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        lo = _mm256_cvtepi32_ps(_mm256_and_si256(b, _mm256_set1_epi32(0x0F)));
+        hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
+    }
+
     static D zero_d() { return _mm256_setzero_pd(); }
     // lo += x[0..W/2)², hi += x[W/2..W)², in double.
     static void add_squares(D& lo, D& hi, V x) {

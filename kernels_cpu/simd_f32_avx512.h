@@ -77,6 +77,13 @@ struct SimdAvx512 {
         return _mm512_cvtepi32_ps(i);
     }
 
+    // The W bytes at p as two vectors of their 4-bit halves (0..15): lo the low nibbles, hi the high.
+    static void load_u4_pair(const uint8_t* p, V& lo, V& hi) {
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(0x0F)));
+        hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
+    }
+
     static D zero_d() { return _mm512_setzero_pd(); }
     static void add_squares(D& lo, D& hi, V x) {
         const D a = _mm512_cvtps_pd(_mm512_castps512_ps256(x));

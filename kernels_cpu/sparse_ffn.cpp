@@ -182,6 +182,20 @@ int64_t mask_small_values(Tensor& x, float threshold, int n_threads) {
     return kept;
 }
 
+void input_major_matvec(const InputMajorQ4K& w, const Tensor& x, Tensor& y, int n_threads) {
+    constexpr const char* op = "input_major_matvec";
+    if (w.data == nullptr || !input_major_q4k_fits(w.n_in, w.n_out)) {
+        throw ArgumentError(cat(op, ": no input-major copy, or a ", w.n_out, " x ", w.n_in, " one"));
+    }
+    check_f32(op, "x", x);
+    check_f32(op, "y", y);
+    if (x.ne[0] != w.n_in || x.n_rows() != 1 || y.ne[0] != w.n_out || y.n_rows() != 1 || !x.is_contiguous() ||
+        !y.is_contiguous()) {
+        throw ArgumentError(cat(op, ": x must be [", w.n_in, ", 1] and y [", w.n_out, ", 1], contiguous"));
+    }
+    input_major_matvec(w, f32_row(x, 0), f32_row(y, 0), n_threads);
+}
+
 namespace {
 
 void check_predicted_args(const char* op, const PredictedFfnArgs& args, const Tensor& y) {

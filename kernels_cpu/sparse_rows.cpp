@@ -4,9 +4,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/qdot.h"
+#include "kernels_cpu/row_ops.h"
 #include "kernels_cpu/thread_scratch.h"
 #include "kernels_cpu/vec.h"
 
@@ -167,6 +169,50 @@ void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, in
             const int64_t e1 = std::min(k, e0 + kSpan);
             for (int64_t g = 1; g < n_groups; ++g) {
                 const float* p = part + (g - 1) * k;
+                for (int64_t e = e0; e < e1; ++e) y[e] += p[e];
+            }
+        }
+    }
+}
+
+void input_major_matvec(const InputMajorQ4K& w, const float* x, float* y, int n_threads, int64_t ahead) {
+    const int64_t n_chunks = w.n_chunks();
+    // The calling thread's masks, kept between calls; the team reads them through `mk` (a
+    // thread_local named inside the parallel region would be each thread's own).
+    thread_local std::vector<uint32_t> masks;
+    masks.assign(static_cast<size_t>(n_chunks), 0);
+    const uint32_t* mk = masks.data();
+    int64_t n_nonzero = 0;
+    for (int64_t j = 0; j < w.n_in; ++j) {
+        if (x[j] != 0.0f) {
+            masks[static_cast<size_t>(j / 32)] |= 1u << (j % 32);
+            ++n_nonzero;
+        }
+    }
+    const auto kernel = row_ops().input_major_q4k;
+    // At most kInputMajorGroups groups of whole chunks, each summed by one thread into its own
+    // partial (group 0 into y): every thread reads whole columns, long streams.
+    constexpr int64_t kInputMajorGroups = 16;
+    const int64_t n_groups = std::min(n_chunks, kInputMajorGroups);
+    if (n_groups <= 1) {
+        kernel(w, x, mk, 0, n_chunks, ahead, y);
+        return;
+    }
+    float* part = partials(static_cast<size_t>((n_groups - 1) * w.n_out));
+    const bool parallel = n_threads > 1 && n_nonzero * w.n_out >= kMinParallelElements;
+    constexpr int64_t kSpan = 1024;
+#pragma omp parallel num_threads(n_threads) if (parallel)
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t g = 0; g < n_groups; ++g) {
+            const int64_t c0 = n_chunks * g / n_groups, c1 = n_chunks * (g + 1) / n_groups;
+            kernel(w, x, mk, c0, c1, ahead, g == 0 ? y : part + (g - 1) * w.n_out);
+        }
+#pragma omp for schedule(static)
+        for (int64_t e0 = 0; e0 < w.n_out; e0 += kSpan) {
+            const int64_t e1 = std::min(w.n_out, e0 + kSpan);
+            for (int64_t g = 1; g < n_groups; ++g) {
+                const float* p = part + (g - 1) * w.n_out;
                 for (int64_t e = e0; e < e1; ++e) y[e] += p[e];
             }
         }

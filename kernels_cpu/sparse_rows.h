@@ -14,6 +14,7 @@
 #include "engine/core/tensor.h"
 #include "kernels_cpu/kernel_variant.h"
 #include "quant/ggml_type.h"
+#include "quant/input_major.h"
 
 namespace strata::cpu {
 
@@ -30,6 +31,15 @@ void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t
 // each thread reading whole rows, and the groups' partial sums added in order.
 void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, int64_t n_rows, float* y,
                      int n_threads);
+
+// y [w.n_out] = W·x through W's input-major copy (quant/input_major.h), reading only the
+// columns of the nonzero x[j]: the masked FFN input (TEAL) or masked activations (CATS). The
+// chunks are summed in groups fixed by the shape (each group's partial, then the partials in
+// order), so the result does not depend on n_threads. ahead: how many bytes ahead in each
+// active column the kernel prefetches into L2 (sparse_rows_bench.cpp compares values).
+inline constexpr int64_t kInputMajorAhead = 256;
+void input_major_matvec(const InputMajorQ4K& w, const float* x, float* y, int n_threads,
+                        int64_t ahead = kInputMajorAhead);
 
 // y[0 .. n_blocks·32) += Σ_j c[j] · dequantize(rows[j]) for j < n_rows (1..kAxpyRows): row
 // segments of 32-element blocks, per kernel variant. Several rows per call so y is loaded and

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "quant/input_major.h"
 
 namespace strata {
 namespace {
@@ -29,6 +30,10 @@ bool keeps_neuron_major_copy(const SparseDownPolicy& policy, GgmlType source, do
         case SparseDownMode::Auto: break;
     }
     return neuron_major_copy_pays(bytes_per_weight(policy.copy_type), bytes_per_weight(source), active);
+}
+
+bool keeps_input_major(GgmlType type, int64_t n_in, int64_t n_out) {
+    return type == GgmlType::Q4_K && input_major_q4k_fits(n_in, n_out);
 }
 
 }  // namespace strata

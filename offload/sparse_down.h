@@ -7,6 +7,8 @@
 // whole matrix: a Q8_0 copy of a Q6_K/Q8_0/F16 down at S = 0.5, not of a Q4_K one.
 #pragma once
 
+#include <cstdint>
+
 #include "quant/ggml_type.h"
 
 namespace strata {
@@ -42,5 +44,10 @@ bool neuron_major_copy_pays(double copy_bpw, double source_bpw, double active);
 // Whether a layer whose ffn_down has type `source` keeps a neuron-major copy under `policy`
 // when a fraction `active` of its neurons is read per token.
 bool keeps_neuron_major_copy(const SparseDownPolicy& policy, GgmlType source, double active);
+
+// Whether --input-major keeps an exact input-major copy (quant/input_major.h) of a matrix of this
+// type with n_in inputs and n_out outputs: Q4_K, whose sub-blocks a skipped input cannot skip in
+// GGUF's layout, at a shape the copy fits. Its bytes: input_major_q4k_bytes.
+bool keeps_input_major(GgmlType type, int64_t n_in, int64_t n_out);
 
 }  // namespace strata

@@ -17,6 +17,7 @@ SparsityOptions SparsityFlags::options() const {
         if (input_sparsity != 0.0) {
             throw ArgumentError("--input-sparsity needs --sparsity S (S = 0: the input's sparsity alone)");
         }
+        if (input_major) throw ArgumentError("--input-major needs --sparsity S (the copies serve sparse decode)");
         return o;
     }
     if ((predictors || !predictor_file.empty()) && hot_neurons) {
@@ -46,6 +47,7 @@ SparsityOptions SparsityFlags::options() const {
                                 " is outside [0, 1): it is the fraction of the FFN input's values set to zero"));
     }
     o.input_sparsity = input_sparsity;
+    o.input_major = input_major;
     return o;
 }
 
@@ -65,6 +67,11 @@ void add_sparsity_options(CLI::App& cmd, SparsityFlags& flags) {
                    "with --sparsity: also zero this fraction of each FFN's normed input, the smallest values"
                    " (TEAL; thresholds from the stats; FFNs in RAM). Measures the method's quality: decode still"
                    " reads every gate byte");
+    cmd.add_flag("--input-major", flags.input_major,
+                 "with --sparsity: exact input-major copies of the Q4_K matrices sparse decode reads by input (FFNs"
+                 " in RAM): ffn_down where no re-quantized copy is kept (only the active neurons' columns are read)"
+                 " and, with --input-sparsity, ffn_gate (only the nonzero inputs' columns). Same values, no"
+                 " re-quantization; costs their bytes again in RAM");
     cmd.add_flag("--predictors", flags.predictors,
                  "with --sparsity: trained predictors (`strata profile --train-predictors`) choose which FFN neurons"
                  " a token evaluates, so the other neurons' gate rows are not read either (FFNs in RAM)");

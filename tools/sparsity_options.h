@@ -15,13 +15,14 @@ struct SparsityFlags {
     std::string stats;
     std::string down_type = "auto";  // --sparse-down: auto, whole, or the copy's type
     double input_sparsity = 0;  // --input-sparsity (SparsityOptions::input_sparsity)
+    bool input_major = false;   // --input-major (SparsityOptions::input_major)
     CLI::Option* sparsity_option = nullptr;
     bool hot_neurons = false;  // --hot-neurons (RuntimeOptions::hot_neurons)
     bool predictors = false;   // --predictors
     std::string predictor_file;
 
     // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
-    // [0, 1), or --stats, --predictors, --predictor-file or --input-sparsity without --sparsity,
+    // [0, 1), or --stats, --predictors, --predictor-file, --input-sparsity or --input-major without --sparsity,
     // or predictors with --hot-neurons.
     SparsityOptions options() const;
 };

@@ -24,6 +24,7 @@
 #include "engine/core/expert_routing.h"
 #include "engine/core/op_types.h"
 #include "engine/core/tensor.h"
+#include "quant/input_major.h"
 
 namespace strata {
 
@@ -192,6 +193,8 @@ struct BackendCapabilities {
     bool sparse_activation = false;
     // mask_small_values (TEAL-style input sparsity: the FFN input's small values set to zero).
     bool input_mask = false;
+    // input_major_matvec (products over exact input-major Q4_K copies in host memory).
+    bool input_major = false;
     // expert_ffn (a token's routed experts as one op).
     bool expert_ffn = false;
     // begin_graph ... end_graph records and launches the ops as one unit.
@@ -325,6 +328,14 @@ public:
     virtual int64_t mask_small_values(Tensor& x, float threshold) {
         (void)x, (void)threshold;
         throw UnsupportedError(cat("the ", name(), " backend has no input mask (input sparsity)"));
+    }
+
+    // y [n_out, 1] = W·x through W's input-major Q4_K copy (quant/input_major.h, in host memory),
+    // reading only the columns of the nonzero values of x [n_in, 1]: a masked FFN input or
+    // masked activations. Where capabilities().input_major.
+    virtual void input_major_matvec(const InputMajorQ4K& w, const Tensor& x, Tensor& y) {
+        (void)w, (void)x, (void)y;
+        throw UnsupportedError(cat("the ", name(), " backend has no input-major products (activation sparsity)"));
     }
 
     // y [n_embd, 1] = Σ over the active candidates i: act(gate_i·x)·(up_i·x)·down_t_i (one token).

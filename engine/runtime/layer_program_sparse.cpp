@@ -104,7 +104,13 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
         active = predicted_ffn(il, *predictor, p, hb, cur, proj);
     } else {
         Tensor gate = exec_.act(hb, kGate, n_ff, n);  // [n_ff, n]
-        exec_.matmul_local(p.gate, hb, cur, gate);
+        // With input sparsity and an input-major gate, decode reads the nonzero inputs' columns.
+        const InputMajorQ4K* gate_im = n == 1 ? sparse_->gate_input_major(il) : nullptr;
+        if (gate_im != nullptr) {
+            h.input_major_matvec(*gate_im, cur, gate);
+        } else {
+            exec_.matmul_local(p.gate, hb, cur, gate);
+        }
         if (n == 1 && !sparse_->has_copy(il)) {
             active = sparse_up_whole_down(il, p, hb, cur, gate, proj);
         } else if (n == 1) {
@@ -132,7 +138,7 @@ void LayerProgram::sparse_ffn_block(int il, int64_t n) {
 }
 
 // Decode of a layer without a neuron-major copy: the active rows of up, the masked activations,
-// then ffn_down read whole.
+// then ffn_down read whole, or its active columns where it has an input-major copy.
 int64_t LayerProgram::sparse_up_whole_down(int il, const FfnPart& p, int hb, const Tensor& cur, const Tensor& gate,
                                            Tensor& proj) {
     Tensor masked = exec_.act(hb, kUp, gate.ne[0], 1);
@@ -141,7 +147,11 @@ int64_t LayerProgram::sparse_up_whole_down(int il, const FfnPart& p, int hb, con
         args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
     }
     const int64_t active = exec_.backend(hb).sparse_gated_activation(args, masked);
-    exec_.matmul_local(p.down, hb, masked, proj);
+    if (const InputMajorQ4K* down_im = sparse_->down_input_major(il)) {
+        exec_.backend(hb).input_major_matvec(*down_im, masked, proj);  // the active neurons' columns
+    } else {
+        exec_.matmul_local(p.down, hb, masked, proj);
+    }
     return active;
 }
 

@@ -166,8 +166,32 @@ void SparseFfn::make_layer_copy(Backend& backend, const Tensor& down, int il, La
     backend.copy_in(staged, s.down_t);
 }
 
+// The exact input-major copy of the Q4_K matrix w (quant/input_major.h) in host memory of
+// `backend`, made by the OpenMP threads in parts of 256 rows (whole cache lines of each column).
+void SparseFfn::make_input_major(Backend& backend, const Tensor& w, const std::string& what, InputMajorQ4K& copy,
+                                 Buffer& buffer) {
+    const int64_t n_in = w.ne[0], n_out = w.ne[1];
+    const uint64_t bytes = input_major_q4k_bytes(n_in, n_out);
+    try {
+        buffer = backend.allocate(bytes, what);
+    } catch (const BudgetError& e) {
+        throw BudgetError(cat("--input-major: the ", format_bytes(bytes), " input-major copy of ", what,
+                              " does not fit on the ", backend.name(), " backend (", e.what(), ")"));
+    }
+    auto* dst = static_cast<uint8_t*>(buffer.data());
+    constexpr int64_t kPart = 256;
+    const int64_t n_parts = (n_out + kPart - 1) / kPart;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t part = 0; part < n_parts; ++part) {
+        make_input_major_q4k(w.data, n_in, n_out, dst, part * kPart, std::min(n_out, (part + 1) * kPart));
+    }
+    copy = InputMajorQ4K{dst, n_in, n_out};
+    input_major_bytes_ += bytes;
+    ++input_major_count_;
+}
+
 SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, SparseDownPolicy down,
-                     double input_sparsity)
+                     double input_sparsity, bool input_major)
     : sparsity_(sparsity), down_(down), input_sparsity_(input_sparsity) {
     if (!(sparsity >= 0.0 && sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped)"));
@@ -207,14 +231,25 @@ SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile
         s.runs_predictor = home.capabilities().predicted_ffn && home.memory_kind() != MemoryKind::Device;
         s.n_ff = lw.ffn_down.ne[0];
         s.n_embd = lw.ffn_down.ne[1];
+        Backend& backend = *l.ffn.front().gate.backend;
+        const bool by_input = input_major && home.capabilities().input_major && home.memory_kind() != MemoryKind::Device;
+        if (by_input && input_sparsity > 0.0 && keeps_input_major(lw.ffn_gate.type, s.n_embd, s.n_ff)) {
+            make_input_major(backend, l.ffn.front().gate.tensor, cat("blk.", il, ".ffn_gate"), s.gate_im, s.gate_im_buffer);
+        }
         if (!keeps_neuron_major_copy(down_, lw.ffn_down.type, 1.0 - sparsity)) {
+            // Decode takes the masked activations (sparse_gated_activation), then ffn_down whole
+            // or, with an input-major copy, the active neurons' columns of it.
             if (!home.capabilities().sparse_activation) {
                 throw UnsupportedError(cat("--sparsity: the ", home.name(), " backend holding layer ", il,
                                            "'s FFN cannot read ffn_down whole (use --sparse-down q8_0)"));
             }
+            if (by_input && keeps_input_major(lw.ffn_down.type, s.n_ff, s.n_embd)) {
+                make_input_major(backend, l.ffn.front().down.tensor, cat("blk.", il, ".ffn_down"), s.down_im,
+                                 s.down_im_buffer);
+            }
             continue;
         }
-        make_layer_copy(*l.ffn.front().gate.backend, lw.ffn_down, il, s);
+        make_layer_copy(backend, lw.ffn_down, il, s);
         down_t_bytes_ += s.down_t.n_bytes();
         if (s.down_t.memory == MemoryKind::Device) device_bytes_ += s.down_t.n_bytes();
     }
@@ -252,6 +287,10 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
         << type_traits(sparse.down_type()).name << " copy in " << copies << " of " << sparse.n_layer() << " layers ("
         << format_bytes(sparse.down_t_bytes()) << (copies < sparse.n_layer() ? "; the others read ffn_down whole)" : ")");
     if (sparse.input_sparsity() > 0) out << "; FFN input: " << fixed(sparse.input_sparsity(), 3) << " of its values zeroed (TEAL)";
+    if (sparse.input_major_count() > 0) {
+        out << "; exact input-major copies of " << sparse.input_major_count() << " Q4_K matrices ("
+            << format_bytes(sparse.input_major_bytes()) << ")";
+    }
     out << "\n";
     if (program == nullptr) return out.str();
     const std::vector<LayerProgram::SparsityCount>& counts = program->sparsity_counts();  // one read (a GPU copies)
@@ -303,8 +342,8 @@ std::unique_ptr<SparseFfn> load_sparse_ffn(const PlacedModel& placed, const std:
     }
     const ActivationProfile profile = read_activation_profile(path);
     check_profile_for(profile, placed.model(), path);
-    auto sparse =
-        std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down, options.input_sparsity);
+    auto sparse = std::make_unique<SparseFfn>(placed, profile, options.sparsity, options.down, options.input_sparsity,
+                                              options.input_major);
     if (!predictors) predictors = load_predictors(placed.model(), model_path, options);
     if (predictors) sparse->set_predictors(std::move(*predictors));
     return sparse;
@@ -330,9 +369,17 @@ void add_predictor_bytes(TensorTable& table, const FfnPredictors& predictors) {
 
 void add_neuron_major_bytes(TensorTable& table, const SparsityOptions& options) {
     const TypeTraits& t = type_traits(options.down.copy_type);
+    const double active = 1.0 - options.sparsity;
     for (TensorEntry& e : table.tensors) {
+        // --input-major's copies, where SparseFfn makes them on a CPU FFN (counted wherever the
+        // FFN goes: a placement that puts it on a GPU over-reserves, never under-).
+        if (options.input_major && e.layer() >= 0 && e.ne[2] == 1 && keeps_input_major(e.type, e.ne[0], e.ne[1])) {
+            const bool gate = e.role() == TensorRole::FfnGate && options.input_sparsity > 0.0;
+            const bool down = e.role() == TensorRole::FfnDown && !keeps_neuron_major_copy(options.down, e.type, active);
+            if (gate || down) e.bytes += input_major_q4k_bytes(e.ne[0], e.ne[1]);
+        }
         if (e.role() != TensorRole::FfnDown || e.layer() < 0 || e.ne[2] != 1 || e.ne[1] % t.block_size != 0) continue;
-        if (!keeps_neuron_major_copy(options.down, e.type, 1.0 - options.sparsity)) continue;
+        if (!keeps_neuron_major_copy(options.down, e.type, active)) continue;
         e.bytes += static_cast<uint64_t>(e.ne[0]) * static_cast<uint64_t>(e.ne[1] / t.block_size) * t.type_size;
     }
 }

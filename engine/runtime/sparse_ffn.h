@@ -25,6 +25,7 @@
 #include "predictor/activation_profile.h"
 #include "predictor/ffn_predictor.h"
 #include "quant/ggml_type.h"
+#include "quant/input_major.h"
 
 namespace strata {
 
@@ -46,6 +47,11 @@ struct SparsityOptions {
     // decode reads; predictor_path empty: default_predictor_path(the stats path).
     bool predictors = false;
     std::string predictor_path;
+    // --input-major: exact input-major copies (quant/input_major.h) of the Q4_K matrices a sparse
+    // decode reads by input, on backends with input_major products (the CPU): ffn_down where the
+    // down policy keeps no re-quantized copy (the active neurons' columns are read), and with
+    // input_sparsity > 0 ffn_gate (the nonzero inputs' columns are read).
+    bool input_major = false;
     bool enabled() const { return sparsity >= 0; }
 };
 
@@ -68,8 +74,11 @@ class SparseFfn {
     // not match the model.
     // input_sparsity: TEAL on the FFN input (SparsityOptions); ArgumentError outside [0, 1),
     // UnsupportedError for an FFN on a backend without the input mask (a GPU, for now).
+    // input_major: SparsityOptions::input_major (layers whose FFN backend lacks the products keep
+    // their other paths).
     SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity,
-              SparseDownPolicy down = {SparseDownMode::Copy, GgmlType::Q8_0}, double input_sparsity = 0);
+              SparseDownPolicy down = {SparseDownMode::Copy, GgmlType::Q8_0}, double input_sparsity = 0,
+              bool input_major = false);
 
     double sparsity() const { return sparsity_; }
     GgmlType down_type() const { return down_.copy_type; }
@@ -85,6 +94,11 @@ class SparseFfn {
     // an empty tensor where !has_copy(il).
     const Tensor& down_t(int il) const { return layers_.at(static_cast<size_t>(il)).down_t; }
     uint64_t down_t_bytes() const { return down_t_bytes_; }
+    // Layer il's input-major copies of ffn_gate and ffn_down (in host memory), or null.
+    const InputMajorQ4K* gate_input_major(int il) const { return input_major_of(layers_.at(static_cast<size_t>(il)).gate_im); }
+    const InputMajorQ4K* down_input_major(int il) const { return input_major_of(layers_.at(static_cast<size_t>(il)).down_im); }
+    uint64_t input_major_bytes() const { return input_major_bytes_; }
+    int input_major_count() const { return input_major_count_; }  // matrices with a copy
     uint64_t device_bytes() const { return device_bytes_; }  // of the copies on a GPU
 
     // Trained predictors for decode on backends with predicted_ffn (ffn_predictors.h checks
@@ -103,14 +117,20 @@ class SparseFfn {
         int64_t n_embd = 0, n_ff = 0;
         Tensor down_t;
         Buffer buffer;
+        InputMajorQ4K gate_im, down_im;
+        Buffer gate_im_buffer, down_im_buffer;
     };
+    static const InputMajorQ4K* input_major_of(const InputMajorQ4K& w) { return w.data != nullptr ? &w : nullptr; }
     void make_layer_copy(Backend& backend, const Tensor& down, int il, Layer& s);
+    void make_input_major(Backend& backend, const Tensor& w, const std::string& what, InputMajorQ4K& copy, Buffer& buffer);
     double sparsity_;
     SparseDownPolicy down_;
     double input_sparsity_;
     std::vector<Layer> layers_;
     uint64_t down_t_bytes_ = 0;
     uint64_t device_bytes_ = 0;
+    uint64_t input_major_bytes_ = 0;
+    int input_major_count_ = 0;
     std::optional<FfnPredictors> predictors_;
 };
 

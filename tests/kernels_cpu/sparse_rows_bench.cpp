@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels_cpu/sparse_rows.h"
+#include "quant/input_major.h"
 #include "tests/kernels_cpu/bench_util.h"
 
 namespace strata::cpu::bench {
@@ -87,6 +88,47 @@ void bm_accumulate_rows(benchmark::State& state, GgmlType type) {
                             static_cast<int64_t>(w.t.row_bytes()));
 }
 
+// The input-major Q4_K product (quant/input_major.h) of the gate shape (4096 inputs -> 11008;
+// model 70: 8192 -> 28672) or, with down 1, ffn_down's (11008 -> 4096): a random `active%` of the
+// inputs nonzero, prefetching `ahead` bytes ahead in each column. Bytes/s count the bytes touched: the scales and mins whole, the active columns'
+// values. The dense rate of the same matrix in GGUF's layout is bm_gather_matvec at 100%.
+void bm_input_major(benchmark::State& state) {
+    const Shape d = shape(state.range(2));
+    const bool down = state.range(4) != 0;
+    const int64_t ahead = state.range(5);
+    const int64_t n_in = down ? d.ff : d.embd, n_out = down ? d.embd : d.ff;
+    const int n_threads = static_cast<int>(state.range(1));
+    const test::HostTensor q = random_block_weights(GgmlType::Q4_K, n_in, n_out);
+    const uint64_t bytes = input_major_q4k_bytes(n_in, n_out);
+    const uint64_t n_copies = state.range(3) ? std::max<uint64_t>(1, kBeyondCaches / bytes) : 1;
+    std::vector<std::vector<uint8_t>> ws(n_copies, std::vector<uint8_t>(bytes));
+    make_input_major_q4k(q.t.data, n_in, n_out, ws[0].data(), 0, n_out);
+    for (uint64_t i = 1; i < n_copies; ++i) ws[i] = ws[0];
+    std::vector<float> x(static_cast<size_t>(n_in), 0.0f), y(static_cast<size_t>(n_out));
+    const std::vector<int32_t> active = active_rows(n_in, state.range(0));
+    for (const int32_t j : active) x[static_cast<size_t>(j)] = 0.25f + 0.001f * static_cast<float>(j % 97);
+    size_t i = 0;
+    for (auto _ : state) {
+        input_major_matvec(InputMajorQ4K{ws[i++ % ws.size()].data(), n_in, n_out}, x.data(), y.data(), n_threads, ahead);
+        benchmark::DoNotOptimize(y.data());
+    }
+    const uint64_t touched = bytes - static_cast<uint64_t>(n_in) * static_cast<uint64_t>(n_out) / 2 +
+                             active.size() * static_cast<uint64_t>(n_out) / 2;
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(touched));
+}
+
+void input_major_args(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"active%", "threads", "model", "dram", "down", "ahead"});
+    for (int64_t down : {0, 1})
+        for (int64_t p : {100, 50})
+            for (int64_t ahead : {64, 128, 256, 512}) b->Args({p, 2, 7, 1, down, ahead});  // a 2-core box, from DRAM
+    for (int64_t m : {7, 70})  // a GPU machine's host, from DRAM
+        for (int64_t down : {0, 1})
+            for (int64_t p : {100, 50, 30})
+                for (int64_t ahead : {128, 256, 512, 1024}) b->Args({p, 16, m, 1, down, ahead});
+    b->Unit(benchmark::kMicrosecond);
+}
+
 void gather_args(benchmark::internal::Benchmark* b) {
     b->ArgNames({"active%", "threads", "ahead", "model", "dram"});
     for (int64_t t : {1, 2})
@@ -119,5 +161,6 @@ using strata::GgmlType;
 using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
 
 BENCHMARK(bm_gather_matvec)->Apply(gather_args);
+BENCHMARK(bm_input_major)->Apply(input_major_args);
 BENCHMARK_CAPTURE(bm_accumulate_rows, q8_0, GgmlType::Q8_0)->Apply(fractions_threads);
 BENCHMARK_CAPTURE(bm_accumulate_rows, q4_0, GgmlType::Q4_0)->Apply(fractions_threads);

@@ -154,7 +154,8 @@ def check_predictors(strata, a, text, stats, common):
 
 def check_input_sparsity(strata, a, stats, common):
     """TEAL on the FFN input (--input-sparsity): perplexity reports the zeroed share it achieved,
-    near the target; it changes the result; bad uses are one line each."""
+    near the target; it changes the result; --input-major's copies are made and reported; bad uses
+    are one line each."""
     def ppl(out):
         m = re.search(r"PPL = ([0-9.]+)", out)
         return float(m.group(1)) if m else None
@@ -169,6 +170,13 @@ def check_input_sparsity(strata, a, stats, common):
     run_args = ["run", "-m", a, "-p", "In the beginning", "-n", "2", "-t", "1"]
     expect_error(strata, [*run_args, "--gpu", "none", "--input-sparsity", "0.3"], "--input-sparsity", "--sparsity")
     expect_error(strata, [*run_args, "--gpu", "none", "--sparsity", "0.3", "--input-sparsity", "1"], "[0, 1)")
+    # --input-major: decode reads the Q4_K gate and down through exact input-major copies, which
+    # -v reports; without --sparsity it is refused by name.
+    rc, out, err = run(strata, *run_args, "--gpu", "none", "--sparsity", "0.5", "--input-sparsity", "0.5",
+                       "--input-major", "--stats", stats, "-v")
+    m = re.search(r"exact input-major copies of ([0-9]+) Q4_K matrices", err + out)
+    expect(rc == 0 and m is not None and int(m.group(1)) > 0, f"run --input-major: {out} {err}")
+    expect_error(strata, [*run_args, "--gpu", "none", "--input-major"], "--input-major", "--sparsity")
     # A GPU has no input mask yet: refused by name, not run dense.
     expect_error(strata, [*run_args, "--gpu", "fake", "--gpu-mem", "1G", "--sparsity", "0.3", "--input-sparsity", "0.3",
                           "--stats", stats], "--input-sparsity", "fake")

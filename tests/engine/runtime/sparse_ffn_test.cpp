@@ -23,6 +23,7 @@
 #include "engine/runtime/session.h"
 #include "engine/runtime/sparse_ffn.h"
 #include "engine/synth/synth_model.h"
+#include "offload/sparse_down.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "kernels_cpu/cpu_backend.h"
@@ -62,6 +63,16 @@ std::vector<float> last_logits(const PlacedModel& placed, const SparseFfn* spars
 }
 
 using testing::rel_max_diff;
+
+// The bytes add_neuron_major_bytes adds to the model's tensor table under `options`.
+uint64_t table_bytes_added(const Model& model, const SparsityOptions& options) {
+    const TensorTable plain = tensor_table(model);
+    TensorTable with = plain;
+    add_neuron_major_bytes(with, options);
+    uint64_t added = 0;
+    for (size_t i = 0; i < plain.tensors.size(); ++i) added += with.tensors[i].bytes - plain.tensors[i].bytes;
+    return added;
+}
 
 // One synthetic model and its profile per architecture, shared by the cases (the calibration
 // run is the slow part). Comparisons run on the f32 matmul path: with 8-bit activations a
@@ -237,6 +248,64 @@ TEST_P(SparseFfnTest, WholeDownKeepsNoCopyAndComputesTheSameFunction) {
     EXPECT_EQ(achieved_gpu, achieved_whole);
 }
 
+// --input-major: exact input-major copies of the Q4_K ffn_down (and, with input sparsity, ffn_gate)
+// that a CPU FFN's decode reads by input compute the same function as the GGUF matrices read
+// whole; the placement table counts exactly the copies made; a GPU FFN keeps none.
+TEST_P(SparseFfnTest, InputMajorCopiesComputeTheSameFunctionAndAreCounted) {
+    const PlacedModel placed(*model_, cpu_f32_);
+    const std::vector<int32_t> prompt = random_tokens(12, static_cast<int32_t>(model_->config().n_vocab), 9);
+    const SparseDownPolicy whole{SparseDownMode::Whole};
+    int made = 0;
+    for (const double s_in : {0.0, 0.4}) {
+        const SparseFfn plain(placed, profile_, 0.5, whole, s_in);
+        const SparseFfn im(placed, profile_, 0.5, whole, s_in, true);
+        int expected = 0;
+        for (int il = 0; il < im.n_layer(); ++il) {
+            const LayerWeights& lw = model_->weights().layers[static_cast<size_t>(il)];
+            const bool gate = s_in > 0 && keeps_input_major(lw.ffn_gate.type, lw.ffn_gate.ne[0], lw.ffn_gate.ne[1]);
+            const bool down = keeps_input_major(lw.ffn_down.type, lw.ffn_down.ne[0], lw.ffn_down.ne[1]);
+            EXPECT_EQ(im.gate_input_major(il) != nullptr, gate) << "layer " << il;
+            EXPECT_EQ(im.down_input_major(il) != nullptr, down) << "layer " << il;
+            EXPECT_EQ(plain.down_input_major(il), nullptr);
+            expected += (gate ? 1 : 0) + (down ? 1 : 0);
+        }
+        EXPECT_EQ(im.input_major_count(), expected);
+        made += expected;
+        SparsityOptions o;
+        o.sparsity = 0.5;
+        o.down = whole;
+        o.input_sparsity = s_in;
+        o.input_major = true;
+        EXPECT_EQ(table_bytes_added(*model_, o), im.input_major_bytes()) << "input sparsity " << s_in;
+        double achieved_im = 0, achieved_plain = 0;
+        EXPECT_LT(rel_max_diff(last_logits(placed, &im, prompt, 1, &achieved_im),
+                               last_logits(placed, &plain, prompt, 1, &achieved_plain)),
+                  1e-4)
+            << "input sparsity " << s_in;
+        EXPECT_NEAR(achieved_im, achieved_plain, 1e-3);
+        EXPECT_GT(achieved_im, 0.2);
+    }
+    if (std::string(GetParam()) == "tiny") EXPECT_GT(made, 0);  // its Q4_K layers fit the copy
+    // Decode reads the copies, not the GGUF matrices: with every copy's scales and mins zeroed,
+    // those products are zero and the logits move.
+    const SparseFfn im(placed, profile_, 0.5, whole, 0.4, true);
+    const std::vector<float> before = last_logits(placed, &im, prompt, 1);
+    int zeroed = 0;
+    for (int il = 0; il < im.n_layer(); ++il) {
+        for (const InputMajorQ4K* w : {im.gate_input_major(il), im.down_input_major(il)}) {
+            if (w == nullptr) continue;
+            auto* scales = const_cast<uint8_t*>(w->scales(0));  // the scales, then the mins
+            std::fill(scales, scales + 2 * w->n_chunks() * w->n_out, uint8_t{0});
+            ++zeroed;
+        }
+    }
+    if (zeroed > 0) EXPECT_GT(rel_max_diff(last_logits(placed, &im, prompt, 1), before), 1e-2);
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 2, .quantize_activations = false});
+    const PlacedModel on_gpu(*model_, fake);
+    const SparseFfn gpu(on_gpu, profile_, 0.5, whole, 0.0, true);
+    EXPECT_EQ(gpu.input_major_count(), 0);
+}
+
 // Auto keeps a copy in the layers where sparse_down.h's rule says it pays, and the placement
 // table counts exactly the copies the SparseFfn makes (so budgets hold).
 TEST_P(SparseFfnTest, AutoCopiesWhereTheRuleSaysAndTheTableCountsThem) {
@@ -245,12 +314,7 @@ TEST_P(SparseFfnTest, AutoCopiesWhereTheRuleSaysAndTheTableCountsThem) {
         SparsityOptions o;
         o.sparsity = s;
         const SparseFfn sparse(placed, profile_, s, o.down);
-        const TensorTable plain = tensor_table(*model_);
-        TensorTable with = plain;
-        add_neuron_major_bytes(with, o);
-        uint64_t added = 0;
-        for (size_t i = 0; i < plain.tensors.size(); ++i) added += with.tensors[i].bytes - plain.tensors[i].bytes;
-        EXPECT_EQ(added, sparse.down_t_bytes()) << "S = " << s;
+        EXPECT_EQ(table_bytes_added(*model_, o), sparse.down_t_bytes()) << "S = " << s;
         for (int il = 0; il < sparse.n_layer(); ++il) {
             const GgmlType t = model_->weights().layers[static_cast<size_t>(il)].ffn_down.type;
             EXPECT_EQ(sparse.has_copy(il), keeps_neuron_major_copy(o.down, t, 1.0 - s)) << "S = " << s << " layer " << il;
