@@ -181,3 +181,15 @@ bars("sparse_down_auto.png", "--sparsity 0.5 / dense decode, H200 + 16 threads (
      "sparse / dense", ["7B, CPU only", "70B, --gpu-mem 6G", "7B, all on the GPU"],
      {"q8_0 copy everywhere": [1.01, 1.20, 0.84], "auto": [1.03, 1.13, 0.91], "dense": [1.0, 1.0, 1.0]},
      ["#2a7ab9", "#1b4f7a", "#999999"])
+
+# Nineteenth session (H200 host, 16 threads): exact input-major Q4_K copies (--input-major).
+# Microbenchmark (g68, kernels_cpu_bench, matrices from DRAM, wall time, prefetch 256 B ahead)
+# against the dense Q4_K GEMV of the same matrix (bm_gather_matvec at 100%; not run at the down
+# shapes), and in whole decode (op times: g68 for 7B, g70 for 70B; "dense" there is ffn_down read
+# whole in the same call).
+bars("input_major.png", "µs per product, half the inputs nonzero, H200 host, 16 threads (lower is better)",
+     "µs", ["bench:\n7B gate", "bench:\n7B down", "bench:\n70B gate", "bench:\n70B down",
+            "in decode:\n7B down", "in decode:\n70B down"],
+     {"GGUF Q4_K read whole": [404, None, 1942, None, 351, 1537],
+      "input-major, active columns": [321, 405, 1283, 1463, 706, 1869]},
+     ["#999999", "#2a7ab9"])
