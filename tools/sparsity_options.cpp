@@ -24,6 +24,10 @@ SparsityOptions SparsityFlags::options() const {
         throw ArgumentError("--predictors runs on FFNs in RAM; --hot-neurons splits them with the GPU, which reads every"
                             " gate row: use one of them");
     }
+    if (input_major && (predictors || !predictor_file.empty() || hot_neurons)) {
+        throw ArgumentError("--input-major's copies are read by the plain sparse decode; --predictors and --hot-neurons"
+                            " read their FFNs another way: use one of them");
+    }
     if (!(sparsity >= 0.0 && sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1): it is the fraction of FFN neurons skipped,",
                                 " with thresholds calibrated by `strata profile -m MODEL -f TEXT`"));

@@ -23,7 +23,7 @@ struct SparsityFlags {
 
     // Off unless --sparsity was given; ArgumentError naming `strata profile` for S outside
     // [0, 1), or --stats, --predictors, --predictor-file, --input-sparsity or --input-major without --sparsity,
-    // or predictors with --hot-neurons.
+    // or predictors or --input-major with --hot-neurons, or --input-major with predictors.
     SparsityOptions options() const;
 };
 

@@ -192,7 +192,7 @@ void SparseFfn::make_input_major(Backend& backend, const Tensor& w, const std::s
 
 SparseFfn::SparseFfn(const PlacedModel& placed, const ActivationProfile& profile, double sparsity, SparseDownPolicy down,
                      double input_sparsity, bool input_major)
-    : sparsity_(sparsity), down_(down), input_sparsity_(input_sparsity) {
+    : sparsity_(sparsity), down_(down), input_sparsity_(input_sparsity), input_major_asked_(input_major) {
     if (!(sparsity >= 0.0 && sparsity < 1.0)) {
         throw ArgumentError(cat("--sparsity ", sparsity, " is outside [0, 1) (the fraction of FFN neurons skipped)"));
     }
@@ -290,6 +290,8 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
     if (sparse.input_major_count() > 0) {
         out << "; exact input-major copies of " << sparse.input_major_count() << " Q4_K matrices ("
             << format_bytes(sparse.input_major_bytes()) << ")";
+    } else if (sparse.input_major_asked()) {
+        out << "; --input-major: no Q4_K ffn_down read whole or ffn_gate with --input-sparsity in a CPU FFN to copy";
     }
     out << "\n";
     if (program == nullptr) return out.str();

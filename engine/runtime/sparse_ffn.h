@@ -99,6 +99,7 @@ class SparseFfn {
     const InputMajorQ4K* down_input_major(int il) const { return input_major_of(layers_.at(static_cast<size_t>(il)).down_im); }
     uint64_t input_major_bytes() const { return input_major_bytes_; }
     int input_major_count() const { return input_major_count_; }  // matrices with a copy
+    bool input_major_asked() const { return input_major_asked_; }
     uint64_t device_bytes() const { return device_bytes_; }  // of the copies on a GPU
 
     // Trained predictors for decode on backends with predicted_ffn (ffn_predictors.h checks
@@ -131,6 +132,7 @@ class SparseFfn {
     uint64_t device_bytes_ = 0;
     uint64_t input_major_bytes_ = 0;
     int input_major_count_ = 0;
+    bool input_major_asked_ = false;
     std::optional<FfnPredictors> predictors_;
 };
 

@@ -177,6 +177,12 @@ def check_input_sparsity(strata, a, stats, common):
     m = re.search(r"exact input-major copies of ([0-9]+) Q4_K matrices", err + out)
     expect(rc == 0 and m is not None and int(m.group(1)) > 0, f"run --input-major: {out} {err}")
     expect_error(strata, [*run_args, "--gpu", "none", "--input-major"], "--input-major", "--sparsity")
+    expect_error(strata, [*run_args, "--gpu", "none", "--sparsity", "0.3", "--input-major", "--predictors",
+                          "--stats", stats], "--input-major", "--predictors")
+    # FFNs on a GPU keep no copies, and -v says so rather than staying silent.
+    rc, out, err = run(strata, *run_args, "--gpu", "fake", "--gpu-mem", "1G", "--sparsity", "0.5", "--input-major",
+                       "--stats", stats, "-v")
+    expect(rc == 0 and "--input-major: no Q4_K" in err + out, f"run --gpu fake --input-major: {out} {err}")
     # A GPU has no input mask yet: refused by name, not run dense.
     expect_error(strata, [*run_args, "--gpu", "fake", "--gpu-mem", "1G", "--sparsity", "0.3", "--input-sparsity", "0.3",
                           "--stats", stats], "--input-sparsity", "fake")
