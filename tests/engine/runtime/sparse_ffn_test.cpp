@@ -277,10 +277,14 @@ TEST_P(SparseFfnTest, InputMajorCopiesComputeTheSameFunctionAndAreCounted) {
         o.input_sparsity = s_in;
         o.input_major = true;
         EXPECT_EQ(table_bytes_added(*model_, o), im.input_major_bytes()) << "input sparsity " << s_in;
+        // The same function; only the order of the products' sums differs. That moves the logits
+        // by ~1e-5 (release), but where it moves a later input or gate across its threshold by
+        // ~2e-3 (the ASan build's rounding did, on tiny-gemma3 at input sparsity 0.4). A wrong
+        // product moves them far more; the zeroed scales below move them by 0.45-0.86.
         double achieved_im = 0, achieved_plain = 0;
         EXPECT_LT(rel_max_diff(last_logits(placed, &im, prompt, 1, &achieved_im),
                                last_logits(placed, &plain, prompt, 1, &achieved_plain)),
-                  1e-4)
+                  1e-2)
             << "input sparsity " << s_in;
         EXPECT_NEAR(achieved_im, achieved_plain, 1e-3);
         EXPECT_GT(achieved_im, 0.2);
@@ -299,7 +303,7 @@ TEST_P(SparseFfnTest, InputMajorCopiesComputeTheSameFunctionAndAreCounted) {
             ++zeroed;
         }
     }
-    if (zeroed > 0) EXPECT_GT(rel_max_diff(last_logits(placed, &im, prompt, 1), before), 1e-2);
+    if (zeroed > 0) EXPECT_GT(rel_max_diff(last_logits(placed, &im, prompt, 1), before), 0.1);
     FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 2, .quantize_activations = false});
     const PlacedModel on_gpu(*model_, fake);
     const SparseFfn gpu(on_gpu, profile_, 0.5, whole, 0.0, true);
