@@ -23,13 +23,6 @@ constexpr int input_major_tile_vectors() {
     return S::W >= 16 ? 8 : 4;
 }
 
-// How far ahead in each active column's stream the tile prefetches (into L2: an L1 prefetch
-// per column would need more fill buffers than a core has).
-#ifndef STRATA_IM_AHEAD
-#define STRATA_IM_AHEAD 1024
-#endif
-inline constexpr int kAheadBytes = STRATA_IM_AHEAD;
-
 // The tiles of `nv` vectors at rows [r, r + nv·W) for one chunk's active columns.
 template <class S, int NV>
 __attribute__((always_inline)) inline void input_major_tile(const InputMajorQ4K& w, const int32_t* cols,
@@ -42,7 +35,8 @@ __attribute__((always_inline)) inline void input_major_tile(const InputMajorQ4K&
     for (int v = 0; v < NV; ++v) acc[v] = S::zero();
     for (int a = 0; a < n_active; ++a) {
         const uint8_t* q = w.column(cols[a]) + r / 2;
-        __builtin_prefetch(q + ahead, 0, 2);  // into L2, ahead in this column's stream
+        // Into L2 (an L1 prefetch per column would need more fill buffers than a core has).
+        __builtin_prefetch(q + ahead, 0, 2);
         const V xv = S::set1(xs[a]);
         // Each group of 32 rows is 16 bytes: W of them give vector k (low nibbles) and vector
         // k + 16/W (high nibbles) of the group.

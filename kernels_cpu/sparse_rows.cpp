@@ -112,6 +112,20 @@ float* partials(size_t n_floats) {
     return reinterpret_cast<float*>(buf.get(n_floats * sizeof(float)));
 }
 
+// y[0..k) += the n_parts partials [n_parts][k] in order. Called inside a parallel region: the
+// threads split y into spans (an orphaned omp for), so each element's sum order is fixed.
+void add_partials(float* y, const float* part, int64_t n_parts, int64_t k) {
+    constexpr int64_t kSpan = 1024;  // elements of y one thread sums the partials of at a time
+#pragma omp for schedule(static)
+    for (int64_t e0 = 0; e0 < k; e0 += kSpan) {
+        const int64_t e1 = std::min(k, e0 + kSpan);
+        for (int64_t g = 0; g < n_parts; ++g) {
+            const float* p = part + g * k;
+            for (int64_t e = e0; e < e1; ++e) y[e] += p[e];
+        }
+    }
+}
+
 // y[0..k) = Σ_j coef[j] · w[rows[j]] over n rows, in list order (kAxpyRows at a time).
 void accumulate_group(const Tensor& w, AxpyFn axpy, const float* coef, const int32_t* rows, int64_t n, float* y) {
     const int64_t k = w.ne[0];
@@ -156,7 +170,6 @@ void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, in
     }
     float* part = partials(static_cast<size_t>((n_groups - 1) * k));  // groups 1.. (group 0: y)
     const bool parallel = n_threads > 1 && n_rows * k >= kMinParallelElements;
-    constexpr int64_t kSpan = 1024;  // elements of y one thread sums the partials of at a time
 #pragma omp parallel num_threads(n_threads) if (parallel)
     {
 #pragma omp for schedule(dynamic, 1)
@@ -164,14 +177,7 @@ void accumulate_rows(const Tensor& w, const float* coef, const int32_t* rows, in
             const int64_t j0 = g * group, n = std::min(group, n_rows - j0);
             accumulate_group(w, axpy, coef + j0, rows + j0, n, g == 0 ? y : part + (g - 1) * k);
         }
-#pragma omp for schedule(static)
-        for (int64_t e0 = 0; e0 < k; e0 += kSpan) {
-            const int64_t e1 = std::min(k, e0 + kSpan);
-            for (int64_t g = 1; g < n_groups; ++g) {
-                const float* p = part + (g - 1) * k;
-                for (int64_t e = e0; e < e1; ++e) y[e] += p[e];
-            }
-        }
+        add_partials(y, part, n_groups - 1, k);
     }
 }
 
@@ -200,7 +206,6 @@ void input_major_matvec(const InputMajorQ4K& w, const float* x, float* y, int n_
     }
     float* part = partials(static_cast<size_t>((n_groups - 1) * w.n_out));
     const bool parallel = n_threads > 1 && n_nonzero * w.n_out >= kMinParallelElements;
-    constexpr int64_t kSpan = 1024;
 #pragma omp parallel num_threads(n_threads) if (parallel)
     {
 #pragma omp for schedule(dynamic, 1)
@@ -208,14 +213,7 @@ void input_major_matvec(const InputMajorQ4K& w, const float* x, float* y, int n_
             const int64_t c0 = n_chunks * g / n_groups, c1 = n_chunks * (g + 1) / n_groups;
             kernel(w, x, mk, c0, c1, ahead, g == 0 ? y : part + (g - 1) * w.n_out);
         }
-#pragma omp for schedule(static)
-        for (int64_t e0 = 0; e0 < w.n_out; e0 += kSpan) {
-            const int64_t e1 = std::min(w.n_out, e0 + kSpan);
-            for (int64_t g = 1; g < n_groups; ++g) {
-                const float* p = part + (g - 1) * w.n_out;
-                for (int64_t e = e0; e < e1; ++e) y[e] += p[e];
-            }
-        }
+        add_partials(y, part, n_groups - 1, w.n_out);
     }
 }
 
