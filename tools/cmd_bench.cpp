@@ -3,7 +3,9 @@
 // repeated, mean ± stdev of tokens/s, with the plan's prediction beside the measurement; --fit
 // adds the cost model's decode terms beside the measured time per token. llama-bench's habits:
 // comma lists (-p 128,512 -n 32 -t 4,8 -ngl 0,99 -ctk f16,q8_0: every combination) and
-// -o md|csv|json|jsonl.
+// -o md|csv|json|jsonl. --parallel 1,8 (-np) adds aggregate tg rows of several sequences
+// decoded in one pass per step, as `strata serve` batches its slots (bench_parallel.h).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +29,7 @@
 #include "tools/numbers.h"
 #include "tools/plan_table.h"
 #include "tools/sampling_options.h"
+#include "tools/bench_parallel.h"
 #include "tools/bench_spec.h"
 #include "tools/spec_options.h"
 #include "engine/core/bounded_read.h"
@@ -43,6 +46,7 @@ struct BenchArgs {
     std::vector<std::string> gpu_layers;   // -ngl list
     std::vector<std::string> kv_types;     // -ctk list
     std::vector<std::string> flash_attn;   // -fa list (accepted)
+    std::vector<int64_t> n_parallel{1};    // -np list: sequences decoded at once in tg rows
     int repetitions = 5;
     bool json = false;
     std::string format = "md";  // -o md|csv|json|jsonl
@@ -56,7 +60,7 @@ struct BenchArgs {
 // One measured test, in llama-bench's terms.
 struct BenchRow {
     std::string model, arch, test, type_k, gpu_layers;
-    int64_t n_prompt = 0, n_gen = 0, n_batch = 0, n_depth = 0;
+    int64_t n_prompt = 0, n_gen = 0, n_batch = 0, n_depth = 0, n_parallel = 1;
     int threads = 0;
     double mean = 0, stdev = 0, predicted = 0;
     std::vector<double> samples;
@@ -67,12 +71,12 @@ struct BenchRow {
 
 nlohmann::json row_json(const BenchRow& r) {
     std::vector<int64_t> ns;
-    for (double ts : r.samples) ns.push_back(static_cast<int64_t>(1e9 * static_cast<double>(r.n_prompt + r.n_gen) / ts));
+    for (double ts : r.samples) ns.push_back(static_cast<int64_t>(1e9 * static_cast<double>(r.n_prompt + r.n_gen * r.n_parallel) / ts));
     int64_t avg_ns = 0;
     for (int64_t n : ns) avg_ns += n / static_cast<int64_t>(ns.size());
     nlohmann::json j = {{"model_filename", r.model}, {"model_type", r.arch}, {"n_batch", r.n_batch},
                         {"n_threads", r.threads}, {"n_gpu_layers", r.gpu_layers}, {"type_k", r.type_k},
-                        {"type_v", r.type_k}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth}, {"test", r.test},
+                        {"type_v", r.type_k}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth}, {"n_parallel", r.n_parallel}, {"test", r.test},
                         {"avg_ns", avg_ns}, {"samples_ns", ns}, {"avg_ts", r.mean}, {"stddev_ts", r.stdev},
                         {"samples_ts", r.samples}, {"predicted_ts", r.predicted},
                         {"gpu_bytes", r.gpu_bytes}, {"ram_bytes", r.ram_bytes}, {"disk_bytes", r.disk_bytes}};
@@ -238,6 +242,28 @@ BenchRow measure_test(Session& session, bool prompt, int64_t n, int64_t depth, i
     return row;
 }
 
+// tg n of several sequences at once (-np): a warm-up of 16 steps, then `repetitions` timed runs
+// of aggregate tokens/s.
+BenchRow measure_parallel(BatchStep& step, std::span<Session* const> sessions, int64_t n, int64_t depth,
+                          int repetitions, std::mt19937& rng) {
+    parallel_once(step, sessions, std::min<int64_t>(n, 16), depth, rng);
+    BenchRow row;
+    row.test = cat("tg", n, " x", sessions.size(), depth > 0 ? cat(" @ d", depth) : "");
+    ProgressBar bar(row.test, ProgressStyle{"runs", 1.0});
+    for (int r = 0; r < repetitions; ++r) {
+        bar.update(static_cast<uint64_t>(r), static_cast<uint64_t>(repetitions), "");
+        row.samples.push_back(parallel_once(step, sessions, n, depth, rng));
+    }
+    bar.clear();
+    const Stat st = stats(row.samples);
+    row.mean = st.mean;
+    row.stdev = st.stdev;
+    row.n_depth = depth;
+    row.n_gen = n;
+    row.n_parallel = static_cast<int64_t>(sessions.size());
+    return row;
+}
+
 // Records each measured tg as a calibration run, which later runs fit the cost model to.
 void record_fit(const Runtime& runtime, const TensorTable& table, const std::string& model,
                 const std::vector<TgRun>& tg_runs, bool quiet) {
@@ -317,6 +343,8 @@ RuntimeOptions bench_runtime_options(const BenchArgs& args, EngineOptions& engin
     RuntimeOptions ro = engine.runtime_options();
     ro.want_estimate = args.fit;
     ro.session.ctx_train_factor = 8;  // llama-bench's -d 8192 on a 4096-context model runs
+    // The budgets hold the KV caches and activations of the most sequences a -np row runs.
+    ro.session.n_sequences = *std::max_element(args.n_parallel.begin(), args.n_parallel.end());
     // One forward pass per prompt, as llama-bench's default batch does for pp512, unless -b
     // (or -ub) asks for another physical batch.
     if (!args.batch_given && engine.llama.n_ubatch == 0) {
@@ -381,9 +409,29 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         }
         emit(std::move(row));
     };
+    // -np rows: the other sequences' sessions and the step that batches them, made once.
+    std::vector<std::unique_ptr<Session>> others;
+    std::unique_ptr<BatchStep> step;
+    if (ro.session.n_sequences > 1) {
+        for (int64_t i = 1; i < ro.session.n_sequences; ++i) others.push_back(runtime.new_session());
+        step = std::make_unique<BatchStep>(runtime.placed(), runtime.sparse());
+    }
+    const auto parallel = [&](int64_t n, int64_t depth) {
+        for (int64_t np : args.n_parallel) {
+            if (np == 1) {
+                one(false, n, depth);
+                continue;
+            }
+            std::vector<Session*> sessions{session.get()};
+            for (int64_t i = 1; i < np; ++i) sessions.push_back(others[static_cast<size_t>(i - 1)].get());
+            emit(measure_parallel(*step, sessions, n, depth, args.repetitions, rng));
+        }
+    };
     for (int64_t d : args.n_depth) {  // llama-bench's order: each depth, its pp then its tg tests
         for (int64_t n : args.n_prompt) one(true, n, d);
-        for (int64_t n : args.n_gen) one(false, n, d);
+        for (int64_t n : args.n_gen) {
+            if (n > 0) parallel(n, d);
+        }
     }
     if (spec.mode != SpecMode::Off) {  // gen N without and with speculation, on one prompt
         const std::vector<TokenId> prompt = bench_prompt(args, runtime.model());
@@ -486,6 +534,10 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--ctk,--cache-type,--cache-type-k", args->kv_types, "-ctk: KV cache types, e.g. f16,q8_0")
         ->delimiter(',');
     cmd->add_option("--flash-attn", args->flash_attn, "-fa: 0,1 (accepted; attention is always fused)")->delimiter(',');
+    cmd->add_option("--parallel,--n-parallel", args->n_parallel,
+                    "-np: sequences decoding at once in the tg rows, e.g. 1,8 (one forward pass per step for all,"
+                    " as strata serve batches its slots; the row's t/s is their aggregate)")
+        ->capture_default_str()->delimiter(',')->check(int_in(1, 256));
     cmd->add_option("-r,--repetitions", args->repetitions, "runs per test")->capture_default_str()
         ->check(int_in(1, 100000));
     cmd->add_option("-o,--output", args->format, "output format: md, csv, json, jsonl")

@@ -141,6 +141,13 @@ def main():
         rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
                            "-p", "8", "-n", "4", "-r", "1", "--fit")
         expect(rc == 0 and "predicted" in out and "measured tg4" in out, f"bench --fit: {out!r} {err!r}")
+        # -np: rows of several sequences decoded in one pass per step (on the fake device's budget).
+        rc, out, err = run(strata, "bench", "-m", model, "--gpu", "fake", "-t", "2", "-p", "0", "-n", "4",
+                           "-np", "1,3", "-r", "2", "-o", "jsonl", "--no-batch-invariant")
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        expect(rc == 0 and [(r["test"], r["n_parallel"]) for r in rows] == [("tg4", 1), ("tg4 x3", 3)]
+               and all(r["avg_ts"] > 0 and len(r["samples_ts"]) == 2 for r in rows), f"bench -np: {out!r} {err!r}")
+        expect_error(strata, ["bench", "-m", model, "--gpu", "none", "-p", "0", "-n", "4", "-np", "0"], "--parallel")
         # Each --fit run is recorded; later runs fit the cost model to them.
         rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
                            "-p", "0", "-n", "4", "-r", "1", "--fit", "--ram-mem", "1600K")
