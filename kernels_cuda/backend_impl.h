@@ -60,6 +60,8 @@ struct CudaBackend::Impl {
     // Whether an op writing y (RMSNorm, gated activation) should also quantize it for the GEMV
     // that reads it next: y is few rows of whole q8 blocks and reuse is on.
     bool fuse_q8(const Tensor& y) const;
+    // Whether a product of m tokens takes the tensor-core GEMV (options.gemv_mma_min_tokens).
+    bool use_gemv_mma(int64_t m) const;
 
     // Declaration order is destruction order reversed: the arena outlives every buffer.
     CudaBackendOptions options;

@@ -67,6 +67,10 @@ int CudaBackend::Impl::gemv_rows_per_warp(int64_t rows) const {
     return r;
 }
 
+bool CudaBackend::Impl::use_gemv_mma(int64_t m) const {
+    return options.gemv_mma_min_tokens > 0 && m >= options.gemv_mma_min_tokens && compute_major >= 8;
+}
+
 bool CudaBackend::Impl::fuse_q8(const Tensor& y) const {
     return options.quantize_activations && options.reuse_quantized_activations && y.ne[0] % 32 == 0 &&
            y.n_rows() <= options.gemv_max_tokens && y.n_rows() > 0;
@@ -86,6 +90,11 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
     if (m <= s.options.gemv_max_tokens) {
         if (s.options.quantize_activations && gemv_q8_supported(w.type)) {
             const Impl::Q8Scratch q8 = s.quantized(x);
+            if (s.use_gemv_mma(m)) {
+                const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_mma", w, m) : "");
+                gemv_q8_mma(w.type, wd, w.nb[1], k, n, q8.xq, q8.xds, f32_view(y), s.stream);
+                return;
+            }
             const int rows_per_warp = s.gemv_rows_per_warp(n);
             const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_q8", w, m) : "");
             gemv_q8(w.type, wd, w.nb[1], k, n, q8.xq, q8.xds, rows_per_warp, f32_view(y), s.stream);

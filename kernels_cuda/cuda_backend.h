@@ -38,6 +38,13 @@ struct CudaBackendOptions {
     // load; fewer for types whose staging needs the registers (Q6_K, Q8_0 take 2), for more than
     // two tokens, and when the matrix has too few rows to fill the device.
     int gemv_rows_per_warp = 4;
+    // Batches of at least this many tokens (and at most gemv_max_tokens) take the int8
+    // tensor-core GEMV (gemv_mma.cu) on devices of compute capability 8.0 and later; 0: never
+    // (the default: every token count then rounds a column's sums alike, so a sequence decoded
+    // in a batch or checked in a speculative pass gets the logits it gets alone). At 8 tokens
+    // it is ~1.5x faster than dp4a on Q4_K, slower at 2-4 (docs/BENCHMARKS.md): the registry
+    // sets 5 when the runtime is not asked for batch-invariant results.
+    int gemv_mma_min_tokens = 0;
     // Attention over at most this many query tokens uses the flash-decoding kernel, more the
     // tiled one.
     int attention_decode_max_tokens = 8;

@@ -25,6 +25,7 @@ std::unique_ptr<Backend> make(const BackendConfig& config) {
     // counts against the budget: --gpu-mem bounds this process's whole VRAM use.
     const DeviceMemory mem = device_memory(0);
     CudaBackendOptions o;
+    if (!config.batch_invariant) o.gemv_mma_min_tokens = 5;
     o.context_bytes = mem.total_bytes - mem.free_bytes + kLazyModuleBytes;
     if (config.budget_bytes > 0) {
         if (config.budget_bytes <= o.context_bytes + kMinModelBytes) {

@@ -73,6 +73,11 @@ bool gemv_q8_supported(GgmlType type);
 // rows_per_warp (1, 2 or 4): weight rows one warp streams together, sharing each x load.
 void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
              const float* xds, int rows_per_warp, F32View y, cudaStream_t stream);
+// The same product for 1-8 tokens on int8 tensor cores (gemv_mma.cu; compute capability 8.0+):
+// at 8 tokens several times faster than gemv_q8, whose cost grows with every column. A column's
+// result does not depend on m.
+void gemv_q8_mma(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
+                 const float* xds, F32View y, cudaStream_t stream);
 // Several matrices of one type and shape [k, n], one column each: matrix j dots row x_row[j] of
 // the q8 activations (quantize_rows_q8's layout over rows of k) into y[j] (n floats).
 // With `ids` (device int32 [count]) matrix j is instead table[ids[j]] (a device array of

@@ -45,6 +45,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.placer = parse_placer(placement);
     r.reprofile = reprofile;
     r.pin_weights = pin_weights;
+    r.batch_invariant = batch_invariant;
     r.log = &std::cerr;
     r.disk_io = parse_disk_io(disk_io);
     r.n_threads = cap_threads(n_threads);
@@ -75,6 +76,10 @@ void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
     cmd.add_option("--gpu", o.gpu, cat("GPU backend: auto, none, or one this strata has: ", builtin_backends().names(true),
                                         " (fake: a test device in host memory)"))
         ->capture_default_str();
+    cmd.add_flag("!--no-batch-invariant", o.batch_invariant,
+                 "let the GPU compute products of 5-8 tokens (several sequences decoded together, speculative"
+                 " checks) on int8 tensor cores: faster, but a sequence's logits then round differently from"
+                 " when it runs alone, so greedy text may change where two tokens nearly tie");
     cmd.add_option("--gpu-mem", o.gpu_mem, "VRAM the process may hold, e.g. 6G (a bare number is MiB; default: free VRAM)");
     cmd.add_option("--ram-mem", o.ram_mem,
                    "RAM for resident weights, KV and disk staging, e.g. 24G; the rest streams from disk"

@@ -32,6 +32,7 @@ struct EngineOptions {
     std::string placement = "plan";  // --placement plan|builtin (without --plan)
     bool reprofile = false;          // --reprofile
     bool pin_weights = false;        // --pin-weights
+    bool batch_invariant = true;     // --no-batch-invariant
     std::string disk_io = "auto";
     bool verbose = false;
     SparsityFlags sparsity;    // --sparsity --stats

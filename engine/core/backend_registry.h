@@ -21,6 +21,10 @@ struct BackendConfig {
     // (CUDA: the free memory less a margin; the fake device: 1 GiB). Host backends ignore it.
     uint64_t budget_bytes = 0;
     int n_threads = 0;  // host threads for ops that run on the CPU; 0: one per physical core
+    // A token's results do not depend on the other tokens of a product (batched decoding and
+    // speculative checks give the logits plain decoding gives). false lets a device take faster
+    // kernels for several tokens whose rounding differs (CUDA: int8 tensor cores from 5 tokens).
+    bool batch_invariant = true;
 };
 
 struct BackendEntry {

@@ -160,7 +160,7 @@ void Runtime::make_gpu(const RuntimeOptions& o) {
             return;
         }
     }
-    gpu_ = backends.create(name, BackendConfig{o.gpu_mem, o.n_threads}, "--gpu");
+    gpu_ = backends.create(name, BackendConfig{o.gpu_mem, o.n_threads, o.batch_invariant}, "--gpu");
     gpu_budget_ = gpu_->memory().budget_bytes;
 }
 

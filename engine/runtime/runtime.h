@@ -62,6 +62,7 @@ struct RuntimeOptions {
     bool want_estimate = false;
     DiskIo disk_io = DiskIo::Auto;
     int n_threads = 0;         // CPU threads; 0 = physical cores
+    bool batch_invariant = true;  // --no-batch-invariant: BackendConfig::batch_invariant false
     SessionParams session;     // context and batch the budgets must hold
     RopeOverrides rope;        // --rope-scaling, --rope-scale, ...: over the file's RoPE
     SparsityOptions sparsity;  // --sparsity: the FFNs' activation sparsity (CPU backend only)

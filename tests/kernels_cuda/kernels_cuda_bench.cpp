@@ -153,20 +153,25 @@ void bm_matmul(benchmark::State& state, GgmlType type, int64_t m, int variant, i
     if (m > 8) state.counters["TFLOP/s"] = 2.0 * k * n * m * g_bandwidth[name] * 1e9 / bytes / 1e12;
 }
 
-// Decode GEMV at the 7B shapes, one token, y = W [k, n] · x: enough copies of W to pass 240 MB
-// (4x the L2) are cycled, so every launch reads its weights from HBM as a decode step does.
-void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n, int variant = 4) {
-    CudaBackend* b = backend(variant);  // 4: the default options
+// Decode GEMV at the 7B shapes, m tokens (one, or a batched step of m sequences), y = W [k, n] · x:
+// enough copies of W to pass 240 MB (4x the L2) are cycled, so every launch reads its weights from
+// HBM as a decode step does.
+// mma: the int8 tensor-core kernel for 2-8 tokens (gemv_mma_min_tokens = 2), else dp4a.
+void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n, int variant = 4, int64_t m = 1,
+                    bool mma = false) {
+    CudaBackend* b = mma ? backend_with("mma", [](strata::cuda::CudaBackendOptions& o) { o.gemv_mma_min_tokens = 2; })
+                         : backend(variant);  // 4: the default options
     if (b == nullptr) return state.SkipWithError("no CUDA device");
     const HostTensor w = random_blocks(type, k, n);
     const int copies = static_cast<int>(240e6 / static_cast<double>(w.t.n_bytes())) + 1;
     std::vector<DeviceTensor> ws;
     for (int i = 0; i < copies; ++i) ws.push_back(b->upload(w.t, "bench weights"));
-    DeviceTensor xd = b->upload(strata::cpu::test::random_f32({k, 1}).t, "bench x");
-    DeviceTensor yd = b->allocate(GgmlType::F32, {n, 1});
-    const double bytes = static_cast<double>(w.t.n_bytes()) + 4.0 * static_cast<double>(k + n);
+    DeviceTensor xd = b->upload(strata::cpu::test::random_f32({k, m}).t, "bench x");
+    DeviceTensor yd = b->allocate(GgmlType::F32, {n, m});
+    const double bytes = static_cast<double>(w.t.n_bytes()) + 4.0 * static_cast<double>((k + n) * m);
     const std::string name = std::string(strata::type_traits(type).name) + " " + std::to_string(k) + "x" +
-                             std::to_string(n) + " m=1" + (variant == 4 ? "" : ", rows/warp " + std::to_string(variant));
+                             std::to_string(n) + " m=" + std::to_string(m) +
+                             (variant == 4 ? "" : ", rows/warp " + std::to_string(variant)) + (mma ? " mma" : "");
     int next = 0;
     timed_batches(state, *b, [&] { b->matmul(ws[static_cast<size_t>(next++ % copies)].tensor, xd.tensor, yd.tensor); },
                   bytes, name);
@@ -335,6 +340,24 @@ STRATA_DECODE_BENCH_R(q4_K_4096x11008_r1, GgmlType::Q4_K, 4096, 11008, 1);
 STRATA_DECODE_BENCH_R(q4_K_4096x11008_r2, GgmlType::Q4_K, 4096, 11008, 2);
 STRATA_DECODE_BENCH_R(q4_K_11008x4096_r2, GgmlType::Q4_K, 11008, 4096, 2);
 STRATA_DECODE_BENCH_R(q6_K_4096x4096_r1, GgmlType::Q6_K, 4096, 4096, 1);
+// The batched decode step of several sequences (strata serve, bench --parallel) at the same
+// shapes: dp4a, and int8 tensor cores (_mma).
+#define STRATA_DECODE_BENCH_M(tag, type, k, n, m, mma) \
+    BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n, 4, m, mma)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_DECODE_BENCH_M(q4_K_4096x11008_m2, GgmlType::Q4_K, 4096, 11008, 2, false);
+STRATA_DECODE_BENCH_M(q4_K_4096x11008_m4, GgmlType::Q4_K, 4096, 11008, 4, false);
+STRATA_DECODE_BENCH_M(q4_K_4096x11008_m8, GgmlType::Q4_K, 4096, 11008, 8, false);
+STRATA_DECODE_BENCH_M(q4_K_4096x11008_m2_mma, GgmlType::Q4_K, 4096, 11008, 2, true);
+STRATA_DECODE_BENCH_M(q4_K_4096x11008_m4_mma, GgmlType::Q4_K, 4096, 11008, 4, true);
+STRATA_DECODE_BENCH_M(q4_K_4096x11008_m8_mma, GgmlType::Q4_K, 4096, 11008, 8, true);
+STRATA_DECODE_BENCH_M(q4_K_11008x4096_m8, GgmlType::Q4_K, 11008, 4096, 8, false);
+STRATA_DECODE_BENCH_M(q4_K_11008x4096_m8_mma, GgmlType::Q4_K, 11008, 4096, 8, true);
+STRATA_DECODE_BENCH_M(q6_K_11008x4096_m8, GgmlType::Q6_K, 11008, 4096, 8, false);
+STRATA_DECODE_BENCH_M(q6_K_11008x4096_m8_mma, GgmlType::Q6_K, 11008, 4096, 8, true);
+STRATA_DECODE_BENCH_M(q4_K_4096x4096_m8, GgmlType::Q4_K, 4096, 4096, 8, false);
+STRATA_DECODE_BENCH_M(q4_K_4096x4096_m8_mma, GgmlType::Q4_K, 4096, 4096, 8, true);
+STRATA_DECODE_BENCH_M(q6_K_4096x32000_m8, GgmlType::Q6_K, 4096, 32000, 8, false);
+STRATA_DECODE_BENCH_M(q6_K_4096x32000_m8_mma, GgmlType::Q6_K, 4096, 32000, 8, true);
 #define STRATA_ATTN_BENCH(tag, type, cells) \
     BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_ATTN_BENCH(f16_16, GgmlType::F16, 16);

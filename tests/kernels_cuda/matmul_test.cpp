@@ -1,6 +1,6 @@
 // CUDA matmul and get_rows on random inputs, every weight type, odd sizes (rows 1, 7, 33, 4097;
-// tokens 1, 5, 8, 9, 17), every path: q8-activation GEMV (dp4a), f32 GEMV, cuBLAS on dequantized
-// f16 tiles, SGEMM. Tight bounds are against a double-precision product over quant/'s
+// tokens 1, 2, 3, 5, 8, 9, 17), every path: q8-activation GEMV (dp4a; int8 tensor cores for 2-8
+// tokens), f32 GEMV, cuBLAS on dequantized f16 tiles, SGEMM. Tight bounds are against a double-precision product over quant/'s
 // dequantized weights; the CPU backend (whichever kernel it picks) is checked with a loose one.
 #include <cstdio>
 #include <cstring>
@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "kernels_cuda/codec.cuh"
+#include "kernels_cuda/device_info.h"
+#include "kernels_cuda/launch.h"
 #include "tests/kernels_cuda/cuda_test_util.h"
 
 namespace strata::cuda {
@@ -93,11 +95,13 @@ class CudaMatmul : public ::testing::TestWithParam<GgmlType> {};
 TEST_P(CudaMatmul, MatchesCpuOnEveryPath) {
     STRATA_SKIP_WITHOUT_GPU();
     const GgmlType type = GetParam();
-    // The q8 GEMV with 1, 2 and 4 weight rows per warp (small n falls back to fewer).
+    // The q8 GEMV with 1, 2 and 4 weight rows per warp (small n falls back to fewer), 2-8 tokens
+    // on tensor cores; the last one keeps every token count on dp4a (the default).
     std::vector<std::unique_ptr<CudaBackend>> q8s;
-    for (int rows_per_warp : {1, 2, 4}) {
+    for (int rows_per_warp : {1, 2, 4, 0}) {
         CudaBackendOptions o = test::test_options();
-        o.gemv_rows_per_warp = rows_per_warp;
+        o.gemv_rows_per_warp = rows_per_warp == 0 ? 4 : rows_per_warp;
+        o.gemv_mma_min_tokens = rows_per_warp == 0 ? 0 : 2;
         q8s.push_back(std::make_unique<CudaBackend>(o));
     }
     CudaBackendOptions exact_opts = test::test_options();
@@ -113,7 +117,7 @@ TEST_P(CudaMatmul, MatchesCpuOnEveryPath) {
         for (int64_t n : k == k_small ? std::vector<int64_t>{1, 7, 33, 4097} : std::vector<int64_t>{7, 33}) {
             const HostTensor w = random_weights(type, k, n);
             const DeviceTensor we = exact.upload(w.t);
-            for (int64_t m : {1, 5, 8, 9, 17}) {
+            for (int64_t m : {1, 2, 3, 5, 8, 9, 17}) {
                 const HostTensor x = cpu::test::random_f32({k, m});
                 const std::vector<double> ref = double_matmul(w, x);
                 const std::string at = cat(type_traits(type).name, " k=", k, " n=", n, " m=", m);
@@ -137,7 +141,8 @@ TEST_P(CudaMatmul, MatchesCpuOnEveryPath) {
                     q8.matmul(wq.tensor, xq.tensor, yq.tensor);
                     const HostTensor got = test::to_host(q8, yq.tensor);
                     EXPECT_LE(nmse_vs(ref_q8, got), kQ8VsQ8Ref)
-                        << at << " rows/warp " << q8.options().gemv_rows_per_warp
+                        << at << " rows/warp " << q8.options().gemv_rows_per_warp << " tensor cores from "
+                        << q8.options().gemv_mma_min_tokens << " tokens"
                         << " (q8 activations vs the same rounded x)";
                     q8_vs_f32.add(ref, got.f32(), ref.size());
                     q8_vs_cpu.add(cpu_y.f32(), got.f32(), static_cast<size_t>(cpu_y.size()));
@@ -171,6 +176,40 @@ TEST_P(CudaMatmul, GetRowsMatchesCpuBitForBit) {
         const HostTensor got = test::to_host(gpu, out.tensor);
         EXPECT_EQ(0, std::memcmp(got.f32(), ref.f32(), static_cast<size_t>(ref.size()) * sizeof(float)))
             << type_traits(type).name << " with " << n << " ids";
+    }
+}
+
+// A batched decode step (strata serve) must give each sequence the result it gets beside any
+// other sequences: on the tensor-core GEMV a column of x gives bit-identical sums for 2-8
+// columns, whatever the other columns hold.
+TEST_P(CudaMatmul, TensorCoreColumnsDoNotDependOnTheBatch) {
+    STRATA_SKIP_WITHOUT_GPU();
+    const GgmlType type = GetParam();
+    CudaBackendOptions o = test::test_options();
+    o.gemv_mma_min_tokens = 2;
+    CudaBackend gpu(o);
+    const std::vector<DeviceInfo> devices = list_devices();
+    if (devices.empty() || devices.front().compute_major < 8 || !gemv_q8_supported(type)) {
+        GTEST_SKIP() << "no tensor-core GEMV for this type or device";
+    }
+    const int64_t block = type_traits(type).block_size;
+    const int64_t k = block * (block == 32 ? 33 : 5), n = 77;
+    const HostTensor w = random_weights(type, k, n);
+    const DeviceTensor wd = gpu.upload(w.t);
+    const HostTensor wide = cpu::test::random_f32({k, 8});
+    std::vector<float> first;  // column 0's results in the batch of 2
+    for (int64_t m : {2, 5, 8}) {
+        HostTensor x = cpu::test::random_f32({k, m});
+        std::memcpy(x.f32(), wide.f32(), static_cast<size_t>(k) * sizeof(float));  // column 0 the same
+        DeviceTensor xd = test::to_device(gpu, x), yd = test::nan_device(gpu, {n, m});
+        gpu.matmul(wd.tensor, xd.tensor, yd.tensor);
+        const HostTensor y = test::to_host(gpu, yd.tensor);
+        if (first.empty()) {
+            first.assign(y.f32(), y.f32() + n);
+            continue;
+        }
+        EXPECT_EQ(0, std::memcmp(first.data(), y.f32(), static_cast<size_t>(n) * sizeof(float)))
+            << type_traits(type).name << ": column 0 of " << m << " columns differs from the same column of 2";
     }
 }
 
