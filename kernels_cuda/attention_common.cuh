@@ -15,6 +15,14 @@ __device__ __forceinline__ const uint8_t* cache_row(const CacheView& c, int64_t 
     return c.data + static_cast<uint64_t>(cell) * c.nb1;
 }
 
+// Query token t's cache: c, or in a batched decode step (bases given: one cache per token) its
+// sequence's, of the same type and shape.
+__device__ __forceinline__ CacheView token_cache(const CacheView& c, const uint8_t* const* bases, int t) {
+    CacheView v = c;
+    if (bases != nullptr) v.data = bases[t];
+    return v;
+}
+
 // Element e of the cache row holding position pos (e counts over the whole row, all kv heads).
 __device__ __forceinline__ float cache_value(const CacheView& c, int64_t pos, int64_t e) {
     const uint8_t* row = cache_row(c, pos);

@@ -37,7 +37,7 @@ __device__ __forceinline__ float kv_value(const CacheView& c, int64_t pos, int64
 
 // Scores of cells [c, c + n) of this tile for the block's gb heads into sc[cell][head].
 template <bool kF16>
-__device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, int gb, const float* qs,
+__device__ __forceinline__ void score_tile(const AttentionLaunch& a, const CacheView& kc, int kvh, int gb, const float* qs,
                                            int64_t c_tile, int n, float inv_cap, float* sc) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int dk = a.dk;
@@ -49,7 +49,7 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
 #pragma unroll
             for (int i = 0; i < kMaxE; ++i) {
                 const int e = lane + 32 * i;
-                kf[u][i] = ok && e < dk ? kv_value<kF16>(a.k, c_tile + j0 + u, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
+                kf[u][i] = ok && e < dk ? kv_value<kF16>(kc, c_tile + j0 + u, static_cast<int64_t>(kvh) * dk + e) : 0.0f;
             }
         }
 #pragma unroll
@@ -78,7 +78,7 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
 // head), rescaled first by the tile's corr rc[head]: the thread's value group vg takes every
 // n_vg-th of the tile's n cells from ct (p in sc[cell][head]).
 template <bool kF16>
-__device__ __forceinline__ void accumulate_values(const AttentionLaunch& a, int kvh, int gb, int64_t ct, int n, int n_vg,
+__device__ __forceinline__ void accumulate_values(const AttentionLaunch& a, const CacheView& vc, int kvh, int gb, int64_t ct, int n, int n_vg,
                                                   int vg, int e0, const float* sc, const float* rc,
                                                   float (&acc)[kMaxGroup][kMaxVE]) {
     const int dv = a.dv;
@@ -97,7 +97,7 @@ __device__ __forceinline__ void accumulate_values(const AttentionLaunch& a, int 
 #pragma unroll
             for (int i = 0; i < kMaxVE; ++i) {
                 const int e = e0 + kThreads * i;
-                vf[u][i] = j < n && e < dv ? kv_value<kF16>(a.v, ct + j, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
+                vf[u][i] = j < n && e < dv ? kv_value<kF16>(vc, ct + j, static_cast<int64_t>(kvh) * dv + e) : 0.0f;
             }
         }
 #pragma unroll
@@ -145,6 +145,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
+    const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
 
     float* qs = smem;                            // [gb][dk]
     float* sc = qs + kMaxGroup * dk;             // [kTile][kMaxGroup] scores, then p
@@ -175,11 +176,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
     for (int64_t ct = c0; ct < c1; ct += kTile) {
         const int n = c1 - ct < kTile ? static_cast<int>(c1 - ct) : kTile;
-        score_tile<kF16>(a, kvh, gb, qs, ct, n, inv_cap, sc);
+        score_tile<kF16>(a, kc, kvh, gb, qs, ct, n, inv_cap, sc);
         __syncthreads();
         softmax_tile(gb, n, sc, rm, rl, rc);
         __syncthreads();
-        if (v_active) accumulate_values<kF16>(a, kvh, gb, ct, n, n_vg, vg, e0, sc, rc, acc);
+        if (v_active) accumulate_values<kF16>(a, vc, kvh, gb, ct, n, n_vg, vg, e0, sc, rc, acc);
         __syncthreads();  // sc and rc are rewritten by the next tile
     }
 

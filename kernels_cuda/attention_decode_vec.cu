@@ -92,7 +92,7 @@ struct Q4Codec {
 
 // Scores of the tile's n cells (from ct) into sc[cell][head].
 template <class C, int DK, int G>
-__device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, int gb, const float* qs, int64_t ct,
+__device__ __forceinline__ void score_tile(const AttentionLaunch& a, const CacheView& kc, int kvh, int gb, const float* qs, int64_t ct,
                                            int n, float inv_cap, float* sc) {
     constexpr int LK = DK / 8;                 // lanes per cell
     constexpr int CK = 32 / LK;                // cells per warp load
@@ -106,7 +106,7 @@ __device__ __forceinline__ void score_tile(const AttentionLaunch& a, int kvh, in
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int j = j0 + r * CK + sub;
-            kr[r] = j < n ? C::load(a.k, ct + j, elem) : C::zero();
+            kr[r] = j < n ? C::load(kc, ct + j, elem) : C::zero();
         }
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -143,13 +143,13 @@ __device__ __forceinline__ void rescale(int gb, const float* rc, float (&acc)[G]
 // tile's n (from ct) loaded, then their p·V added into acc[head][8] (its 8 value elements; p in
 // sc[cell][head]).
 template <class C, int H, int CV, int G>
-__device__ __forceinline__ void accumulate_values(const AttentionLaunch& a, int gb, int64_t ct, int n, int vcg, int velem,
+__device__ __forceinline__ void accumulate_values(const CacheView& vc, int gb, int64_t ct, int n, int vcg, int velem,
                                                   int r0, const float* sc, float (&acc)[G][8]) {
     typename C::Raw vr[H];
 #pragma unroll
     for (int r = 0; r < H; ++r) {
         const int j = vcg + (r0 + r) * CV;
-        vr[r] = j < n ? C::load(a.v, ct + j, velem) : C::zero();
+        vr[r] = j < n ? C::load(vc, ct + j, velem) : C::zero();
     }
 #pragma unroll
     for (int r = 0; r < H; ++r) {
@@ -212,6 +212,7 @@ __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec
     const int split = b.split, kvh = b.kvh, t = b.t, h0 = b.h0, gb = b.gb;
     const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
+    const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
 
     const float* q_base = a.q.row(static_cast<int64_t>(t) * a.n_head + h0);  // heads of a token are rows in a row
     const uint64_t q_stride = a.q.rows.nb1;
@@ -234,13 +235,13 @@ __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec
     const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
     for (int64_t ct = c0; ct < c1; ct += kTile) {
         const int n = c1 - ct < kTile ? static_cast<int>(c1 - ct) : kTile;
-        score_tile<C, DK, G>(a, kvh, gb, qs, ct, n, inv_cap, sc);
+        score_tile<C, DK, G>(a, kc, kvh, gb, qs, ct, n, inv_cap, sc);
         __syncthreads();
         softmax_tile(gb, n, sc, rm, rl, rc);
         __syncthreads();
         rescale<G>(gb, rc, acc);
 #pragma unroll
-        for (int r0 = 0; r0 < RV; r0 += VH) accumulate_values<C, VH, CV, G>(a, gb, ct, n, vcg, velem, r0, sc, acc);
+        for (int r0 = 0; r0 < RV; r0 += VH) accumulate_values<C, VH, CV, G>(vc, gb, ct, n, vcg, velem, r0, sc, acc);
         __syncthreads();  // sc and rc are rewritten by the next tile
     }
 

@@ -2,8 +2,10 @@
 // (prefill), and how many key splits keep every multiprocessor busy; K/V stay in the cache's
 // type and are dequantized inside the kernels.
 #include <algorithm>
+#include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/op_checks.h"
 #include "kernels_cuda/backend_impl.h"
 
 namespace strata::cuda {
@@ -24,20 +26,15 @@ int plan_splits(int64_t blocks, int64_t span, int sm_count, int per_sm, int64_t 
     return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
-}  // namespace
-
-void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                            int64_t n_cells, const int32_t* positions, const AttentionParams& p,
-                            Tensor& out) {
-    impl_->forget_quantized_x();
-    if (positions != nullptr && impl_->arena->owns(positions)) {
-        throw ArgumentError("attention: positions must be a host array");
-    }
-    check_attention(q, k_cache, v_cache, n_cells, positions, p, out);
-    Impl& s = *impl_;
+// The attention of q over k_cache/v_cache (or, with bases, each token over its own sequence's
+// caches, alike to k_cache/v_cache), checked by the caller.
+void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                   const int32_t* positions, const AttentionParams& p, Tensor& out,
+                   const uint8_t* const* k_bases = nullptr, const uint8_t* const* v_bases = nullptr) {
     const int64_t n_tokens = q.ne[2];
     if (n_tokens == 0) return;
-    const OpScope timed = s.time_op(n_tokens <= s.options.attention_decode_max_tokens ? "attention decode" : "attention prefill");
+    const OpScope timed = s.time_op(k_bases != nullptr ? "attention decode (sequences)"
+                                    : n_tokens <= s.options.attention_decode_max_tokens ? "attention decode" : "attention prefill");
 
     AttentionLaunch a;
     a.q = f32_view(q);
@@ -57,6 +54,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
         a.max_span = std::max<int64_t>(a.max_span, positions[t] - first + 1);
     }
     a.positions = s.stage(positions, n_tokens);
+    a.k_bases = k_bases;
+    a.v_bases = v_bases;
 
     const int group = p.n_head / p.n_head_kv;
     const bool decode = n_tokens <= s.options.attention_decode_max_tokens && n_tokens <= 65535;
@@ -95,6 +94,59 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     } else {
         attention_tiled(a, s.stream);
     }
+}
+
+// Token i of t [ne0, ne1, n] as [ne0, ne1, 1].
+Tensor token(const Tensor& t, int64_t i) {
+    return Tensor::contiguous(t.type, static_cast<uint8_t*>(t.data) + static_cast<uint64_t>(i) * t.nb[2],
+                              {t.ne[0], t.ne[1], 1}, t.memory);
+}
+
+}  // namespace
+
+void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                            int64_t n_cells, const int32_t* positions, const AttentionParams& p,
+                            Tensor& out) {
+    impl_->forget_quantized_x();
+    if (positions != nullptr && impl_->arena->owns(positions)) {
+        throw ArgumentError("attention: positions must be a host array");
+    }
+    check_attention(q, k_cache, v_cache, n_cells, positions, p, out);
+    run_attention(*impl_, q, k_cache, v_cache, positions, p, out);
+}
+
+void CudaBackend::attention_rows(const Tensor& q, std::span<const SequenceKv> seqs, const AttentionParams& p,
+                                 Tensor& out) {
+    check_sequence_rows("attention_rows", q, 2, seqs);
+    check_sequence_rows("attention_rows", out, 2, seqs);
+    Impl& s = *impl_;
+    const int64_t n = static_cast<int64_t>(seqs.size());
+    const Tensor& k0 = *seqs.front().k_cache;
+    const Tensor& v0 = *seqs.front().v_cache;
+    // One launch: the decode kernel, caches alike (the kernels index every one as the first),
+    // bases aligned as the first's (the vectorized kernel checks the first only).
+    bool one = n <= s.options.attention_decode_max_tokens;
+    std::vector<const uint8_t*> bases(static_cast<size_t>(2 * n));
+    std::vector<int32_t> positions(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n && one; ++i) {
+        const SequenceKv& sq = seqs[static_cast<size_t>(i)];
+        const auto alike = [](const Tensor& a, const Tensor& b) {
+            return a.type == b.type && a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.nb[1] == b.nb[1] &&
+                   reinterpret_cast<uintptr_t>(a.data) % 16 == reinterpret_cast<uintptr_t>(b.data) % 16;
+        };
+        one = alike(*sq.k_cache, k0) && alike(*sq.v_cache, v0);
+        bases[static_cast<size_t>(i)] = static_cast<const uint8_t*>(sq.k_cache->data);
+        bases[static_cast<size_t>(n + i)] = static_cast<const uint8_t*>(sq.v_cache->data);
+        positions[static_cast<size_t>(i)] = sq.position;
+    }
+    if (!one) return Backend::attention_rows(q, seqs, p, out);
+    s.forget_quantized_x();
+    for (int64_t i = 0; i < n; ++i) {  // each token's own checks, as attention() makes them
+        const SequenceKv& sq = seqs[static_cast<size_t>(i)];
+        check_attention(token(q, i), *sq.k_cache, *sq.v_cache, int64_t{sq.position} + 1, &sq.position, p, token(out, i));
+    }
+    const auto* dev = static_cast<const uint8_t* const*>(s.stage_bytes(bases.data(), bases.size() * sizeof(bases[0])));
+    run_attention(s, q, k0, v0, positions.data(), p, out, dev, dev + n);
 }
 
 }  // namespace strata::cuda

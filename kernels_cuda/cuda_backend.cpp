@@ -499,4 +499,49 @@ void CudaBackend::kv_store(const Tensor& src, Tensor& cache, int64_t first_cell)
     cuda::kv_store(f32_view(src), c, first_cell, impl_->step_cell(first_cell, n), impl_->stream);
 }
 
+void CudaBackend::kv_store_rows(const Tensor& k, const Tensor& v, std::span<const SequenceKv> seqs) {
+    check_sequence_rows("kv_store_rows", k, 1, seqs);
+    check_sequence_rows("kv_store_rows", v, 1, seqs);
+    const Tensor& k0 = *seqs.front().k_cache;
+    const Tensor& v0 = *seqs.front().v_cache;
+    const auto alike = [](const Tensor& a, const Tensor& b) {
+        return a.type == b.type && a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.nb[1] == b.nb[1];
+    };
+    bool one = kv_store_supported(k0.type) && kv_store_supported(v0.type);
+    const size_t n = seqs.size();
+    std::vector<uint8_t*> caches(2 * n);
+    std::vector<int32_t> positions(n);
+    for (size_t i = 0; i < n && one; ++i) {
+        one = alike(*seqs[i].k_cache, k0) && alike(*seqs[i].v_cache, v0);
+        caches[i] = static_cast<uint8_t*>(seqs[i].k_cache->data);
+        caches[n + i] = static_cast<uint8_t*>(seqs[i].v_cache->data);
+        positions[i] = seqs[i].position;
+    }
+    if (!one) return Backend::kv_store_rows(k, v, seqs);
+    impl_->forget_quantized_x();
+    for (size_t i = 0; i < n; ++i) {  // each row's own checks, as kv_store() makes them
+        check_device_rows("kv_store_rows", "cache", *seqs[i].k_cache);
+        check_device_rows("kv_store_rows", "cache", *seqs[i].v_cache);
+        check_kv_store_shapes(k.rows(static_cast<int64_t>(i), 1), *seqs[i].k_cache, seqs[i].position);
+        check_kv_store_shapes(v.rows(static_cast<int64_t>(i), 1), *seqs[i].v_cache, seqs[i].position);
+    }
+    check_device_f32("kv_store_rows", "k", k);
+    check_device_f32("kv_store_rows", "v", v);
+    const OpScope timed = impl_->time_op("kv_store (sequences)");
+    auto* const* dev = static_cast<uint8_t* const*>(impl_->stage_bytes(caches.data(), caches.size() * sizeof(caches[0])));
+    const int32_t* pos = impl_->stage(positions.data(), static_cast<int64_t>(n));
+    for (int part = 0; part < 2; ++part) {
+        const Tensor& src = part == 0 ? k : v;
+        const Tensor& first = part == 0 ? k0 : v0;
+        KvStoreLaunch c;
+        c.cache = static_cast<uint8_t*>(first.data);
+        c.nb1 = first.nb[1];
+        c.cells = first.ne[1];
+        c.type = first.type;
+        c.row_cache = dev + part * n;
+        c.row_position = pos;
+        cuda::kv_store(f32_view(src), c, 0, nullptr, impl_->stream);
+    }
+}
+
 }  // namespace strata::cuda

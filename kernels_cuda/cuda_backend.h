@@ -125,6 +125,11 @@ class CudaBackend : public Backend {
                       Tensor& y) override;
     void attention_prologue(const AttentionPrologueArgs& args) override;
     void matmul_many(const Tensor& x, std::span<const MatmulOut> outs) override;
+    // A batched decode step's stores and attention: one launch each over every sequence's caches
+    // (arrays of their addresses), where the caches are alike; else the defaults.
+    void kv_store_rows(const Tensor& k, const Tensor& v, std::span<const SequenceKv> seqs) override;
+    void attention_rows(const Tensor& q, std::span<const SequenceKv> seqs, const AttentionParams& params,
+                        Tensor& out) override;
     // Activation sparsity: mask-based kernels with no host wait when args.counts is given (then
     // the count stays on the device and -1 is returned), so a decode graph records the op;
     // without counts, and for the thresholded activation of batches, the op waits to count.

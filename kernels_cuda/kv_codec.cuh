@@ -33,6 +33,12 @@ __device__ __forceinline__ uint8_t* ring_row(const KvStoreLaunch& c, int64_t pos
     return c.cache + static_cast<uint64_t>(pos % c.cells) * c.nb1;
 }
 
+// Where src row r of a store from position `first` goes (row_cache: each row its own cache).
+__device__ __forceinline__ uint8_t* store_row(const KvStoreLaunch& c, int64_t first, int64_t r) {
+    if (c.row_cache == nullptr) return ring_row(c, first + r);
+    return c.row_cache[r] + static_cast<uint64_t>(c.row_position[r] % c.cells) * c.nb1;
+}
+
 // Element e of a cache row of a plain type (F32, F16, BF16).
 template <GgmlType kType>
 __device__ __forceinline__ void store_plain(float v, uint8_t* row, int64_t e) {

@@ -16,7 +16,7 @@ __global__ void kv_store_plain_kernel(F32View src, KvStoreLaunch cache, int64_t 
     for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
          t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const int64_t r = t / src.ne0, e = t % src.ne0;
-        store_plain<kType>(src.row(r)[e], ring_row(cache, first + r), e);
+        store_plain<kType>(src.row(r)[e], store_row(cache, first, r), e);
     }
 }
 
@@ -33,7 +33,7 @@ __global__ void kv_store_block_kernel(F32View src, KvStoreLaunch cache, int64_t 
          w += warps) {
         const int64_t r = w / per_row, blk = w % per_row;
         store_block_warp<kType>(src.row(r)[blk * 32 + lane], lane,
-                                ring_row(cache, first + r) + blk * kKvBlockBytes<kType>);
+                                store_row(cache, first, r) + blk * kKvBlockBytes<kType>);
     }
 }
 

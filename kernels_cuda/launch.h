@@ -181,6 +181,10 @@ struct KvStoreLaunch {
     uint64_t nb1 = 0;
     int64_t cells = 0;
     GgmlType type = GgmlType::F16;
+    // A batched decode step: src row r goes to cache row_cache[r] at position row_position[r]
+    // (device arrays; the caches alike in type, row size and cells), not to `cache`.
+    uint8_t* const* row_cache = nullptr;
+    const int32_t* row_position = nullptr;
 };
 void kv_store(F32View src, const KvStoreLaunch& cache, int64_t first_cell, const int32_t* first_cell_dev,
               cudaStream_t stream);
@@ -223,6 +227,10 @@ struct AttentionLaunch {
     F32View q;      // [dk, n_head, n_tokens]
     F32View out;    // [dv, n_head, n_tokens]
     CacheView k, v;
+    // A batched decode step: token t reads its own sequence's caches k_bases[t] / v_bases[t]
+    // (device arrays; the caches alike in type, row size and cells), not k.data / v.data.
+    const uint8_t* const* k_bases = nullptr;
+    const uint8_t* const* v_bases = nullptr;
     const int32_t* positions = nullptr;  // [n_tokens], device
     int n_tokens = 0, n_head = 0, n_head_kv = 0, dk = 0, dv = 0;
     float scale = 1.0f, softcap = 0.0f;

@@ -157,6 +157,14 @@ struct AttentionParams {
     float softcap = 0.0f;    // attention-logit soft-capping c·tanh(s/c); 0 = off
 };
 
+// One sequence of a batched decode step (kv_store_rows, attention_rows): its caches and the
+// position of its one new token, which goes to cell position % cells.
+struct SequenceKv {
+    Tensor* k_cache = nullptr;
+    Tensor* v_cache = nullptr;
+    int32_t position = 0;
+};
+
 // A backend's memory now (Backend::memory()). Bytes; 0 where a field does not apply.
 struct BackendMemory {
     uint64_t total_bytes = 0;   // the device's (or the host's) memory
@@ -379,6 +387,14 @@ public:
     // matmul(*o.w, x, *o.y) for every o in order: the products of one input (a layer's q, k and
     // v; an FFN's gate and up). No y aliases x or another y.
     virtual void matmul_many(const Tensor& x, std::span<const MatmulOut> outs);
+    // A batched decode step's KV stores, one token per sequence: row i of k [row_k, n] and of
+    // v [row_v, n] into seqs[i]'s caches at its position (kv_store of one row each).
+    virtual void kv_store_rows(const Tensor& k, const Tensor& v, std::span<const SequenceKv> seqs);
+    // A batched decode step's attention, one query token per sequence: q [head_dim_k, n_head, n]
+    // token i over seqs[i]'s caches up to its position (attention of one token each, with
+    // n_cells = position + 1) into out [head_dim_v, n_head, n].
+    virtual void attention_rows(const Tensor& q, std::span<const SequenceKv> seqs, const AttentionParams& params,
+                                Tensor& out);
 
     // Waits until every queued op has finished (a no-op on synchronous backends).
     virtual void synchronize() {}

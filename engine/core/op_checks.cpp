@@ -177,6 +177,21 @@ void check_f32_vector(std::string_view op, std::string_view what, const Tensor* 
 
 }  // namespace
 
+void check_sequence_rows(std::string_view op, const Tensor& t, int token_dim, std::span<const SequenceKv> seqs) {
+    const int64_t n = t.ne[token_dim];
+    if (t.type != GgmlType::F32 || !t.is_contiguous() || t.ne[3] != 1) {
+        throw ArgumentError(cat(op, ": ", t.shape_string(), " must be contiguous f32"));
+    }
+    if (seqs.empty() || n != static_cast<int64_t>(seqs.size())) {
+        throw ArgumentError(cat(op, ": ", seqs.size(), " sequences for ", t.shape_string(), " (one token each)"));
+    }
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        if (seqs[i].k_cache == nullptr || seqs[i].v_cache == nullptr || seqs[i].position < 0) {
+            throw ArgumentError(cat(op, ": sequence ", i, " has no cache or a negative position"));
+        }
+    }
+}
+
 void check_attention_prologue(std::string_view op, const AttentionPrologueArgs& a) {
     const Tensor &q = a.q, &k = a.k, &v = a.v;
     for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}}) {

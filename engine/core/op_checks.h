@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "engine/core/backend.h"
@@ -46,6 +47,11 @@ void check_routed_expert_ffn_shapes(std::string_view op, const RoutedExpertFfnAr
 // long (f32, contiguous); positions given; both caches or neither, with rows as long as k's and
 // v's token rows (kv_store's shapes).
 void check_attention_prologue(std::string_view op, const AttentionPrologueArgs& a);
+
+// kv_store_rows's and attention_rows's: t (f32, contiguous) holds one token per sequence
+// (t.ne[token_dim] == seqs.size(): 1 for k and v rows, 2 for q and out [hd, heads, n]), and
+// every sequence has both caches and a position >= 0.
+void check_sequence_rows(std::string_view op, const Tensor& t, int token_dim, std::span<const SequenceKv> seqs);
 
 // combine_rows's arguments: x [ne0, r] and y [ne0, n] as 2-D views with the same ne0 and
 // different data; c.offsets given, starting at 0 and never decreasing; c.rows and c.weights

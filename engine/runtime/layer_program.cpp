@@ -305,7 +305,15 @@ void LayerProgram::attend(int il, int hb, Tensor& q, Tensor& k, Tensor& v, Tenso
         pa.first_cell = seqs_.front().pos0;
     }
     b.attention_prologue(pa);
-    if (seqs_.size() > 1) {
+    // A batched decode step (one token per sequence): the stores and the attention of every
+    // sequence as one op each, which a device runs as one launch.
+    bool one_each = seqs_.size() > 1;
+    for (const SeqSpan& s : seqs_) one_each = one_each && s.n == 1;
+    seq_kv_.clear();
+    if (one_each) {
+        for (const SeqSpan& s : seqs_) seq_kv_.push_back(SequenceKv{&s.kv->k(il), &s.kv->v(il), static_cast<int32_t>(s.pos0)});
+        b.kv_store_rows(k, v, seq_kv_);
+    } else if (seqs_.size() > 1) {
         for (const SeqSpan& s : seqs_) {
             b.kv_store(k.rows(s.row0, s.n), s.kv->k(il), s.pos0);
             b.kv_store(v.rows(s.row0, s.n), s.kv->v(il), s.pos0);
@@ -321,6 +329,12 @@ void LayerProgram::attend(int il, int hb, Tensor& q, Tensor& k, Tensor& v, Tenso
                                     : 1.0f / std::sqrt(static_cast<float>(hd_k));
     ap.window = swa ? static_cast<int32_t>(config_.sliding_window) : 0;
     ap.softcap = static_cast<float>(config_.attn_logit_softcap);
+    if (one_each) {
+        const Tensor q3 = Tensor::contiguous(GgmlType::F32, q.data, {hd_k, n_head, n}, q.memory);
+        Tensor attn3 = Tensor::contiguous(GgmlType::F32, attn.data, {hd_v, n_head, n}, attn.memory);
+        b.attention_rows(q3, seq_kv_, ap, attn3);
+        return;
+    }
     for (const SeqSpan& s : seqs_) {  // each sequence attends to its own cache
         const Tensor qs = q.rows(s.row0, s.n);
         const Tensor as = attn.rows(s.row0, s.n);

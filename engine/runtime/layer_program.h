@@ -279,6 +279,7 @@ class LayerProgram {
     const ModelConfig& config_;
     std::vector<int32_t> positions_;
     std::vector<SeqSpan> seqs_;  // the sequences of the pass being run (one for forward())
+    std::vector<SequenceKv> seq_kv_;  // a batched decode step's caches (attend(), one token each)
     LayerExecutor exec_;  // where each op runs
     const SparseFfn* sparse_ = nullptr;
     const HotColdFfn* hot_cold_ = nullptr;

@@ -1,5 +1,7 @@
 // The backend-ops cases of the KV cache and the sparse FFN: kv_store and attention for every KV
-// cache type (f32, f16, q8_0, q4_0: what --ctk takes), thresholded activation and sparse FFN.
+// cache type (f32, f16, q8_0, q4_0: what --ctk takes), also as a batched decode step of three
+// sequences with caches of their own (kv_store_rows, attention_rows), thresholded activation and
+// sparse FFN.
 // Attention reads caches whose bytes quant/'s reference quantizer wrote, so only the attention
 // arithmetic is compared; kv_store's conversion is its own case.
 #include <cmath>
@@ -60,6 +62,29 @@ void add_kv_cases(std::vector<OpCase>& out) {
                      return on.read(cd.rows(3, n));
                  }});
         }
+        // A batched decode step: row i into sequence i's caches, at positions 3, 39 (the last
+        // cell) and 57 (a ring of 40 cells: cell 17).
+        const Shared k = std::make_shared<const HostTensor>(cpu::test::random_f32({256, 3}, -4.0f, 4.0f));
+        const Shared v = std::make_shared<const HostTensor>(cpu::test::random_f32({128, 3}, -4.0f, 4.0f));
+        out.push_back({type_name(type) + "_rows3", {0.0, 0.0}, [k, v, type](OnBackend& on) {
+                           const int32_t pos[3] = {3, 39, 57};
+                           std::vector<Tensor> caches;
+                           for (int i = 0; i < 3; ++i) {
+                               caches.push_back(on.put(HostTensor(type, {256, 40})));
+                               caches.push_back(on.put(HostTensor(type, {128, 40})));
+                           }
+                           std::vector<SequenceKv> seqs;
+                           for (int i = 0; i < 3; ++i) seqs.push_back({&caches[2 * i], &caches[2 * i + 1], pos[i]});
+                           on.backend().kv_store_rows(on.put(*k), on.put(*v), seqs);
+                           std::vector<float> r;
+                           for (int i = 0; i < 3; ++i) {
+                               for (const Tensor* c : {seqs[i].k_cache, seqs[i].v_cache}) {
+                                   const std::vector<float> row = on.read(c->rows(pos[i] % 40, 1));
+                                   r.insert(r.end(), row.begin(), row.end());
+                               }
+                           }
+                           return r;
+                       }});
     }
 }
 
@@ -88,6 +113,31 @@ void add_attention_cases(std::vector<OpCase>& out) {
                      const Tensor qd = on.put(*q), kd = on.put(*k), vd = on.put(*v);
                      Tensor o = on.nan_f32({s.head_dim_v, s.n_head, s.n_tokens});
                      on.backend().attention(qd, kd, vd, s.n_cells, pos.data(), p, o);
+                     return on.read(o);
+                 }});
+        }
+        // A batched decode step of three sequences, each over its own cache up to its position:
+        // the decode shape (GQA 8/2) and the odd one (MQA, K and V heads of different sizes, a
+        // sliding window).
+        for (const AttentionShape& s : {kAttentionShapes[1], kAttentionShapes[2]}) {
+            std::vector<Shared> caches;
+            for (int i = 0; i < 3; ++i) {
+                caches.push_back(random_cache(type, int64_t{s.head_dim_k} * s.n_head_kv, s.n_cells));
+                caches.push_back(random_cache(type, int64_t{s.head_dim_v} * s.n_head_kv, s.n_cells));
+            }
+            const Shared q = std::make_shared<const HostTensor>(
+                cpu::test::random_f32({s.head_dim_k, s.n_head, 3}, -2.0f, 2.0f));
+            out.push_back(
+                {type_name(type) + "_" + s.name + "_rows3", {1e-9, 1e-7}, [caches, q, s](OnBackend& on) {
+                     const int32_t pos[3] = {static_cast<int32_t>(s.n_cells - 1), 5, static_cast<int32_t>(s.n_cells / 2)};
+                     const AttentionParams p{s.n_head,     s.n_head_kv, s.head_dim_k, s.head_dim_v,
+                                             1.0f / std::sqrt(static_cast<float>(s.head_dim_k)), s.window, s.softcap};
+                     std::vector<Tensor> kv;
+                     for (const Shared& c : caches) kv.push_back(on.put(*c));
+                     std::vector<SequenceKv> seqs;
+                     for (int i = 0; i < 3; ++i) seqs.push_back({&kv[2 * i], &kv[2 * i + 1], pos[i]});
+                     Tensor o = on.nan_f32({s.head_dim_v, s.n_head, 3});
+                     on.backend().attention_rows(on.put(*q), seqs, p, o);
                      return on.read(o);
                  }});
         }
