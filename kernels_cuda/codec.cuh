@@ -340,7 +340,15 @@ STRATA_HD float dot_q8(const Q8Item& it, const int* xq, float dx, float sx) {
     int s0 = 0, s1 = 0;
     for (int i = 0; i < 4; ++i) s0 = dp4a(it.q[i], xq[i], s0);
     for (int i = 4; i < 8; ++i) s1 = dp4a(it.q[i], xq[i], s1);
+#ifdef __CUDA_ARCH__
+    // Explicit roundings: left to the compiler, the multiply-adds were fused differently in the
+    // GEMV's instantiations (rows per warp, columns), and a Q4_K/Q5_K token's sums changed with
+    // the number of tokens beside it (H200: CudaMatmul.ColumnsDoNotDependOnTheBatch).
+    return __fmaf_rn(dx, __fmaf_rn(it.a0, static_cast<float>(s0), __fmul_rn(it.a1, static_cast<float>(s1))),
+                     __fmul_rn(it.b, sx));
+#else
     return dx * (it.a0 * static_cast<float>(s0) + it.a1 * static_cast<float>(s1)) + it.b * sx;
+#endif
 }
 
 }  // namespace strata::cuda

@@ -1,13 +1,14 @@
 // gemv_q8_mma: y [n, m] = W [k, n] · x [k, m] for 2-8 tokens on int8 tensor cores (a batched
-// decode step of several sequences: strata serve, bench --parallel). The dp4a GEMV (gemv.cu)
-// dots every column with every weight item on its own: at 8 columns it issues ~8x the
-// instructions of one and ran at a fifth of the weights' read bandwidth (H200: 56.5 us for a
-// 4096 x 11008 Q4_K matrix against 13.9 us for one column). Here a block takes 16 weight rows;
-// each lane of a warp decodes one (row, item) of two items into shared memory (the codec's decode(), as
-// the dp4a kernel uses), then mma.m16n8k16.s8 dots each half item (16 quants, one scale) with
-// the 8 columns' q8 activations in one instruction. The integer sums are exact; each column's
-// float sum runs over items in order, the same for any m, so a column's result does not depend
-// on the other columns of the batch.
+// decode step of several sequences: strata serve, bench --parallel; on with
+// --no-batch-invariant). The dp4a GEMV (gemv.cu) dots every column with every weight item on
+// its own: at 8 columns it ran at a fifth of the weights' read bandwidth (H200: 56.5 us for a
+// 4096 x 11008 Q4_K matrix against 13.9 us for one column). Here a block takes 16 weight rows:
+// each warp stages a chunk of them with coalesced loads, each lane decodes one (row, item) of
+// two items into shared memory (the codec's decode(), as the dp4a kernel uses), then
+// mma.m16n8k16.s8 dots each half item (16 quants, one scale) with the 8 columns' q8 activations
+// in one instruction (37 us for the same matrix at 8 columns). The integer sums are exact; a
+// column's float sum runs in an order fixed by the shape, so its result does not depend on the
+// other columns of the batch (but differs from the dp4a kernel's rounding).
 #include <atomic>
 
 #include "kernels_cuda/device_common.cuh"

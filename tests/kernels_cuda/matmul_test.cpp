@@ -179,37 +179,42 @@ TEST_P(CudaMatmul, GetRowsMatchesCpuBitForBit) {
     }
 }
 
-// A batched decode step (strata serve) must give each sequence the result it gets beside any
-// other sequences: on the tensor-core GEMV a column of x gives bit-identical sums for 2-8
-// columns, whatever the other columns hold.
-TEST_P(CudaMatmul, TensorCoreColumnsDoNotDependOnTheBatch) {
+// A batched decode step (strata serve) or a speculative check must give each token the result it
+// gets alone: with the default options (dp4a for 1-8 tokens, whatever rows per warp the token
+// count takes) a column of x gives bit-identical sums for 1, 2, 5 or 8 columns; on the
+// tensor-core GEMV (--no-batch-invariant) for 2, 5 or 8 columns.
+TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
     STRATA_SKIP_WITHOUT_GPU();
     const GgmlType type = GetParam();
-    CudaBackendOptions o = test::test_options();
-    o.gemv_mma_min_tokens = 2;
-    CudaBackend gpu(o);
+    if (!gemv_q8_supported(type)) GTEST_SKIP() << "no q8 GEMV for this type";
     const std::vector<DeviceInfo> devices = list_devices();
-    if (devices.empty() || devices.front().compute_major < 8 || !gemv_q8_supported(type)) {
-        GTEST_SKIP() << "no tensor-core GEMV for this type or device";
-    }
+    const bool tensor_cores = !devices.empty() && devices.front().compute_major >= 8;
     const int64_t block = type_traits(type).block_size;
     const int64_t k = block * (block == 32 ? 33 : 5), n = 77;
     const HostTensor w = random_weights(type, k, n);
-    const DeviceTensor wd = gpu.upload(w.t);
     const HostTensor wide = cpu::test::random_f32({k, 8});
-    std::vector<float> first;  // column 0's results in the batch of 2
-    for (int64_t m : {2, 5, 8}) {
-        HostTensor x = cpu::test::random_f32({k, m});
-        std::memcpy(x.f32(), wide.f32(), static_cast<size_t>(k) * sizeof(float));  // column 0 the same
-        DeviceTensor xd = test::to_device(gpu, x), yd = test::nan_device(gpu, {n, m});
-        gpu.matmul(wd.tensor, xd.tensor, yd.tensor);
-        const HostTensor y = test::to_host(gpu, yd.tensor);
-        if (first.empty()) {
-            first.assign(y.f32(), y.f32() + n);
-            continue;
+    for (int mma_from : {0, 2}) {
+        if (mma_from > 0 && !tensor_cores) continue;
+        CudaBackendOptions o = test::test_options();
+        o.gemv_mma_min_tokens = mma_from;
+        CudaBackend gpu(o);
+        const DeviceTensor wd = gpu.upload(w.t);
+        std::vector<float> first;  // column 0's results in the smallest batch
+        for (int64_t m : {1, 2, 5, 8}) {
+            if (mma_from > 0 && m < mma_from) continue;
+            HostTensor x = cpu::test::random_f32({k, m});
+            std::memcpy(x.f32(), wide.f32(), static_cast<size_t>(k) * sizeof(float));  // column 0 the same
+            DeviceTensor xd = test::to_device(gpu, x), yd = test::nan_device(gpu, {n, m});
+            gpu.matmul(wd.tensor, xd.tensor, yd.tensor);
+            const HostTensor y = test::to_host(gpu, yd.tensor);
+            if (first.empty()) {
+                first.assign(y.f32(), y.f32() + n);
+                continue;
+            }
+            EXPECT_EQ(0, std::memcmp(first.data(), y.f32(), static_cast<size_t>(n) * sizeof(float)))
+                << type_traits(type).name << (mma_from > 0 ? " (tensor cores)" : " (dp4a)") << ": column 0 of " << m
+                << " columns differs from the same column of the smallest batch";
         }
-        EXPECT_EQ(0, std::memcmp(first.data(), y.f32(), static_cast<size_t>(n) * sizeof(float)))
-            << type_traits(type).name << ": column 0 of " << m << " columns differs from the same column of 2";
     }
 }
 
