@@ -193,3 +193,13 @@ bars("input_major.png", "µs per product, half the inputs nonzero, H200 host, 16
      {"GGUF Q4_K read whole": [404, None, 1942, None, 351, 1537],
       "input-major, active columns": [321, 405, 1283, 1463, 706, 1869]},
      ["#999999", "#2a7ab9"])
+
+# Batched decode of 8 sequences, Llama-2-7B synth all on an H200 (issue 21), aggregate tok/s:
+# bench -np 1,8 and scripts/serve-throughput.py; g71/g75 before, g76 after (one call each).
+bars("batched_decode.png", "7B all on H200: aggregate decode tok/s, 8 sequences (1 sequence: ~335-355)",
+     "tokens/s",
+     ["bench -np 8", "serve, 8 streams"],
+     {"before (per-sequence attention, dp4a)": [569, 446],
+      "one launch per layer for KV and attention": [694, 557],
+      "+ tensor-core GEMV (--no-batch-invariant)": [883, 669]},
+     ["#999999", "#7fb3d5", "#2a7ab9"])
