@@ -7,7 +7,6 @@
 // and every sum stay f32. Key splits write partials for attention_combine, as the tiled kernel.
 #include <cuda_fp16.h>
 
-#include <atomic>
 #include <cstdint>
 #include <mma.h>
 
@@ -223,28 +222,16 @@ constexpr size_t smem_bytes() {
     return Smem<D, TC>::bytes;
 }
 
-// A kernel's opt-in shared memory is set once per device (not at each launch): bit d of `done`.
-template <int D, int TC, bool F16>
-void allow_smem(int smem) {
-    static std::atomic<uint64_t> done{0};
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-    if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return;
-    CUDA_CHECK(cudaFuncSetAttribute(attention_mma_kernel<D, TC, F16>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    done.fetch_or(bit, std::memory_order_release);
-}
-
 template <int D, int TC>
 void launch(const AttentionLaunch& a, bool f16, int n_hgroups, int gb, int tt, cudaStream_t stream) {
     const dim3 grid(blocks_for(a.n_tokens, tt), static_cast<unsigned>(a.n_head_kv * n_hgroups),
                     static_cast<unsigned>(a.n_splits));
     const int smem = static_cast<int>(smem_bytes<D, TC>());
     if (f16) {
-        allow_smem<D, TC, true>(smem);
+        allow_dynamic_smem<attention_mma_kernel<D, TC, true>>(smem);
         attention_mma_kernel<D, TC, true><<<grid, kThreads, smem, stream>>>(a, n_hgroups, gb, tt);
     } else {
-        allow_smem<D, TC, false>(smem);
+        allow_dynamic_smem<attention_mma_kernel<D, TC, false>>(smem);
         attention_mma_kernel<D, TC, false><<<grid, kThreads, smem, stream>>>(a, n_hgroups, gb, tt);
     }
     CUDA_CHECK_LAUNCH("attention_mma_kernel");

@@ -96,12 +96,6 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
     }
 }
 
-// Token i of t [ne0, ne1, n] as [ne0, ne1, 1].
-Tensor token(const Tensor& t, int64_t i) {
-    return Tensor::contiguous(t.type, static_cast<uint8_t*>(t.data) + static_cast<uint64_t>(i) * t.nb[2],
-                              {t.ne[0], t.ne[1], 1}, t.memory);
-}
-
 }  // namespace
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -123,18 +117,15 @@ void CudaBackend::attention_rows(const Tensor& q, std::span<const SequenceKv> se
     const int64_t n = static_cast<int64_t>(seqs.size());
     const Tensor& k0 = *seqs.front().k_cache;
     const Tensor& v0 = *seqs.front().v_cache;
-    // One launch: the decode kernel, caches alike (the kernels index every one as the first),
-    // bases aligned as the first's (the vectorized kernel checks the first only).
+    // One launch: the decode kernel, caches alike.
     bool one = n <= s.options.attention_decode_max_tokens;
-    std::vector<const uint8_t*> bases(static_cast<size_t>(2 * n));
-    std::vector<int32_t> positions(static_cast<size_t>(n));
+    std::vector<const uint8_t*>& bases = s.seq_caches;
+    std::vector<int32_t>& positions = s.seq_positions;
+    bases.resize(static_cast<size_t>(2 * n));
+    positions.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n && one; ++i) {
         const SequenceKv& sq = seqs[static_cast<size_t>(i)];
-        const auto alike = [](const Tensor& a, const Tensor& b) {
-            return a.type == b.type && a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.nb[1] == b.nb[1] &&
-                   reinterpret_cast<uintptr_t>(a.data) % 16 == reinterpret_cast<uintptr_t>(b.data) % 16;
-        };
-        one = alike(*sq.k_cache, k0) && alike(*sq.v_cache, v0);
+        one = caches_alike(*sq.k_cache, k0) && caches_alike(*sq.v_cache, v0);
         bases[static_cast<size_t>(i)] = static_cast<const uint8_t*>(sq.k_cache->data);
         bases[static_cast<size_t>(n + i)] = static_cast<const uint8_t*>(sq.v_cache->data);
         positions[static_cast<size_t>(i)] = sq.position;
@@ -143,9 +134,9 @@ void CudaBackend::attention_rows(const Tensor& q, std::span<const SequenceKv> se
     s.forget_quantized_x();
     for (int64_t i = 0; i < n; ++i) {  // each token's own checks, as attention() makes them
         const SequenceKv& sq = seqs[static_cast<size_t>(i)];
-        check_attention(token(q, i), *sq.k_cache, *sq.v_cache, int64_t{sq.position} + 1, &sq.position, p, token(out, i));
+        check_attention(q.plane(i), *sq.k_cache, *sq.v_cache, int64_t{sq.position} + 1, &sq.position, p, out.plane(i));
     }
-    const auto* dev = static_cast<const uint8_t* const*>(s.stage_bytes(bases.data(), bases.size() * sizeof(bases[0])));
+    const auto* dev = static_cast<const uint8_t* const*>(s.stage_bytes(bases.data(), static_cast<size_t>(2 * n) * sizeof(bases[0])));
     run_attention(s, q, k0, v0, positions.data(), p, out, dev, dev + n);
 }
 

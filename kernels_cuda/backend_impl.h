@@ -96,6 +96,10 @@ struct CudaBackend::Impl {
     ArenaBuffer sparse;     // the sparse FFN ops' scratch (engine/core/sparse_scratch.h)
     // routed_expert_ffn's device tables of expert matrices, by their pointers (backend_experts.cpp).
     std::map<std::vector<const void*>, ArenaBuffer> expert_tables;
+    // Host arrays of the batched ops (kv_store_rows, attention_rows), reused from step to step:
+    // the sequences' cache addresses (K then V) and positions.
+    std::vector<const uint8_t*> seq_caches;
+    std::vector<int32_t> seq_positions;
     static constexpr size_t kMaxExpertTables = 4096;
     // Brackets an op for the op timer (a no-op unless STRATA_CUDA_OP_TIMES is set).
     OpScope time_op(const char* label) { return OpScope(timer.get(), stream, capturing, timer ? label : ""); }
@@ -153,6 +157,10 @@ void check_device_rows(std::string_view op, std::string_view what, const Tensor&
 void check_device_f32(std::string_view op, std::string_view what, const Tensor& t);
 // Rows of t are evenly spaced (one stride from row to row over ne[1..3]), as cuBLAS needs.
 bool rows_evenly_strided(const Tensor& t);
+// Whether a sequence's cache can share the first's launch of the batched KV-store and attention
+// kernels, which index every cache as the first: same type, shape and row stride, and the same
+// 16-byte misalignment (the vectorized attention kernel checks the first's only).
+bool caches_alike(const Tensor& a, const Tensor& first);
 void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y);
 void check_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_cells,
                      const int32_t* positions, const AttentionParams& p, const Tensor& out);

@@ -504,17 +504,16 @@ void CudaBackend::kv_store_rows(const Tensor& k, const Tensor& v, std::span<cons
     check_sequence_rows("kv_store_rows", v, 1, seqs);
     const Tensor& k0 = *seqs.front().k_cache;
     const Tensor& v0 = *seqs.front().v_cache;
-    const auto alike = [](const Tensor& a, const Tensor& b) {
-        return a.type == b.type && a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.nb[1] == b.nb[1];
-    };
     bool one = kv_store_supported(k0.type) && kv_store_supported(v0.type);
     const size_t n = seqs.size();
-    std::vector<uint8_t*> caches(2 * n);
-    std::vector<int32_t> positions(n);
+    std::vector<const uint8_t*>& caches = impl_->seq_caches;
+    std::vector<int32_t>& positions = impl_->seq_positions;
+    caches.resize(2 * n);
+    positions.resize(n);
     for (size_t i = 0; i < n && one; ++i) {
-        one = alike(*seqs[i].k_cache, k0) && alike(*seqs[i].v_cache, v0);
-        caches[i] = static_cast<uint8_t*>(seqs[i].k_cache->data);
-        caches[n + i] = static_cast<uint8_t*>(seqs[i].v_cache->data);
+        one = caches_alike(*seqs[i].k_cache, k0) && caches_alike(*seqs[i].v_cache, v0);
+        caches[i] = static_cast<const uint8_t*>(seqs[i].k_cache->data);
+        caches[n + i] = static_cast<const uint8_t*>(seqs[i].v_cache->data);
         positions[i] = seqs[i].position;
     }
     if (!one) return Backend::kv_store_rows(k, v, seqs);
@@ -528,7 +527,7 @@ void CudaBackend::kv_store_rows(const Tensor& k, const Tensor& v, std::span<cons
     check_device_f32("kv_store_rows", "k", k);
     check_device_f32("kv_store_rows", "v", v);
     const OpScope timed = impl_->time_op("kv_store (sequences)");
-    auto* const* dev = static_cast<uint8_t* const*>(impl_->stage_bytes(caches.data(), caches.size() * sizeof(caches[0])));
+    auto* const* dev = static_cast<uint8_t* const*>(impl_->stage_bytes(caches.data(), 2 * n * sizeof(caches[0])));
     const int32_t* pos = impl_->stage(positions.data(), static_cast<int64_t>(n));
     for (int part = 0; part < 2; ++part) {
         const Tensor& src = part == 0 ? k : v;

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "engine/core/error.h"
@@ -15,6 +16,19 @@
 namespace strata::cuda {
 
 constexpr unsigned kFullMask = 0xffffffffu;
+
+// Opts kernel K in to `bytes` of dynamic shared memory (past the default 48 KiB) once per
+// device, not at every launch: bit d of `done` (one flag set per kernel).
+template <auto K>
+void allow_dynamic_smem(int bytes) {
+    static std::atomic<uint64_t> done{0};
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+    if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return;
+    CUDA_CHECK(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    done.fetch_or(bit, std::memory_order_release);
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

@@ -9,7 +9,6 @@
 // in one instruction (37 us for the same matrix at 8 columns). The integer sums are exact; a
 // column's float sum runs in an order fixed by the shape, so its result does not depend on the
 // other columns of the batch (but differs from the dp4a kernel's rounding).
-#include <atomic>
 
 #include "kernels_cuda/device_common.cuh"
 
@@ -178,19 +177,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     }
 }
 
-// The kernel's shared memory beyond 48 KiB is opted in once per device: bit d of `done`.
-template <class C>
-void allow_smem() {
-    static std::atomic<uint64_t> done{0};
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-    if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return;
-    CUDA_CHECK(cudaFuncSetAttribute(gemv_q8_mma_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(MmaStage<C>::kBlockSmem)));
-    done.fetch_or(bit, std::memory_order_release);
-}
-
 }  // namespace
 
 void gemv_q8_mma(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
@@ -202,7 +188,7 @@ void gemv_q8_mma(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64
     dispatch_codec(type, "matmul", [&](auto codec) {
         using C = decltype(codec);
         if constexpr (C::kDp4a) {
-            allow_smem<C>();
+            allow_dynamic_smem<gemv_q8_mma_kernel<C>>(static_cast<int>(MmaStage<C>::kBlockSmem));
             gemv_q8_mma_kernel<C><<<blocks_for(n, 16), kMmaWarps * 32, MmaStage<C>::kBlockSmem, stream>>>(
                 w, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds), static_cast<int>(m), y);
             CUDA_CHECK_LAUNCH("gemv_q8_mma_kernel");

@@ -39,6 +39,11 @@ bool rows_evenly_strided(const Tensor& t) {
            (t.ne[3] == 1 || t.nb[3] == t.nb[2] * static_cast<uint64_t>(t.ne[2]));
 }
 
+bool caches_alike(const Tensor& a, const Tensor& first) {
+    return a.type == first.type && a.ne[0] == first.ne[0] && a.ne[1] == first.ne[1] && a.nb[1] == first.nb[1] &&
+           reinterpret_cast<uintptr_t>(a.data) % 16 == reinterpret_cast<uintptr_t>(first.data) % 16;
+}
+
 void check_matmul(const Tensor& w, const Tensor& x, const Tensor& y) {
     check_device_rows("matmul", "W", w);
     check_device_f32("matmul", "x", x);

@@ -5,10 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <random>
 #include <span>
-#include <vector>
 
 #include "engine/runtime/batch_step.h"
 #include "engine/runtime/session.h"

@@ -16,12 +16,6 @@ Tensor head_rows(const Tensor& t) {
     return Tensor::contiguous(t.type, t.data, {t.ne[0], t.ne[1] * t.ne[2]}, t.memory);
 }
 
-// Token i of t [ne0, ne1, n] as [ne0, ne1, 1].
-Tensor token(const Tensor& t, int64_t i) {
-    return Tensor::contiguous(t.type, static_cast<uint8_t*>(t.data) + static_cast<uint64_t>(i) * t.nb[2],
-                              {t.ne[0], t.ne[1], 1}, t.memory);
-}
-
 }  // namespace
 
 void Backend::add_rms_norm(Tensor& x, Tensor& delta, const Tensor* delta_weight, const Tensor* weight, float eps,
@@ -50,8 +44,8 @@ void Backend::attention_rows(const Tensor& q, std::span<const SequenceKv> seqs, 
     check_sequence_rows("attention_rows", q, 2, seqs);
     check_sequence_rows("attention_rows", out, 2, seqs);
     for (size_t i = 0; i < seqs.size(); ++i) {
-        const Tensor qi = token(q, static_cast<int64_t>(i));
-        Tensor oi = token(out, static_cast<int64_t>(i));
+        const Tensor qi = q.plane(static_cast<int64_t>(i));
+        Tensor oi = out.plane(static_cast<int64_t>(i));
         attention(qi, *seqs[i].k_cache, *seqs[i].v_cache, int64_t{seqs[i].position} + 1, &seqs[i].position, params, oi);
     }
 }

@@ -58,6 +58,16 @@ Tensor Tensor::rows(int64_t first, int64_t count) const {
     return t;
 }
 
+Tensor Tensor::plane(int64_t i) const {
+    STRATA_INVARIANT(ne[3] == 1);
+    if (i < 0 || i >= ne[2]) throw ArgumentError(cat("plane ", i, " outside a tensor of ", ne[2], " planes"));
+    Tensor t = *this;
+    t.ne[2] = 1;
+    t.data = static_cast<uint8_t*>(data) + nb[2] * static_cast<uint64_t>(i);
+    t.nb[3] = t.nb[2];
+    return t;
+}
+
 Tensor Tensor::columns(int64_t first, int64_t count) const {
     STRATA_INVARIANT(ne[2] == 1 && ne[3] == 1);
     const TypeTraits& traits = type_traits(type);

@@ -36,6 +36,9 @@ struct Tensor {
     Tensor row(int64_t r) const;
     // Rows [first, first + count) of a 2-D view.
     Tensor rows(int64_t first, int64_t count) const;
+    // Plane i of a 3-D view (index i of ne[2]: one token of [head_dim, heads, tokens]), as
+    // [ne0, ne1, 1] with the view's strides.
+    Tensor plane(int64_t i) const;
 
     // Elements [first, first + count) of every row of a 2-D view (a column slice: rows keep
     // their stride); first and count are multiples of the type's block size.

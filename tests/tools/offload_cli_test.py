@@ -148,6 +148,8 @@ def main():
         expect(rc == 0 and [(r["test"], r["n_parallel"]) for r in rows] == [("tg4", 1), ("tg4 x3", 3)]
                and all(r["avg_ts"] > 0 and len(r["samples_ts"]) == 2 for r in rows), f"bench -np: {out!r} {err!r}")
         expect_error(strata, ["bench", "-m", model, "--gpu", "none", "-p", "0", "-n", "4", "-np", "0"], "--parallel")
+        expect_error(strata, ["bench", "-m", model, "--gpu", "none", "-p", "0", "-n", "4", "--no-batch-invariant=maybe"],
+                     "--no-batch-invariant = maybe")
         # Each --fit run is recorded; later runs fit the cost model to them.
         rc, out, err = run(strata, "bench", "-m", model, "--gpu", "none", "-c", "128", "-t", "2",
                            "-p", "0", "-n", "4", "-r", "1", "--fit", "--ram-mem", "1600K")
