@@ -227,7 +227,11 @@ void launch_q8(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const
 }
 
 // Column counts are rounded up to a compiled width; the extra columns are skipped. More rows per
-// warp take fewer columns (their sums need the registers): R = 4 up to 2 columns, R = 2 up to 4.
+// warp share each activation load (the L1 traffic that bounds 4-8 columns) but need registers
+// for their sums: R = 4 up to 2 columns, R = 2 up to 8 (sm_90 ptxas: R = 4 spills at 4 columns
+// for Q5_K and at 8 for most types; R = 2 at 8 does not). Every width and row count gives a
+// column the same sums in the same order (lane l takes items l, l + 32, ... whatever the
+// chunk), so a token's result does not depend on the tokens beside it.
 template <class C, int R>
 void launch_q8_cols(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* xq,
                     const float* xds, F32View y, cudaStream_t stream) {
@@ -236,8 +240,8 @@ void launch_q8_cols(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, 
     if (m == 2) return launch_q8<C, 2, R>(w, nb1, n_items, n, xq, xds, y, stream);
     if constexpr (R <= 2) {
         if (m <= 4) return launch_q8<C, 4, R>(w, nb1, n_items, n, xq, xds, y, stream);
+        return launch_q8<C, 8, R>(w, nb1, n_items, n, xq, xds, y, stream);
     }
-    if constexpr (R == 1) return launch_q8<C, 8, R>(w, nb1, n_items, n, xq, xds, y, stream);
     throw ArgumentError(cat("gemv_q8: ", m, " columns with ", R, " rows per warp"));  // not reached
 }
 
@@ -260,7 +264,7 @@ void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n
     dispatch_codec(type, "matmul", [&](auto codec) {
         using C = decltype(codec);
         if constexpr (C::kDp4a) {
-            const int most = m <= 2 ? 4 : (m <= 4 ? 2 : 1);  // see launch_q8_cols
+            const int most = m <= 2 ? 4 : 2;  // see launch_q8_cols
             const int r = rows_per_warp < most ? rows_per_warp : most;
             // Four rows only while their staging registers stay few (<= 8 vectors per lane).
             if constexpr (Stage<C, 4>::kVecsPerLane * 4 <= 8) {

@@ -358,6 +358,14 @@ STRATA_DECODE_BENCH_M(q4_K_4096x4096_m8, GgmlType::Q4_K, 4096, 4096, 8, false);
 STRATA_DECODE_BENCH_M(q4_K_4096x4096_m8_mma, GgmlType::Q4_K, 4096, 4096, 8, true);
 STRATA_DECODE_BENCH_M(q6_K_4096x32000_m8, GgmlType::Q6_K, 4096, 32000, 8, false);
 STRATA_DECODE_BENCH_M(q6_K_4096x32000_m8_mma, GgmlType::Q6_K, 4096, 32000, 8, true);
+// One row per warp at 8 tokens (the kernel before 2 rows shared each activation load there).
+#define STRATA_DECODE_BENCH_M_R1(tag, type, k, n, m) \
+    BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n, 1, m)->UseManualTime()->Unit(benchmark::kMicrosecond)
+STRATA_DECODE_BENCH_M_R1(q4_K_4096x11008_m8_r1, GgmlType::Q4_K, 4096, 11008, 8);
+STRATA_DECODE_BENCH_M_R1(q4_K_11008x4096_m8_r1, GgmlType::Q4_K, 11008, 4096, 8);
+STRATA_DECODE_BENCH_M_R1(q6_K_11008x4096_m8_r1, GgmlType::Q6_K, 11008, 4096, 8);
+STRATA_DECODE_BENCH_M_R1(q4_K_4096x4096_m8_r1, GgmlType::Q4_K, 4096, 4096, 8);
+STRATA_DECODE_BENCH_M_R1(q6_K_4096x32000_m8_r1, GgmlType::Q6_K, 4096, 32000, 8);
 #define STRATA_ATTN_BENCH(tag, type, cells) \
     BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_ATTN_BENCH(f16_16, GgmlType::F16, 16);
