@@ -61,24 +61,29 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
     const bool decode = n_tokens <= s.options.attention_decode_max_tokens && n_tokens <= 65535;
     const int mma_tile = decode || !s.options.attention_tensor_cores ? 0 : attention_mma_key_tile(a, s.smem_optin);
     const bool mma = mma_tile > 0;
-    int64_t blocks = 0;
     if (decode) {
-        blocks = n_tokens * p.n_head_kv * ((group + kDecodeHeads - 1) / kDecodeHeads);
+        // Decode blocks are short-lived and latency-bound: more of them, with fewer keys each.
+        // The splits are planned for one token, never for the launch: a token's keys are cut
+        // alike whether it is decoded alone, beside other sequences' tokens (attention_rows),
+        // checked in a speculative pass or replayed in a step graph, so its result does not
+        // depend on the batch. The kernel activates at most one split per kMinDecodeSplitCells
+        // of each token's own span (active_splits), so a short history still takes few.
+        const int64_t token_blocks = int64_t{p.n_head_kv} * ((group + kDecodeHeads - 1) / kDecodeHeads);
+        const int64_t want = (int64_t{s.options.attention_decode_blocks_per_sm} * s.sm_count + token_blocks - 1) / token_blocks;
+        // Partials of the largest decode launch stay within kMaxPartialBytes.
+        const uint64_t most_rows = static_cast<uint64_t>(std::max(1, s.options.attention_decode_max_tokens)) * p.n_head *
+                                   (p.head_dim_v + 2) * sizeof(float);
+        const int64_t fit = static_cast<int64_t>(std::max<uint64_t>(1, kMaxPartialBytes / most_rows));
+        a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kMaxSplits));
+        a.min_split_cells = kMinDecodeSplitCells;
     } else {
         const int rows = mma ? attention_mma_rows() : kTiledRows;
         const int64_t gb = std::min(group, rows);
-        blocks = (n_tokens + rows / gb - 1) / (rows / gb) * p.n_head_kv * ((group + rows - 1) / rows);
+        const int64_t blocks = (n_tokens + rows / gb - 1) / (rows / gb) * p.n_head_kv * ((group + rows - 1) / rows);
+        a.n_splits = plan_splits(blocks, a.max_span, s.sm_count, 2, kMinSplitCells);
+        const uint64_t partial_row = static_cast<uint64_t>(n_tokens) * p.n_head * (p.head_dim_v + 2) * sizeof(float);
+        a.n_splits = static_cast<int>(std::clamp<uint64_t>(kMaxPartialBytes / partial_row, 1, static_cast<uint64_t>(a.n_splits)));
     }
-    // Decode blocks are short-lived and latency-bound: more of them, with fewer keys each.
-    // A step graph replays at later positions: its splits follow the cache's capacity (the
-    // kernel cuts each token's own span into them on the device).
-    const bool step = s.step.recording && n_tokens == 1 && positions == s.step.position_host;
-    const int64_t split_span = step ? k_cache.ne[1] : a.max_span;
-    a.n_splits = decode ? plan_splits(blocks, split_span, s.sm_count, s.options.attention_decode_blocks_per_sm, kMinDecodeSplitCells)
-                        : plan_splits(blocks, a.max_span, s.sm_count, 2, kMinSplitCells);
-    if (decode) a.min_split_cells = kMinDecodeSplitCells;
-    const uint64_t partial_row = static_cast<uint64_t>(n_tokens) * p.n_head * (p.head_dim_v + 2) * sizeof(float);
-    a.n_splits = static_cast<int>(std::clamp<uint64_t>(kMaxPartialBytes / partial_row, 1, static_cast<uint64_t>(a.n_splits)));
     if (a.n_splits > 1) {
         const uint64_t slots = static_cast<uint64_t>(n_tokens) * p.n_head * a.n_splits;
         const uint64_t acc_bytes = slots * p.head_dim_v * sizeof(float);
