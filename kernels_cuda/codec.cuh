@@ -193,9 +193,12 @@ struct CodecQ3_K {  // hmask[32] qs[64] scales[12] d
     }
 };
 
-// Q4_K (d dmin scales[12] qs[128]) and Q5_K (d dmin scales[12] qh[32] qs[128]).
-template <bool kFive>
+// Q4_K (d dmin scales[12] qs[128]) and Q5_K (d dmin scales[12] qh[32] qs[128]). kAligned:
+// decode() reads 16-byte aligned blocks (Aligned: the codec a kernel takes for a row that starts
+// 16-byte aligned), with vector loads in place of load_words' funnel shifts.
+template <bool kFive, bool kAligned = false>
 struct K45Codec {
+    using Aligned = K45Codec<kFive, true>;
     static constexpr int kBlockElems = 256, kBlockBytes = kFive ? 176 : 144;
     static constexpr int kQs = kFive ? 48 : 16;
     static constexpr bool kDp4a = true;
@@ -220,7 +223,7 @@ struct K45Codec {
         Q8Item it;
         // Header words: d | dmin << 16, then the 12 scale bytes S0..S11 (scale_min_k4's layout).
         uint32_t h[4];
-        load_words<4>(b, h);
+        load_words_a<4, kAligned>(b, h);
         int sc, m;
         if (s < 4) {
             sc = byte_of(h[1], s) & 63;
@@ -232,8 +235,8 @@ struct K45Codec {
         const float ds = mul_rn(half_to_float(static_cast<uint16_t>(h[0] & 0xFFFFu)), static_cast<float>(sc));
         const float dm = mul_rn(half_to_float(static_cast<uint16_t>(h[0] >> 16)), static_cast<float>(m));
         uint32_t qs[8], qh[8];
-        load_words<8>(b + kQs + 32 * (s / 2), qs);
-        if (kFive) load_words<8>(b + 16, qh);
+        load_words_a<8, kAligned>(b + kQs + 32 * (s / 2), qs);
+        if (kFive) load_words_a<8, kAligned>(b + 16, qh);
         const int shift = 4 * (s % 2);
         for (int i = 0; i < 8; ++i) {
             uint32_t q = (qs[i] >> shift) & 0x0F0F0F0Fu;

@@ -130,6 +130,29 @@ STRATA_HD void load_words(const uint8_t* p, uint32_t* w) {
 #endif
 }
 
+// As load_words, from a 16-byte aligned p when kAligned (N a multiple of 4): 16-byte vector
+// loads on the device, the same words. The caller knows the alignment for a whole launch (a
+// Q4_K/Q5_K block in a row that starts aligned: 144 and 176 are multiples of 16), so no lane
+// branches on it.
+template <int N, bool kAligned>
+STRATA_HD void load_words_a(const uint8_t* p, uint32_t* w) {
+#ifdef __CUDA_ARCH__
+    if constexpr (kAligned) {
+        static_assert(N % 4 == 0, "whole 16-byte vectors");
+#pragma unroll
+        for (int i = 0; i < N / 4; ++i) {
+            const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+            w[4 * i] = v.x;
+            w[4 * i + 1] = v.y;
+            w[4 * i + 2] = v.z;
+            w[4 * i + 3] = v.w;
+        }
+        return;
+    }
+#endif
+    load_words<N>(p, w);
+}
+
 // Σ of the four signed byte products of a and b, plus c.
 STRATA_HD int dp4a(int a, int b, int c) {
 #ifdef __CUDA_ARCH__

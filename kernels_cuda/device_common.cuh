@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/core/error.h"
 #include "kernels_cuda/codec.cuh"
@@ -139,6 +140,24 @@ bool visit_codec(GgmlType type, F&& f) {
         case GgmlType::TQ2_0: f(CodecTq2_0{}); return true;
         default: return false;
     }
+}
+
+// The codec a kernel takes for rows that start 16-byte aligned: C::Aligned where C has one (a
+// decode() with vector loads), else C.
+template <class C, class = void>
+struct AlignedCodec {
+    using type = C;
+};
+template <class C>
+struct AlignedCodec<C, std::void_t<typename C::Aligned>> {
+    using type = typename C::Aligned;
+};
+template <class C>
+constexpr bool kHasAligned = !std::is_same_v<typename AlignedCodec<C>::type, C>;
+
+// Whether every row of a matrix at w with row stride nb1 starts 16-byte aligned.
+inline bool rows_aligned16(const void* w, uint64_t nb1) {
+    return reinterpret_cast<uintptr_t>(w) % 16 == 0 && nb1 % 16 == 0;
 }
 
 // As visit_codec; UnsupportedError naming the op for a type with no codec.

@@ -253,6 +253,25 @@ bool gemv_q8_supported(GgmlType type) {
     return dp4a;
 }
 
+namespace {
+
+// gemv_q8 for codec C: the rows per warp (see launch_q8_cols).
+template <class C>
+void gemv_q8_codec(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* xq, const float* xds,
+                   int rows_per_warp, F32View y, cudaStream_t stream) {
+    const int64_t m = y.n_rows;
+    const int most = m <= 2 ? 4 : 2;
+    const int r = rows_per_warp < most ? rows_per_warp : most;
+    // Four rows only while their staging registers stay few (<= 8 vectors per lane).
+    if constexpr (Stage<C, 4>::kVecsPerLane * 4 <= 8) {
+        if (r >= 4) return launch_q8_cols<C, 4>(w, nb1, n_items, n, xq, xds, y, stream);
+    }
+    if (r >= 2) return launch_q8_cols<C, 2>(w, nb1, n_items, n, xq, xds, y, stream);
+    launch_q8_cols<C, 1>(w, nb1, n_items, n, xq, xds, y, stream);
+}
+
+}  // namespace
+
 void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n, const int8_t* xq,
              const float* xds, int rows_per_warp, F32View y, cudaStream_t stream) {
     const int64_t m = y.n_rows;
@@ -264,14 +283,13 @@ void gemv_q8(GgmlType type, const uint8_t* w, uint64_t nb1, int64_t k, int64_t n
     dispatch_codec(type, "matmul", [&](auto codec) {
         using C = decltype(codec);
         if constexpr (C::kDp4a) {
-            const int most = m <= 2 ? 4 : 2;  // see launch_q8_cols
-            const int r = rows_per_warp < most ? rows_per_warp : most;
-            // Four rows only while their staging registers stay few (<= 8 vectors per lane).
-            if constexpr (Stage<C, 4>::kVecsPerLane * 4 <= 8) {
-                if (r >= 4) return launch_q8_cols<C, 4>(w, nb1, n_items, n, xq, xds, y, stream);
+            if constexpr (kHasAligned<C>) {
+                if (rows_aligned16(w, nb1)) {
+                    return gemv_q8_codec<typename AlignedCodec<C>::type>(w, nb1, n_items, n, xq, xds, rows_per_warp,
+                                                                         y, stream);
+                }
             }
-            if (r >= 2) return launch_q8_cols<C, 2>(w, nb1, n_items, n, xq, xds, y, stream);
-            launch_q8_cols<C, 1>(w, nb1, n_items, n, xq, xds, y, stream);
+            gemv_q8_codec<C>(w, nb1, n_items, n, xq, xds, rows_per_warp, y, stream);
         } else {
             throw UnsupportedError(cat("gemv_q8: type ", type_traits(type).name, " has no dp4a kernel"));
         }
