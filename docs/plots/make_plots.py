@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def bars(path, title, ylabel, groups, series, colors):
+def bars(path, title, ylabel, groups, series, colors, top=None):
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(series)
     for i, (name, values) in enumerate(series.items()):
@@ -22,6 +22,8 @@ def bars(path, title, ylabel, groups, series, colors):
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, fontsize=8)
     ax.set_ylabel(ylabel)
+    if top is not None:
+        ax.set_ylim(0, top)  # room for the legend above the bars
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -195,11 +197,14 @@ bars("input_major.png", "µs per product, half the inputs nonzero, H200 host, 16
      ["#999999", "#2a7ab9"])
 
 # Batched decode of 8 sequences, Llama-2-7B synth all on an H200 (issue 21), aggregate tok/s:
-# bench -np 1,8 and scripts/serve-throughput.py; g71/g75 before, g76 after (one call each).
+# bench -np 1,8 and scripts/serve-throughput.py; g71/g75 before, g76 after (one call each);
+# g79 the twenty-first session's default (2 rows per warp at 8 columns, per-token attention
+# splits; its serve run took 128 tokens per stream, the others 64).
 bars("batched_decode.png", "7B all on H200: aggregate decode tok/s, 8 sequences (1 sequence: ~335-355)",
      "tokens/s",
      ["bench -np 8", "serve, 8 streams"],
      {"before (per-sequence attention, dp4a)": [569, 446],
       "one launch per layer for KV and attention": [694, 557],
-      "+ tensor-core GEMV (--no-batch-invariant)": [883, 669]},
-     ["#999999", "#7fb3d5", "#2a7ab9"])
+      "+ tensor-core GEMV (--no-batch-invariant)": [883, 669],
+      "default, 2 rows per warp (21st session)": [841, 715]},
+     ["#999999", "#7fb3d5", "#2a7ab9", "#1b4f72"], top=1200)
