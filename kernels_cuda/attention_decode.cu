@@ -207,15 +207,26 @@ __global__ void attention_combine_kernel(AttentionLaunch a) {
     const int n_active = active_splits(a, pos - visible_first(pos, a.window) + 1);
     float mx = -CUDART_INF_F;
     for (int s = 0; s < n_active; ++s) mx = fmaxf(mx, ml[2 * s]);
-    for (int e = threadIdx.x; e < a.dv; e += blockDim.x) {
-        float sum = 0.0f, out = 0.0f;
-        for (int s = 0; s < n_active; ++s) {
-            if (ml[2 * s] == -CUDART_INF_F) continue;  // a split with no visible key
-            const float f = expf(ml[2 * s] - mx);
-            sum += ml[2 * s + 1] * f;
-            out += a.part_acc[(row * a.n_splits + s) * a.dv + e] * f;
+    const int64_t k = int64_t{a.n_head} * a.dv;  // a token's row of q8 activations
+    for (int e0 = 0; e0 < a.dv; e0 += blockDim.x) {
+        const int e = e0 + static_cast<int>(threadIdx.x);
+        if (e < a.dv) {
+            float sum = 0.0f, out = 0.0f;
+            for (int s = 0; s < n_active; ++s) {
+                if (ml[2 * s] == -CUDART_INF_F) continue;  // a split with no visible key
+                const float f = expf(ml[2 * s] - mx);
+                sum += ml[2 * s + 1] * f;
+                out += a.part_acc[(row * a.n_splits + s) * a.dv + e] * f;
+            }
+            const float o = out * (sum > 0.0f ? 1.0f / sum : 0.0f);
+            a.out.row(row)[e] = o;
+            // dv % 32 == 0: a warp's 32 elements are one q8 block, all in range together.
+            if (a.out_xq != nullptr) {
+                const int64_t blk = (int64_t{blockIdx.x} * a.dv + e) / 32;
+                quantize_q8_warp(o, static_cast<int>(threadIdx.x % 32), a.out_xq + blockIdx.y * k + blk * 32,
+                                 reinterpret_cast<float2*>(a.out_xds) + blockIdx.y * (k / 32) + blk);
+            }
         }
-        a.out.row(row)[e] = out * (sum > 0.0f ? 1.0f / sum : 0.0f);
     }
 }
 

@@ -92,8 +92,18 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
         a.part_acc = reinterpret_cast<float*>(buf);
         a.part_ml = reinterpret_cast<float*>(buf + acc_bytes);
     }
+    // The output projection's GEMV reads out next: the combine quantizes it on the way (one
+    // launch fewer per layer), as rows of n_head·dv like the product's x.
+    const Tensor out_rows = Tensor::contiguous(GgmlType::F32, out.data, {int64_t{p.n_head} * p.head_dim_v, n_tokens}, out.memory);
+    CudaBackend::Impl::Q8Scratch q8{nullptr, nullptr, nullptr};
+    if (decode && a.n_splits > 1 && p.head_dim_v % 32 == 0 && out.is_contiguous() && s.fuse_q8(out_rows)) {
+        q8 = s.q8_scratch(n_tokens, out_rows.ne[0]);
+        a.out_xq = q8.xq;
+        a.out_xds = q8.xds;
+    }
     if (decode) {
         attention_decode(a, s.stream);
+        if (a.out_xq != nullptr) s.quantized_x = CudaBackend::Impl::QuantizedX{true, out_rows.data, out_rows.ne, out_rows.nb, q8.buf};
     } else if (mma) {
         attention_mma(a, mma_tile, s.stream);
     } else {

@@ -242,6 +242,11 @@ struct AttentionLaunch {
     int min_split_cells = 0;
     float* part_acc = nullptr;  // [n_tokens][n_head][n_splits][dv]
     float* part_ml = nullptr;   // [n_tokens][n_head][n_splits][2] (max, sum)
+    // With out_xq (n_splits > 1, dv % 32 == 0): the combine also quantizes out, as rows of
+    // n_head·dv, to q8 blocks as quantize_rows_q8 would (xq [n_tokens][n_head·dv], xds
+    // [n_tokens][n_head·dv/32]) for the output projection's GEMV.
+    int8_t* out_xq = nullptr;
+    float* out_xds = nullptr;
 };
 // Flash-decoding: one block per (token, kv head, head group, key split).
 void attention_decode(const AttentionLaunch& a, cudaStream_t stream);

@@ -183,5 +183,67 @@ TEST(CudaQ8Activations, NormAndGateQuantizedInTheirKernelsMatchFresh) {
     }
 }
 
+// The decode attention's combine quantizes its output for the output projection: the product
+// must equal the one over a fresh quantization, for 1 token, a 3-token pass and 8 sequences
+// (attention_rows), head dims 64 and 128, short and long histories.
+TEST(CudaQ8Activations, AttentionQuantizedInItsCombineMatchesFresh) {
+    STRATA_SKIP_WITHOUT_GPU();
+    ReusePair p;
+    cpu::CpuBackend& cpu = test::cpu_backend();
+    for (int d : {64, 128}) {
+        for (int32_t span : {40, 1000}) {
+            const int n_head = 8, n_head_kv = 2, seqs = 8;
+            const int64_t row = int64_t{d} * n_head_kv, k = int64_t{d} * n_head, cap = 1024;
+            const GgmlType wt = k % 256 == 0 ? GgmlType::Q4_K : GgmlType::Q8_0;
+            const HostTensor w = cpu::test::random_weights(wt, k, 48);
+            std::vector<HostTensor> kc, vc;
+            for (int i = 0; i < seqs; ++i) {
+                kc.emplace_back(GgmlType::F16, std::initializer_list<int64_t>{row, cap});
+                vc.emplace_back(GgmlType::F16, std::initializer_list<int64_t>{row, cap});
+                cpu.kv_store(cpu::test::random_f32({row, span}, -2.0f, 2.0f).t, kc.back().t, 0);
+                cpu.kv_store(cpu::test::random_f32({row, span}, -2.0f, 2.0f).t, vc.back().t, 0);
+            }
+            AttentionParams ap;
+            ap.n_head = n_head;
+            ap.n_head_kv = n_head_kv;
+            ap.head_dim_k = ap.head_dim_v = d;
+            ap.scale = 0.125f;
+            const HostTensor q = cpu::test::random_f32({d, n_head, seqs}, -2.0f, 2.0f);
+            std::vector<HostTensor> out[2];
+            int side = 0;
+            for (CudaBackend* b : {&p.reuse, &p.fresh}) {
+                const DeviceTensor w_d = b->upload(w.t), q_d = b->upload(q.t);
+                std::vector<DeviceTensor> kd, vd;
+                std::vector<SequenceKv> sk;
+                for (int i = 0; i < seqs; ++i) {
+                    kd.push_back(b->upload(kc[static_cast<size_t>(i)].t));
+                    vd.push_back(b->upload(vc[static_cast<size_t>(i)].t));
+                }
+                for (int i = 0; i < seqs; ++i) sk.push_back(SequenceKv{&kd[static_cast<size_t>(i)].tensor, &vd[static_cast<size_t>(i)].tensor, span - 1 - i});
+                for (int64_t n : {1, 3}) {  // one sequence: a token, a 3-token pass
+                    DeviceTensor attn = test::nan_device(*b, {k, n}), y = test::nan_device(*b, {48, n});
+                    const Tensor q3 = Tensor::contiguous(GgmlType::F32, q_d.tensor.data, {d, n_head, n}, q_d.tensor.memory);
+                    Tensor a3 = Tensor::contiguous(GgmlType::F32, attn.tensor.data, {d, n_head, n}, attn.tensor.memory);
+                    std::vector<int32_t> pos;
+                    for (int64_t t = 0; t < n; ++t) pos.push_back(static_cast<int32_t>(span - n + t));
+                    b->attention(q3, kd[0].tensor, vd[0].tensor, span, pos.data(), ap, a3);
+                    b->matmul(w_d.tensor, attn.tensor, y.tensor);
+                    out[side].push_back(test::to_host(*b, y.tensor));
+                }
+                DeviceTensor attn = test::nan_device(*b, {k, seqs}), y = test::nan_device(*b, {48, seqs});
+                Tensor a3 = Tensor::contiguous(GgmlType::F32, attn.tensor.data, {d, n_head, seqs}, attn.tensor.memory);
+                b->attention_rows(q_d.tensor, sk, ap, a3);
+                b->matmul(w_d.tensor, attn.tensor, y.tensor);
+                out[side].push_back(test::to_host(*b, attn.tensor));
+                out[side].push_back(test::to_host(*b, y.tensor));
+                ++side;
+            }
+            for (size_t i = 0; i < out[0].size(); ++i) {
+                EXPECT_TRUE(same_bits(out[0][i], out[1][i])) << "head dim " << d << " span " << span << " result " << i;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace strata::cuda
