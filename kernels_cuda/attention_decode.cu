@@ -138,6 +138,7 @@ __device__ __forceinline__ void sum_value_groups(int gb, int dv, int n_vg, bool 
 template <bool kF16>
 __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_kernel(AttentionLaunch a, int n_hgroups) {
+    pdl_wait();
     extern __shared__ float smem[];
     const DecodeBlock b(a, n_hgroups, kMaxGroup);
     if (!b.range.active) return;  // uniform over the block
@@ -201,6 +202,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // out row = Σ_s acc_s·e^(m_s - M) / Σ_s l_s·e^(m_s - M) over the splits.
 __global__ void attention_combine_kernel(AttentionLaunch a) {
+    pdl_wait();
     const int64_t row = static_cast<int64_t>(blockIdx.y) * a.n_head + blockIdx.x;
     const float* ml = a.part_ml + row * a.n_splits * 2;
     const int64_t pos = a.positions[blockIdx.y];
@@ -255,9 +257,9 @@ void attention_decode(const AttentionLaunch& a, cudaStream_t stream) {
     if (attention_decode_vec(a, n_hgroups, grid, stream)) {
         // f16/q8_0/q4_0 caches with head dim 64/128/256: 8-element loads (attention_decode_vec.cu)
     } else if (a.k.type == GgmlType::F16 && a.v.type == GgmlType::F16) {
-        attention_decode_kernel<true><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);
+        launch_pdl(attention_decode_kernel<true>, grid, dim3(kThreads), decode_smem_bytes(a.dk), stream, a, n_hgroups);
     } else {
-        attention_decode_kernel<false><<<grid, kThreads, decode_smem_bytes(a.dk), stream>>>(a, n_hgroups);
+        launch_pdl(attention_decode_kernel<false>, grid, dim3(kThreads), decode_smem_bytes(a.dk), stream, a, n_hgroups);
     }
     CUDA_CHECK_LAUNCH("attention_decode_kernel");
     if (a.n_splits > 1) attention_combine(a, stream);
@@ -265,7 +267,7 @@ void attention_decode(const AttentionLaunch& a, cudaStream_t stream) {
 
 void attention_combine(const AttentionLaunch& a, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.n_tokens));
-    attention_combine_kernel<<<grid, 128, 0, stream>>>(a);
+    launch_pdl(attention_combine_kernel, grid, dim3(128), 0, stream, a);
     CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

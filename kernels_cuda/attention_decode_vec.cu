@@ -199,6 +199,7 @@ __device__ __forceinline__ void write_heads(const AttentionLaunch& a, int64_t ro
 // values before its scores took 107-113 registers, 4 blocks per multiprocessor).
 template <class C, int DK, int DV, int G>
 __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec_kernel(AttentionLaunch a, int n_hgroups) {
+    pdl_wait();
     constexpr int LV = DV / 8;       // threads per cell's values
     constexpr int CV = kThreads / LV;  // cells in parallel
     constexpr int RV = kTile / CV;   // value loads per thread per tile
@@ -252,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec
 
 template <class C, int D, int G>
 void launch(const AttentionLaunch& a, int n_hgroups, dim3 grid, cudaStream_t stream) {
-    attention_decode_vec_kernel<C, D, D, G><<<grid, kThreads, 0, stream>>>(a, n_hgroups);
+    launch_pdl(attention_decode_vec_kernel<C, D, D, G>, grid, dim3(kThreads), 0, stream, a, n_hgroups);
     CUDA_CHECK_LAUNCH("attention_decode_vec_kernel");
 }
 

@@ -86,6 +86,7 @@ __device__ void v_row(const PrologueLaunch& a, int64_t t, int64_t first) {
 }
 
 __global__ void __launch_bounds__(kThreads) attention_prologue_kernel(PrologueLaunch a) {
+    pdl_wait();
     extern __shared__ float buf[];
     const int64_t first = a.first_dev != nullptr ? *a.first_dev : a.first_cell;
     const int64_t n_q = a.n_head * a.n_tokens, n_k = a.n_head_kv * a.n_tokens;
@@ -101,7 +102,8 @@ void attention_prologue(const PrologueLaunch& a, cudaStream_t stream) {
     if (a.n_tokens == 0) return;
     const int64_t v_rows = a.store || a.v_bias != nullptr ? a.n_tokens : 0;
     const int64_t blocks = (a.n_head + a.n_head_kv) * a.n_tokens + v_rows;
-    attention_prologue_kernel<<<static_cast<unsigned>(blocks), kThreads, sizeof(float) * a.head_dim, stream>>>(a);
+    launch_pdl(attention_prologue_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), sizeof(float) * a.head_dim,
+               stream, a);
     CUDA_CHECK_LAUNCH("attention_prologue_kernel");
 }
 

@@ -72,6 +72,7 @@ __global__ void convert_f16_kernel(F32View x, __half* dst) {
 // loads each). Bit-identical to quantize_q8_act: the max and the integer sum do not depend on
 // order, and d, 1/d, q and s are the same IEEE operations (no fast math in this library).
 __global__ void quantize_q8_kernel(F32View x, int8_t* xq, float* xds) {
+    pdl_wait();
     const int64_t n_blocks = x.ne0 / 32;
     const int64_t total = x.n_rows * n_blocks;
     const int lane = static_cast<int>(threadIdx.x % 32);
@@ -124,7 +125,7 @@ void convert_rows_f16(F32View x, uint16_t* dst, cudaStream_t stream) {
 void quantize_rows_q8(F32View x, int8_t* xq, float* xds, cudaStream_t stream) {
     const int64_t total = x.n_rows * (x.ne0 / 32);
     if (total == 0) return;
-    quantize_q8_kernel<<<capped_blocks(total * 32, kThreads), kThreads, 0, stream>>>(x, xq, xds);
+    launch_pdl(quantize_q8_kernel, dim3(capped_blocks(total * 32, kThreads)), dim3(kThreads), 0, stream, x, xq, xds);
     CUDA_CHECK_LAUNCH("quantize_q8_kernel");
 }
 

@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "kernels_cuda/codec.cuh"
@@ -29,6 +32,50 @@ void allow_dynamic_smem(int bytes) {
     if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return;
     CUDA_CHECK(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     done.fetch_or(bit, std::memory_order_release);
+}
+
+// ---- programmatic dependent launch (sm_90+). A kernel started with launch_pdl() may begin
+// while the kernel before it on the stream is finishing (its blocks get scheduled, and can load
+// what that kernel does not write, such as weights); it must call pdl_wait() before it reads
+// or writes memory the earlier kernel touches. On older devices, or with STRATA_CUDA_PDL=0, a
+// plain launch.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Whether launch_pdl() overlaps kernels on the current device (compute capability 9.0 and
+// later; STRATA_CUDA_PDL=0 turns it off, for A/B measurements). Per device, asked once.
+inline bool pdl_enabled() {
+    static const bool allowed = [] {
+        const char* v = std::getenv("STRATA_CUDA_PDL");
+        return v == nullptr || std::string_view(v) != "0";
+    }();
+    static std::atomic<int> major_of[64] = {};  // 0: not asked yet
+    int device = 0;
+    if (!allowed || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+    int major = major_of[device].load(std::memory_order_relaxed);
+    if (major == 0) {
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+        major_of[device].store(major, std::memory_order_relaxed);
+    }
+    return major >= 9;
+}
+
+template <typename... KArgs, typename... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attr;
+    config.numAttrs = pdl_enabled() ? 1 : 0;
+    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -16,6 +16,7 @@ enum class Op : int { Add, AddBroadcast, Scale, Softcap, Silu, GeluTanh };
 // would (xq [rows][ne0], xds [rows][ne0/32]); a warp's 32 lanes are one block of a row.
 template <Op kOp>
 __global__ void elementwise_kernel(F32View a, F32View b, F32View y, float p, float p2, int8_t* xq, float2* xds) {
+    pdl_wait();
     for (int64_t r = blockIdx.y; r < a.n_rows; r += gridDim.y) {
         const float* ar = a.row(r);
         const float* br = b.row(kOp == Op::AddBroadcast ? 0 : r);  // b is a for scale/softcap
@@ -41,7 +42,7 @@ void launch(F32View a, F32View b, F32View y, float p, float p2, cudaStream_t str
     if (a.n_rows == 0 || a.ne0 == 0) return;
     const dim3 grid(capped_blocks(a.ne0, kThreads),
                     static_cast<unsigned>(a.n_rows < kMaxGridY ? a.n_rows : kMaxGridY));
-    elementwise_kernel<kOp><<<grid, kThreads, 0, stream>>>(a, b, y, p, p2, xq, reinterpret_cast<float2*>(xds));
+    launch_pdl(elementwise_kernel<kOp>, grid, dim3(kThreads), 0, stream, a, b, y, p, p2, xq, reinterpret_cast<float2*>(xds));
     CUDA_CHECK_LAUNCH("elementwise_kernel");
 }
 

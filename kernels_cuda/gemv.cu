@@ -85,6 +85,7 @@ __device__ __forceinline__ void gemv_q8_rows(const uint8_t* __restrict__ w, uint
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t row0 = (block * kGemvWarps + warp) * R;
     if (row0 >= n) return;  // the whole warp leaves; nothing below syncs the block
+    if constexpr (!std::is_same_v<Out, DenseOut>) pdl_wait();  // skip() reads the mask
     if (R == 1 && out.skip(row0)) return;
     const int rows = n - row0 < R ? static_cast<int>(n - row0) : R;  // warp-uniform
 
@@ -127,6 +128,7 @@ __device__ __forceinline__ void gemv_q8_rows(const uint8_t* __restrict__ w, uint
         for (int col = 0; col < NC; ++col) acc[r][col] = 0.0f;
 
     load(0);
+    pdl_wait();  // the weights above may load while the kernel before finishes; x below may not
     for (int64_t c = 0; c < n_chunks; ++c) {
         __syncwarp();  // every lane is done reading the previous chunk
 #pragma unroll
@@ -221,8 +223,8 @@ template <class C, int NC, int R, class Out = DenseOut>
 void launch_q8(const uint8_t* w, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* xq,
                const float* xds, F32View y, cudaStream_t stream, Out out = {}) {
     if constexpr (std::is_same_v<Out, DenseOut>) out.y = y;
-    gemv_q8_kernel<C, NC, R, Out><<<blocks_for(n, kGemvWarps * R), kGemvWarps * 32, 0, stream>>>(
-        w, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds), y.n_rows, out);
+    launch_pdl(gemv_q8_kernel<C, NC, R, Out>, dim3(blocks_for(n, kGemvWarps * R)), dim3(kGemvWarps * 32), 0, stream, w,
+               nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds), y.n_rows, out);
     CUDA_CHECK_LAUNCH("gemv_q8_kernel");
 }
 

@@ -21,6 +21,7 @@ constexpr int kMaxVec = 8;  // float4s a thread keeps: rows up to 4 · 8 · 1024
 template <int kVec>
 __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F32View delta, const float4* __restrict__ delta_weight,
                                     const float4* __restrict__ weight, float eps, F32View y, int8_t* xq, float2* xds) {
+    pdl_wait();
     const int64_t n4 = x.ne0 / 4;
     for (int64_t r = blockIdx.x; r < x.n_rows; r += gridDim.x) {
         float4* xr = reinterpret_cast<float4*>(x.row(r));
@@ -122,9 +123,9 @@ void launch_vec(F32View x, F32View delta, const float* delta_weight, const float
                 float* xds, unsigned blocks, cudaStream_t stream) {
     const int64_t n4 = x.ne0 / 4;
     const int threads = static_cast<int>((n4 + kVec - 1) / kVec + 31) / 32 * 32;
-    rms_norm_vec_kernel<kVec><<<blocks, threads, 0, stream>>>(x, delta, reinterpret_cast<const float4*>(delta_weight),
-                                                              reinterpret_cast<const float4*>(weight), eps, y, xq,
-                                                              reinterpret_cast<float2*>(xds));
+    launch_pdl(rms_norm_vec_kernel<kVec>, dim3(blocks), dim3(threads), 0, stream, x, delta,
+               reinterpret_cast<const float4*>(delta_weight), reinterpret_cast<const float4*>(weight), eps, y, xq,
+               reinterpret_cast<float2*>(xds));
     CUDA_CHECK_LAUNCH("rms_norm_vec_kernel");
 }
 
