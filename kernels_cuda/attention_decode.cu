@@ -252,7 +252,8 @@ bool attention_cache_supported(GgmlType type) {
 void attention_decode(const AttentionLaunch& a, cudaStream_t stream) {
     const int group = a.n_head / a.n_head_kv;
     const int n_hgroups = (group + kMaxGroup - 1) / kMaxGroup;
-    const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_head_kv * n_hgroups),
+    const int splits = a.grid_splits > 0 ? a.grid_splits : a.n_splits;
+    const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.n_head_kv * n_hgroups),
                     static_cast<unsigned>(a.n_tokens));
     if (attention_decode_vec(a, n_hgroups, grid, stream)) {
         // f16/q8_0/q4_0 caches with head dim 64/128/256: 8-element loads (attention_decode_vec.cu)

@@ -76,6 +76,12 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
         const int64_t fit = static_cast<int64_t>(std::max<uint64_t>(1, kMaxPartialBytes / most_rows));
         a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kMaxSplits));
         a.min_split_cells = kMinDecodeSplitCells;
+        // Splits past the most any token activates would exit at once: an eager launch leaves
+        // them out (8 sequences of ~100 keys: 4 of 17). Graphs keep them for later positions.
+        if (!s.capturing && !s.step.recording) {
+            const int64_t active = (a.max_span + kMinDecodeSplitCells - 1) / kMinDecodeSplitCells;
+            a.grid_splits = static_cast<int>(std::clamp<int64_t>(active, 1, a.n_splits));
+        }
     } else {
         const int rows = mma ? attention_mma_rows() : kTiledRows;
         const int64_t gb = std::min(group, rows);

@@ -240,6 +240,9 @@ struct AttentionLaunch {
     // Decode: a token uses at most one split per min_split_cells of its visible keys (the rest
     // of the n_splits blocks exit at once; attention_common.cuh, active_splits). 0: all splits.
     int min_split_cells = 0;
+    // Decode: blocks launched along the splits (0: n_splits). An eager launch takes only as
+    // many as its tokens activate; a recorded graph, replayed at later positions, takes all.
+    int grid_splits = 0;
     float* part_acc = nullptr;  // [n_tokens][n_head][n_splits][dv]
     float* part_ml = nullptr;   // [n_tokens][n_head][n_splits][2] (max, sum)
     // With out_xq (n_splits > 1, dv % 32 == 0): the combine also quantizes out, as rows of
