@@ -198,13 +198,14 @@ bars("input_major.png", "µs per product, half the inputs nonzero, H200 host, 16
 
 # Batched decode of 8 sequences, Llama-2-7B synth all on an H200 (issue 21), aggregate tok/s:
 # bench -np 1,8 and scripts/serve-throughput.py; g71/g75 before, g76 after (one call each);
-# g79 the twenty-first session's default (2 rows per warp at 8 columns, per-token attention
-# splits; its serve run took 128 tokens per stream, the others 64).
-bars("batched_decode.png", "7B all on H200: aggregate decode tok/s, 8 sequences (1 sequence: ~335-355)",
+# g83 the twenty-first session's final default (2 rows per warp at 8 columns, per-token
+# attention splits with only the active ones launched eagerly, the o-proj quantization fused
+# into the attention, programmatic dependent launch).
+bars("batched_decode.png", "7B all on H200: aggregate decode tok/s, 8 sequences (1 sequence: ~335-361)",
      "tokens/s",
      ["bench -np 8", "serve, 8 streams"],
      {"before (per-sequence attention, dp4a)": [569, 446],
       "one launch per layer for KV and attention": [694, 557],
       "+ tensor-core GEMV (--no-batch-invariant)": [883, 669],
-      "default, 2 rows per warp (21st session)": [841, 715]},
+      "default after the 21st session (batch-invariant)": [941, 727]},
      ["#999999", "#7fb3d5", "#2a7ab9", "#1b4f72"], top=1200)
