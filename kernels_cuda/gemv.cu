@@ -128,7 +128,9 @@ __device__ __forceinline__ void gemv_q8_rows(const uint8_t* __restrict__ w, uint
         for (int col = 0; col < NC; ++col) acc[r][col] = 0.0f;
 
     load(0);
-    pdl_wait();  // the weights above may load while the kernel before finishes; x below may not
+    // The weights above may load while the kernel before finishes (no kernel writes weights
+    // right before their GEMV: uploads and staging are copies); x below may not.
+    pdl_wait();
     for (int64_t c = 0; c < n_chunks; ++c) {
         __syncwarp();  // every lane is done reading the previous chunk
 #pragma unroll

@@ -289,7 +289,9 @@ TEST_P(SparseFfnTest, InputMajorCopiesComputeTheSameFunctionAndAreCounted) {
         EXPECT_NEAR(achieved_im, achieved_plain, 1e-3);
         EXPECT_GT(achieved_im, 0.2);
     }
-    if (std::string(GetParam()) == "tiny") EXPECT_GT(made, 0);  // its Q4_K layers fit the copy
+    if (std::string(GetParam()) == "tiny") {
+        EXPECT_GT(made, 0);  // its Q4_K layers fit the copy
+    }
     // Decode reads the copies, not the GGUF matrices: with every copy's scales and mins zeroed,
     // those products are zero and the logits move.
     const SparseFfn im(placed, profile_, 0.5, whole, 0.4, true);
@@ -303,7 +305,9 @@ TEST_P(SparseFfnTest, InputMajorCopiesComputeTheSameFunctionAndAreCounted) {
             ++zeroed;
         }
     }
-    if (zeroed > 0) EXPECT_GT(rel_max_diff(last_logits(placed, &im, prompt, 1), before), 0.1);
+    if (zeroed > 0) {
+        EXPECT_GT(rel_max_diff(last_logits(placed, &im, prompt, 1), before), 0.1);
+    }
     FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 2, .quantize_activations = false});
     const PlacedModel on_gpu(*model_, fake);
     const SparseFfn gpu(on_gpu, profile_, 0.5, whole, 0.0, true);
