@@ -2,6 +2,7 @@
 // (prefill), and how many key splits keep every multiprocessor busy; K/V stay in the cache's
 // type and are dequantized inside the kernels.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -19,10 +20,12 @@ constexpr int kTiledRows = 16;           // query rows per tiled block (attentio
 // Partials of split keys stay within this (the device op scratch reserves room for them).
 constexpr uint64_t kMaxPartialBytes = 16ull << 20;
 
-// Splits so that `per_sm` blocks per multiprocessor run, each with at least min_cells keys.
-int plan_splits(int64_t blocks, int64_t span, int sm_count, int per_sm, int64_t min_cells) {
-    const int64_t want = (per_sm * static_cast<int64_t>(sm_count) + blocks - 1) / blocks;
-    const int64_t most = std::max<int64_t>(1, span / min_cells);
+// A prefill's key splits: enough for two blocks per multiprocessor, each with at least
+// kMinSplitCells keys.
+int plan_prefill_splits(int64_t blocks, int64_t span, int sm_count) {
+    constexpr int64_t kBlocksPerSm = 2;
+    const int64_t want = (kBlocksPerSm * sm_count + blocks - 1) / blocks;
+    const int64_t most = std::max<int64_t>(1, span / kMinSplitCells);
     return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
@@ -86,7 +89,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
         const int rows = mma ? attention_mma_rows() : kTiledRows;
         const int64_t gb = std::min(group, rows);
         const int64_t blocks = (n_tokens + rows / gb - 1) / (rows / gb) * p.n_head_kv * ((group + rows - 1) / rows);
-        a.n_splits = plan_splits(blocks, a.max_span, s.sm_count, 2, kMinSplitCells);
+        a.n_splits = plan_prefill_splits(blocks, a.max_span, s.sm_count);
         const uint64_t partial_row = static_cast<uint64_t>(n_tokens) * p.n_head * (p.head_dim_v + 2) * sizeof(float);
         a.n_splits = static_cast<int>(std::clamp<uint64_t>(kMaxPartialBytes / partial_row, 1, static_cast<uint64_t>(a.n_splits)));
     }
@@ -100,16 +103,20 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
     }
     // The output projection's GEMV reads out next: the combine quantizes it on the way (one
     // launch fewer per layer), as rows of n_head·dv like the product's x.
-    const Tensor out_rows = Tensor::contiguous(GgmlType::F32, out.data, {int64_t{p.n_head} * p.head_dim_v, n_tokens}, out.memory);
-    CudaBackend::Impl::Q8Scratch q8{nullptr, nullptr, nullptr};
-    if (decode && a.n_splits > 1 && p.head_dim_v % 32 == 0 && out.is_contiguous() && s.fuse_q8(out_rows)) {
-        q8 = s.q8_scratch(n_tokens, out_rows.ne[0]);
-        a.out_xq = q8.xq;
-        a.out_xds = q8.xds;
+    std::optional<CudaBackend::Impl::QuantizedX> fused;
+    if (decode && a.n_splits > 1 && p.head_dim_v % 32 == 0 && out.is_contiguous()) {
+        const Tensor out_rows =
+            Tensor::contiguous(GgmlType::F32, out.data, {int64_t{p.n_head} * p.head_dim_v, n_tokens}, out.memory);
+        if (s.fuse_q8(out_rows)) {
+            const CudaBackend::Impl::Q8Scratch q8 = s.q8_scratch(n_tokens, out_rows.ne[0]);
+            a.out_xq = q8.xq;
+            a.out_xds = q8.xds;
+            fused = CudaBackend::Impl::QuantizedX{true, out_rows.data, out_rows.ne, out_rows.nb, q8.buf};
+        }
     }
     if (decode) {
         attention_decode(a, s.stream);
-        if (a.out_xq != nullptr) s.quantized_x = CudaBackend::Impl::QuantizedX{true, out_rows.data, out_rows.ne, out_rows.nb, q8.buf};
+        if (fused) s.quantized_x = *fused;
     } else if (mma) {
         attention_mma(a, mma_tile, s.stream);
     } else {

@@ -47,20 +47,25 @@ __device__ __forceinline__ void pdl_wait() {
 
 // Whether launch_pdl() overlaps kernels on the current device (compute capability 9.0 and
 // later; STRATA_CUDA_PDL=0 turns it off, for A/B measurements). Per device, asked once.
+// The answer is cached per thread with the device it was asked for; cudaGetDevice is a load
+// of the runtime's thread state, so a launch pays no attribute query after the first.
 inline bool pdl_enabled() {
     static const bool allowed = [] {
         const char* v = std::getenv("STRATA_CUDA_PDL");
         return v == nullptr || std::string_view(v) != "0";
     }();
-    static std::atomic<int> major_of[64] = {};  // 0: not asked yet
+    if (!allowed) return false;
+    thread_local int cached_device = -1;
+    thread_local bool cached_answer = false;
     int device = 0;
-    if (!allowed || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-    int major = major_of[device].load(std::memory_order_relaxed);
-    if (major == 0) {
+    if (cudaGetDevice(&device) != cudaSuccess) return false;
+    if (device != cached_device) {
+        int major = 0;
         if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-        major_of[device].store(major, std::memory_order_relaxed);
+        cached_device = device;
+        cached_answer = major >= 9;
     }
-    return major >= 9;
+    return cached_answer;
 }
 
 template <typename... KArgs, typename... Args>
@@ -202,10 +207,11 @@ struct AlignedCodec<C, std::void_t<typename C::Aligned>> {
 template <class C>
 constexpr bool kHasAligned = !std::is_same_v<typename AlignedCodec<C>::type, C>;
 
+// Whether p is on a 16-byte boundary (a float4 / uint4 load may read it).
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 // Whether every row of a matrix at w with row stride nb1 starts 16-byte aligned.
-inline bool rows_aligned16(const void* w, uint64_t nb1) {
-    return reinterpret_cast<uintptr_t>(w) % 16 == 0 && nb1 % 16 == 0;
-}
+inline bool rows_aligned16(const void* w, uint64_t nb1) { return aligned16(w) && nb1 % 16 == 0; }
 
 // As visit_codec; UnsupportedError naming the op for a type with no codec.
 template <class F>

@@ -111,10 +111,8 @@ __global__ void rms_norm_kernel(F32View x, F32View delta, const float* __restric
     }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // Every row of v starts on a 16-byte boundary.
-bool rows_aligned16(const F32View& v) {
+bool view_rows_aligned16(const F32View& v) {
     return aligned16(v.data) && v.rows.nb1 % 16 == 0 && v.rows.nb2 % 16 == 0 && v.rows.nb3 % 16 == 0;
 }
 
@@ -138,8 +136,8 @@ bool rms_norm(F32View x, const float* weight, float eps, F32View y, int8_t* xq, 
     if (xq != nullptr && x.ne0 % 32 != 0) xq = nullptr;
     const unsigned blocks = static_cast<unsigned>(x.n_rows < kMaxGridX ? x.n_rows : kMaxGridX);
     const int64_t n4 = x.ne0 / 4;
-    if (x.ne0 % 4 == 0 && n4 <= int64_t{kMaxVec} * kMaxThreads && rows_aligned16(x) && rows_aligned16(y) &&
-        (delta.data == nullptr || rows_aligned16(delta)) && (weight == nullptr || aligned16(weight)) &&
+    if (x.ne0 % 4 == 0 && n4 <= int64_t{kMaxVec} * kMaxThreads && view_rows_aligned16(x) && view_rows_aligned16(y) &&
+        (delta.data == nullptr || view_rows_aligned16(delta)) && (weight == nullptr || aligned16(weight)) &&
         (delta_weight == nullptr || aligned16(delta_weight))) {
         if (n4 <= kMaxThreads) launch_vec<1>(x, delta, delta_weight, weight, eps, y, xq, xds, blocks, stream);
         else if (n4 <= 2 * kMaxThreads) launch_vec<2>(x, delta, delta_weight, weight, eps, y, xq, xds, blocks, stream);

@@ -161,11 +161,12 @@ TEST(DnnlMatmul, BelowTheThresholdTheIntegerGemmRunsBitForBit) {
 TEST(DnnlMatmul, PolicyKeepsExactTypesSmallBatchesAndNonAmxCpusOnOurKernels) {
     EXPECT_FALSE(use_dnnl_matmul(GgmlType::Q4_K, 4096, DnnlPolicy{0, false})) << "0 disables";
     EXPECT_FALSE(use_dnnl_matmul(GgmlType::Q4_K, 511, DnnlPolicy{512, false}));
-    for (GgmlType exact : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
-        EXPECT_FALSE(use_dnnl_matmul(exact, 4096, DnnlPolicy{512, false}))
-            << type_traits(exact).name;
-    if (!cpu_features().amx_bf16)
+    for (GgmlType exact : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+        EXPECT_FALSE(use_dnnl_matmul(exact, 4096, DnnlPolicy{512, false})) << type_traits(exact).name;
+    }
+    if (!cpu_features().amx_bf16) {
         EXPECT_FALSE(use_dnnl_matmul(GgmlType::Q4_K, 4096, DnnlPolicy{512, true}));
+    }
     EXPECT_EQ(use_dnnl_matmul(GgmlType::Q4_K, 512, DnnlPolicy{512, false}),
               dnnl_matmul_available());
     EXPECT_EQ(CpuBackend(2).dnnl_min_rows(), 128) << "default from the measured crossover (AMX)";
