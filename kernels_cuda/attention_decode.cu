@@ -200,33 +200,53 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 }
 
-// out row = Σ_s acc_s·e^(m_s - M) / Σ_s l_s·e^(m_s - M) over the splits.
+// out row = Σ_s acc_s·e^(m_s - M) / Σ_s l_s·e^(m_s - M) over the token's active splits; a block
+// per output row (blockIdx.x its head, blockIdx.y its token). The first warp works out each
+// split's factor e^(m_s - M) and 1 / Σ l_s·e^(m_s - M) once (lane l sums splits l, l + 32, ...,
+// then the warp's sum: an order fixed by the token's splits alone, so the result does not depend
+// on the batch), so an element's loop is one load and one multiply-add per split, the loads
+// independent of each other (before: each thread recomputed the max and every factor, with a
+// branch per split).
 __global__ void attention_combine_kernel(AttentionLaunch a) {
+    __shared__ float factor[kAttentionMaxSplits];
+    __shared__ float inv_sum;
     pdl_wait();
-    const int64_t row = static_cast<int64_t>(blockIdx.y) * a.n_head + blockIdx.x;
+    const int t = static_cast<int>(blockIdx.y), h = static_cast<int>(blockIdx.x);
+    const int64_t row = static_cast<int64_t>(t) * a.n_head + h;
     const float* ml = a.part_ml + row * a.n_splits * 2;
-    const int64_t pos = a.positions[blockIdx.y];
+    const int64_t pos = a.positions[t];
     const int n_active = active_splits(a, pos - visible_first(pos, a.window) + 1);
-    float mx = -CUDART_INF_F;
-    for (int s = 0; s < n_active; ++s) mx = fmaxf(mx, ml[2 * s]);
+    if (threadIdx.x < 32) {
+        const int lane = static_cast<int>(threadIdx.x);
+        float mx = -CUDART_INF_F;
+        for (int s = lane; s < n_active; s += 32) mx = fmaxf(mx, ml[2 * s]);
+        mx = warp_max(mx);
+        float sum = 0.0f;
+        for (int s = lane; s < n_active; s += 32) {
+            const float m = ml[2 * s];
+            const float f = m == -CUDART_INF_F ? 0.0f : expf(m - mx);  // a split with no visible key: 0
+            factor[s] = f;
+            sum += ml[2 * s + 1] * f;
+        }
+        sum = warp_sum(sum);
+        if (lane == 0) inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
+    }
+    __syncthreads();
     const int64_t k = int64_t{a.n_head} * a.dv;  // a token's row of q8 activations
+    const float* acc = a.part_acc + row * a.n_splits * a.dv;
     for (int e0 = 0; e0 < a.dv; e0 += blockDim.x) {
         const int e = e0 + static_cast<int>(threadIdx.x);
         if (e < a.dv) {
-            float sum = 0.0f, out = 0.0f;
-            for (int s = 0; s < n_active; ++s) {
-                if (ml[2 * s] == -CUDART_INF_F) continue;  // a split with no visible key
-                const float f = expf(ml[2 * s] - mx);
-                sum += ml[2 * s + 1] * f;
-                out += a.part_acc[(row * a.n_splits + s) * a.dv + e] * f;
-            }
-            const float o = out * (sum > 0.0f ? 1.0f / sum : 0.0f);
+            float out = 0.0f;
+#pragma unroll 4
+            for (int s = 0; s < n_active; ++s) out += acc[int64_t{s} * a.dv + e] * factor[s];
+            const float o = out * inv_sum;
             a.out.row(row)[e] = o;
             // dv % 32 == 0: a warp's 32 elements are one q8 block, all in range together.
             if (a.out_xq != nullptr) {
-                const int64_t blk = (int64_t{blockIdx.x} * a.dv + e) / 32;
-                quantize_q8_warp(o, static_cast<int>(threadIdx.x % 32), a.out_xq + blockIdx.y * k + blk * 32,
-                                 reinterpret_cast<float2*>(a.out_xds) + blockIdx.y * (k / 32) + blk);
+                const int64_t blk = (int64_t{h} * a.dv + e) / 32;
+                quantize_q8_warp(o, static_cast<int>(threadIdx.x % 32), a.out_xq + t * k + blk * 32,
+                                 reinterpret_cast<float2*>(a.out_xds) + t * (k / 32) + blk);
             }
         }
     }

@@ -14,7 +14,6 @@ namespace {
 
 constexpr int64_t kMinSplitCells = 64;   // tiled: fewer keys per split cost more to merge than they save
 constexpr int64_t kMinDecodeSplitCells = 32;  // decode: half a tile of attention_decode.cu
-constexpr int kMaxSplits = 256;
 constexpr int kDecodeHeads = 8;          // query heads per decode block (attention_decode.cu)
 constexpr int kTiledRows = 16;           // query rows per tiled block (attention_tiled.cu)
 // Partials of split keys stay within this (the device op scratch reserves room for them).
@@ -26,7 +25,7 @@ int plan_prefill_splits(int64_t blocks, int64_t span, int sm_count) {
     constexpr int64_t kBlocksPerSm = 2;
     const int64_t want = (kBlocksPerSm * sm_count + blocks - 1) / blocks;
     const int64_t most = std::max<int64_t>(1, span / kMinSplitCells);
-    return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
+    return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kAttentionMaxSplits));
 }
 
 // The attention of q over k_cache/v_cache (or, with bases, each token over its own sequence's
@@ -77,7 +76,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
         const uint64_t most_rows = static_cast<uint64_t>(std::max(1, s.options.attention_decode_max_tokens)) * p.n_head *
                                    (p.head_dim_v + 2) * sizeof(float);
         const int64_t fit = static_cast<int64_t>(std::max<uint64_t>(1, kMaxPartialBytes / most_rows));
-        a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kMaxSplits));
+        a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kAttentionMaxSplits));
         a.min_split_cells = kMinDecodeSplitCells;
         // Splits past the most any token activates would exit at once: an eager launch leaves
         // them out (8 sequences of ~100 keys: 4 of 17). Graphs keep them for later positions.

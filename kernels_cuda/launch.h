@@ -223,6 +223,10 @@ struct CacheView {
     int64_t cells = 0;  // position p is in cell p % cells (a ring; a full cache never wraps)
 };
 
+// Key splits of one attention launch, at most (the combine keeps a factor per split in shared
+// memory).
+constexpr int kAttentionMaxSplits = 256;
+
 struct AttentionLaunch {
     F32View q;      // [dk, n_head, n_tokens]
     F32View out;    // [dv, n_head, n_tokens]
