@@ -29,6 +29,9 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+NATIVE = False  # --llama-server: its own /completion endpoint (stream_native)
+BANNED = []     # --ban-tokens: token ids neither server may sample
+
 PROMPTS = [
     "The history of the printing press begins",
     "A recipe for bread: first,",
@@ -103,13 +106,41 @@ class LlamaServer:
     stop = Server.stop
 
 
+def stream_native(url, prompt, tokens):
+    """As stream(), through llama-server's own /completion endpoint: its OpenAI endpoints run
+    every answer through a chat-format parser, which refuses a synthetic model's random text."""
+    body = {"prompt": prompt, "n_predict": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
+            "cache_prompt": False, "logit_bias": [[t, False] for t in BANNED]}
+    req = urllib.request.Request(url + "/completion", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    text, times, n = "", [], 0
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        for raw in r:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            event = json.loads(line[6:])
+            if "error" in event:
+                raise RuntimeError(event["error"])
+            if event.get("stop"):
+                n = event.get("tokens_predicted", 0)
+                continue
+            text += event.get("content", "")
+            times.append(time.monotonic())
+    return text, times, n or len(times)
+
+
 def stream(url, prompt, tokens):
     """(text, token arrival times, completion tokens) of one streamed greedy completion."""
+    if NATIVE:
+        return stream_native(url, prompt, tokens)
     # cache_prompt false: every run evaluates its prompts whole, so that prompt 0's text depends on
     # batching alone, not on the prefix a slot kept from an earlier run (its last token's 1-column
     # GEMV with 8-bit activations would differ from the prompt pass's GEMM).
     body = {"prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True}, "cache_prompt": False}
+    if BANNED:
+        body["logit_bias"] = {str(t): -100 for t in BANNED}
     req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     text, times, n = "", [], 0
@@ -173,9 +204,17 @@ def main():
     ap.add_argument("--parallel", type=int, default=0, help="server slots (default: the largest stream count)")
     ap.add_argument("--unbatched", action="store_true", help="also run with --no-batch-decode for comparison")
     ap.add_argument("--llama-server", default="", help="llama.cpp's llama-server binary: measure it instead")
+    ap.add_argument("--ban-tokens", default="", metavar="FIRST-LAST",
+                    help="token ids no request may sample, in both servers (llama-server's chat-format parser "
+                         "refuses text that is not UTF-8: 131-258 are a synthetic Llama 2's bytes 0x80-0xFF)")
     ap.add_argument("serve_args", nargs="*", help="after --: arguments for the server (e.g. --gpu-mem 6G)")
     args = ap.parse_args()
     args.streams = [int(s) for s in args.streams.split(",")]
+    global NATIVE, BANNED
+    NATIVE = bool(args.llama_server)
+    if args.ban_tokens:
+        first, last = (int(v) for v in args.ban_tokens.split("-"))
+        BANNED = list(range(first, last + 1))
     if args.parallel <= 0:
         args.parallel = max(args.streams)
     modes = [False, True] if args.unbatched and not args.llama_server else [False]
