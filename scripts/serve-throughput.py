@@ -106,14 +106,10 @@ class LlamaServer:
     stop = Server.stop
 
 
-def stream_native(url, prompt, tokens):
-    """As stream(), through llama-server's own /completion endpoint: its OpenAI endpoints run
-    every answer through a chat-format parser, which refuses a synthetic model's random text."""
-    body = {"prompt": prompt, "n_predict": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
-            "cache_prompt": False, "logit_bias": [[t, False] for t in BANNED]}
-    req = urllib.request.Request(url + "/completion", data=json.dumps(body).encode(),
+def events(url, path, body):
+    """The JSON events of one streamed request (SSE `data:` lines); an error event raises."""
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
-    text, times, n = "", [], 0
     with urllib.request.urlopen(req, timeout=3600) as r:
         for raw in r:
             line = raw.decode("utf-8", "replace").strip()
@@ -122,11 +118,21 @@ def stream_native(url, prompt, tokens):
             event = json.loads(line[6:])
             if "error" in event:
                 raise RuntimeError(event["error"])
-            if event.get("stop"):
-                n = event.get("tokens_predicted", 0)
-                continue
-            text += event.get("content", "")
-            times.append(time.monotonic())
+            yield event
+
+
+def stream_native(url, prompt, tokens):
+    """As stream(), through llama-server's own /completion endpoint: its OpenAI endpoints run
+    every answer through a chat-format parser, which refuses a synthetic model's random text."""
+    body = {"prompt": prompt, "n_predict": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
+            "cache_prompt": False, "logit_bias": [[t, False] for t in BANNED]}
+    text, times, n = "", [], 0
+    for event in events(url, "/completion", body):
+        if event.get("stop"):
+            n = event.get("tokens_predicted", 0)
+            continue
+        text += event.get("content", "")
+        times.append(time.monotonic())
     return text, times, n or len(times)
 
 
@@ -141,23 +147,14 @@ def stream(url, prompt, tokens):
             "stream_options": {"include_usage": True}, "cache_prompt": False}
     if BANNED:
         body["logit_bias"] = {str(t): -100 for t in BANNED}
-    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
     text, times, n = "", [], 0
-    with urllib.request.urlopen(req, timeout=3600) as r:
-        for raw in r:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[6:])
-            if "error" in event:
-                raise RuntimeError(event["error"])
-            if event.get("usage"):
-                n = event["usage"]["completion_tokens"]
-            for choice in event.get("choices", []):
-                if choice.get("text"):
-                    text += choice["text"]
-                    times.append(time.monotonic())
+    for event in events(url, "/v1/completions", body):
+        if event.get("usage"):
+            n = event["usage"]["completion_tokens"]
+        for choice in event.get("choices", []):
+            if choice.get("text"):
+                text += choice["text"]
+                times.append(time.monotonic())
     return text, times, n or len(times)  # a server without usage in streams: one token per event
 
 
