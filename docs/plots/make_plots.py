@@ -209,3 +209,13 @@ bars("batched_decode.png", "7B all on H200: aggregate decode tok/s, 8 sequences 
       "+ tensor-core GEMV (--no-batch-invariant)": [883, 669],
       "default after the 21st session (batch-invariant)": [941, 727]},
      ["#999999", "#7fb3d5", "#2a7ab9", "#1b4f72"], top=1200)
+
+# Strata / llama.cpp, same call, H200 (twenty-second session, BENCHMARKS.md): llama.cpp built in
+# the call from an August 2026 source (ggml 0.18.1). Ratios of the figures in the tables there:
+# g85 and g89 (bench against llama-bench), g86 (serve-throughput.py against llama-server).
+bars("peer_ratio_22.png", "Strata / llama.cpp in the same call, H200 (1.0 = parity)",
+     "ratio", ["7B tg128", "7B pp512", "70B tg32\n(all GPU)", "7B tg128\n@ 8k, q8_0 KV", "270M tg128",
+               "serve 7B\n8 streams", "serve 70B 6 GiB\n8 streams"],
+     {"g85 / g86": [1.22, 1.50, 1.33, 1.10, 0.98, 1.08, 1.42],
+      "g89": [1.26, 1.48, None, None, 0.95, None, None]},
+     ["#7fb3d5", "#1b4f72"], top=1.8)
