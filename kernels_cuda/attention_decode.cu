@@ -205,8 +205,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 // split's factor e^(m_s - M) and 1 / Σ l_s·e^(m_s - M) once (lane l sums splits l, l + 32, ...,
 // then the warp's sum: an order fixed by the token's splits alone, so the result does not depend
 // on the batch), so an element's loop is one load and one multiply-add per split, the loads
-// independent of each other (before: each thread recomputed the max and every factor, with a
-// branch per split).
+// independent of each other.
 __global__ void attention_combine_kernel(AttentionLaunch a) {
     __shared__ float factor[kAttentionMaxSplits];
     __shared__ float inv_sum;
