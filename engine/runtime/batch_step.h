@@ -40,19 +40,38 @@ public:
     // or a full context; on any error no session has taken its token.
     std::span<const float> decode(std::span<Session* const> sessions, std::span<const TokenId> tokens);
 
+    // One pass over the rows of several sessions, decoding ones and prefilling ones together
+    // (Dynamic SplitFuse): chunks[i], one token or a prompt chunk, is evaluated after the tokens
+    // of sessions[i] (distinct sessions). Host placements only (takes_prompt_rows()); the rows
+    // together at most max_rows(), each chunk within its cache's max_batch(). Returns the
+    // logits of each session's last row [n_vocab, n], valid until the next call. A session's
+    // results are bit-identical to Session::feed() of its chunk alone: host matmuls give a row
+    // the same sums at any row count below oneDNN's threshold (128 > kMaxRows), and attention
+    // runs per sequence. Errors as decode(); on any error no session has taken its tokens.
+    std::span<const float> step_rows(std::span<Session* const> sessions,
+                                     std::span<const std::span<const TokenId>> chunks);
+    // Whether step_rows() may be used: no device backend in the placement (a device's products
+    // of more than kMaxDeviceRows rows take another kernel, so a prompt's rows beside decode
+    // rows would change their results).
+    bool takes_prompt_rows() const { return host_only_; }
+
     // Whether `session` may join (it was built on this step's placement).
     bool accepts(const Session& session) const { return &session.placed() == &placed_; }
     // Bytes the step's activations hold on `backend`.
     uint64_t activation_bytes(const Backend* backend) const { return program_.activation_bytes(backend); }
 
 private:
-    void run_group(std::span<Session* const> sessions, std::span<const TokenId> tokens, float* logits);
+    void check_sessions(std::span<Session* const> sessions, size_t n_chunks) const;
+    void run_group(std::span<Session* const> sessions, std::span<const std::span<const TokenId>> chunks, float* logits);
 
     const PlacedModel& placed_;
     int64_t max_rows_ = kMaxRows;
+    bool host_only_ = true;
     LayerProgram program_;
     std::vector<LayerProgram::SequenceRows> rows_;
     std::vector<int32_t> output_rows_;
+    std::vector<TokenId> row_tokens_;
+    std::vector<std::span<const TokenId>> one_token_;  // decode()'s chunks
     std::vector<float> hidden_, logits_;
 };
 

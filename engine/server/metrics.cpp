@@ -96,6 +96,8 @@ std::string Metrics::prometheus(const SchedulerGauges& g, Clock::time_point now)
     metric(out, "strata_batched_decode_passes_total", "counter", "Decode passes over several slots at once.",
            g.batched_passes);
     metric(out, "strata_batched_decode_tokens_total", "counter", "Tokens decoded by those passes.", g.batched_rows);
+    metric(out, "strata_batched_prompt_tokens_total", "counter",
+           "Prompt tokens evaluated in those passes, beside the decode tokens (host placements).", g.batched_prompt_rows);
     metric(out, "strata_spec_passes_total", "counter", "Speculative passes (--spec lookup).", g.spec_passes);
     metric(out, "strata_spec_proposed_tokens_total", "counter", "Draft tokens those passes checked.", g.spec_proposed);
     metric(out, "strata_spec_accepted_tokens_total", "counter", "Draft tokens they kept.", g.spec_accepted);

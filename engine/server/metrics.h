@@ -22,6 +22,7 @@ struct SchedulerGauges {
     int64_t kv_cells_total = 0;
     int64_t batched_passes = 0;  // decode passes over several slots' tokens, since the start
     int64_t batched_rows = 0;    // tokens those passes decoded
+    int64_t batched_prompt_rows = 0;  // prompt tokens evaluated in those passes (host placements)
     int64_t spec_passes = 0;     // speculative passes (prompt lookup), their draft tokens, and
     int64_t spec_proposed = 0;   // the draft tokens kept, since the start
     int64_t spec_accepted = 0;

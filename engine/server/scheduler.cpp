@@ -1,8 +1,11 @@
-// The engine thread: admission, prefix-aware slot choice, prompt chunks per slot and one batched
-// decode pass per iteration (scheduler.h).
+// The engine thread: admission, prefix-aware slot choice, then per iteration one pass over the
+// decode tokens (with the prompt chunks that fit, on host placements) and a pass per other
+// prompt chunk (scheduler.h).
 #include "engine/server/scheduler.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include "engine/core/error.h"
 #include "engine/server/api_error.h"
@@ -12,6 +15,9 @@ namespace strata::server {
 Scheduler::Scheduler(std::vector<std::unique_ptr<Session>> sessions, const SchedulerOptions& options,
                      Metrics* metrics)
     : options_(options), metrics_(metrics) {
+    if (const char* v = std::getenv("STRATA_SERVE_FUSE_PROMPTS"); v != nullptr && std::string_view(v) == "0") {
+        options_.fuse_prompts = false;
+    }
     if (sessions.empty()) throw ArgumentError("the scheduler needs at least one session");
     if (options.max_queue < 0) throw ArgumentError(cat("queue length must be >= 0, got ", options.max_queue));
     n_ctx_ = sessions.front()->n_ctx();
@@ -65,6 +71,7 @@ SchedulerGauges Scheduler::gauges() const {
     g.kv_cells_total = n_ctx_ * g.n_slots;
     g.batched_passes = batched_passes_;
     g.batched_rows = batched_rows_;
+    g.batched_prompt_rows = batched_prompt_rows_;
     g.spec_passes = spec_passes_;
     g.spec_proposed = spec_proposed_;
     g.spec_accepted = spec_accepted_;
@@ -124,15 +131,36 @@ StepStats Scheduler::step_all() {
         total.n_spec_proposed += st.n_spec_proposed;
         total.n_spec_accepted += st.n_spec_accepted;
     };
+    std::vector<Slot*> prompts;  // prefilling slots whose chunk rides in the decode pass
     for (Slot& s : slots_) {
-        if (s.drop_if_gone(options_.request_timeout_s)) continue;
-        if (batch_ && s.decoding()) {
+        if (s.drop_if_gone(options_.request_timeout_s) || !s.decoding()) continue;
+        if (batch_) {
             decoding.push_back(&s);
+        } else {
+            add(s.step(/*alone=*/n_busy == 1));
+        }
+    }
+    // Prompt chunks join the pass while its rows last (host placements; decode rows first).
+    const bool fuse = batch_ && options_.fuse_prompts && batch_->takes_prompt_rows() && n_busy > 1 &&
+                      static_cast<int64_t>(decoding.size()) < batch_->max_rows();
+    int64_t rows = static_cast<int64_t>(decoding.size());
+    for (Slot& s : slots_) {
+        if (!s.prefilling()) continue;
+        const auto n = static_cast<int64_t>(s.next_chunk().size());
+        if (fuse && rows + n <= batch_->max_rows() && n <= s.session().kv_cache().max_batch()) {
+            prompts.push_back(&s);
+            rows += n;
             continue;
         }
         add(s.step(/*alone=*/n_busy == 1));
     }
-    if (!decoding.empty()) add(decode_batch(decoding, /*alone=*/n_busy == 1));
+    if (!prompts.empty() && decoding.size() + prompts.size() > 1) {
+        decoding.insert(decoding.end(), prompts.begin(), prompts.end());
+        add(fused_pass(decoding));
+    } else {
+        for (Slot* s : prompts) add(s->step(/*alone=*/n_busy == 1));
+        if (!decoding.empty()) add(decode_batch(decoding, /*alone=*/n_busy == 1));
+    }
     if (total.n_spec_passes > 0) {
         std::lock_guard lock(mutex_);
         spec_passes_ += total.n_spec_passes;
@@ -165,6 +193,44 @@ StepStats Scheduler::decode_batch(const std::vector<Slot*>& slots, bool alone) {
     const size_t n_vocab = logits.size() / slots.size();
     for (size_t i = 0; i < slots.size(); ++i) slots[i]->take_logits(logits.subspan(i * n_vocab, n_vocab));
     return StepStats{.n_prefilled = 0, .n_decoded = static_cast<int64_t>(slots.size())};
+}
+
+StepStats Scheduler::fused_pass(const std::vector<Slot*>& slots) {
+    std::vector<Session*> sessions;
+    std::vector<TokenId> tokens(slots.size());  // the decode tokens (sized once: chunks point in)
+    std::vector<std::span<const TokenId>> chunks;
+    std::vector<int64_t> prompt_rows;
+    StepStats stats;
+    for (size_t i = 0; i < slots.size(); ++i) {
+        Slot* s = slots[i];
+        sessions.push_back(&s->session());
+        if (s->prefilling()) {
+            chunks.push_back(s->next_chunk());
+            prompt_rows.push_back(static_cast<int64_t>(chunks.back().size()));
+            stats.n_prefilled += prompt_rows.back();
+        } else {
+            tokens[i] = s->next_token();
+            chunks.emplace_back(&tokens[i], 1);
+            prompt_rows.push_back(0);
+            ++stats.n_decoded;
+        }
+    }
+    std::span<const float> logits;
+    try {
+        logits = batch_->step_rows(sessions, chunks);
+    } catch (const std::exception& e) {
+        for (Slot* s : slots) s->fail(e.what());
+        return {};
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++batched_passes_;
+        batched_rows_ += stats.n_decoded;
+        batched_prompt_rows_ += stats.n_prefilled;
+    }
+    const size_t n_vocab = logits.size() / slots.size();
+    for (size_t i = 0; i < slots.size(); ++i) slots[i]->took_rows(prompt_rows[i], logits.subspan(i * n_vocab, n_vocab));
+    return stats;
 }
 
 void Scheduler::run() {

@@ -4,9 +4,12 @@
 // others' decoding. A queued job takes the free slot whose KV shares the longest prefix with
 // its prompt (the previous turn of its conversation), else the least recently used one.
 // The decode tokens of all slots past their prompts run as one forward pass (BatchStep), so a
-// weight is read once per iteration for every stream; prompt chunks run per slot. Slots must
-// share one placement to batch (Runtime::new_session); otherwise, or with one decoding slot,
-// each slot runs its own pass.
+// weight is read once per iteration for every stream. On host placements the prompt chunks
+// that fit the pass's rows join it too (Dynamic SplitFuse: several prompts, and prompts beside
+// decode tokens, read the weights once; a request's results are the same as alone, see
+// BatchStep::step_rows); with a device backend, and for chunks that do not fit, prompt chunks
+// run per slot. Slots must share one placement to batch (Runtime::new_session); otherwise, or
+// with one busy slot, each slot runs its own pass.
 // Thread-safety: submit(), shutdown() and gauges() may be called from any thread.
 #pragma once
 
@@ -31,6 +34,9 @@ struct SchedulerOptions {
     int64_t max_queue = 16;      // jobs waiting for a slot; more are refused (429)
     int64_t chunk_tokens = 256;  // prompt tokens per step of one slot
     bool batch_decode = true;    // false: every slot decodes in its own pass (for comparisons)
+    // Prompt chunks join the batched pass on host placements (Dynamic SplitFuse); false: each
+    // runs in its own pass. STRATA_SERVE_FUSE_PROMPTS=0 sets it false, for A/B runs.
+    bool fuse_prompts = true;
     double request_timeout_s = 0;  // a job running longer since it was queued ends with 504; 0: none
     SpecParams spec;             // SpecMode::Lookup: a greedy job alone in the server speculates (slot.h)
 };
@@ -62,6 +68,8 @@ private:
     Slot& pick_slot(const JobSpec& spec);
     StepStats step_all();    // one iteration: prompt chunks per slot, decodes batched
     StepStats decode_batch(const std::vector<Slot*>& slots, bool alone);
+    // One pass over the decode tokens and prompt chunks of `slots` (BatchStep::step_rows).
+    StepStats fused_pass(const std::vector<Slot*>& slots);
 
     SchedulerOptions options_;
     Metrics* metrics_;
@@ -77,7 +85,7 @@ private:
     std::string stop_reason_;
     int64_t n_active_ = 0;       // busy slots, as of the last iteration
     int64_t kv_cells_used_ = 0;  // as of the last iteration
-    int64_t batched_passes_ = 0, batched_rows_ = 0;  // SchedulerGauges
+    int64_t batched_passes_ = 0, batched_rows_ = 0, batched_prompt_rows_ = 0;  // SchedulerGauges
     int64_t spec_passes_ = 0, spec_proposed_ = 0, spec_accepted_ = 0;
     std::thread engine_;
 };

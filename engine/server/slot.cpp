@@ -54,8 +54,8 @@ StepStats Slot::step(bool alone) {
     const std::vector<TokenId>& prompt = job_->spec().prompt;
     try {
         if (next_prompt_ < prompt.size()) {
-            const size_t n = std::min(static_cast<size_t>(chunk_tokens_), prompt.size() - next_prompt_);
-            const std::span<const TokenId> chunk(prompt.data() + next_prompt_, n);
+            const std::span<const TokenId> chunk = next_chunk();
+            const size_t n = chunk.size();
             next_prompt_ += n;
             stats.n_prefilled = static_cast<int64_t>(n);
             if (next_prompt_ < prompt.size()) {
@@ -73,6 +73,21 @@ StepStats Slot::step(bool alone) {
         fail(e.what());  // the session may hold part of a chunk's KV: forget it all
     }
     return stats;
+}
+
+std::span<const TokenId> Slot::next_chunk() const {
+    if (!prefilling()) return {};
+    const std::vector<TokenId>& prompt = job_->spec().prompt;
+    const size_t n = std::min(static_cast<size_t>(chunk_tokens_), prompt.size() - next_prompt_);
+    return {prompt.data() + next_prompt_, n};
+}
+
+void Slot::took_rows(int64_t prompt_rows, std::span<const float> logits) {
+    if (prompt_rows > 0) {
+        next_prompt_ += static_cast<size_t>(prompt_rows);
+        if (next_prompt_ < job_->spec().prompt.size()) return;  // not the last chunk: no token yet
+    }
+    take_logits(logits);
 }
 
 bool Slot::speculates() const {

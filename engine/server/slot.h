@@ -58,6 +58,13 @@ public:
     TokenId next_token() const { return next_token_; }
     void take_logits(std::span<const float> logits);
     void fail(const std::string& message);
+    // Fused passes (BatchStep::step_rows: prompt chunks beside decode tokens): whether a prompt
+    // chunk waits; that chunk (the step() would evaluate: at most chunk_tokens); and the pass's
+    // result for this slot: prompt_rows of its chunk evaluated (0 for a decode token), and the
+    // logits of its last row, sampled when they end the prompt or the slot was decoding.
+    bool prefilling() const { return busy() && !decoding(); }
+    std::span<const TokenId> next_chunk() const;
+    void took_rows(int64_t prompt_rows, std::span<const float> logits);
 
     int64_t n_ctx() const { return session_->n_ctx(); }
     int64_t n_cells_used() const { return session_->kv_cache().n_used(); }

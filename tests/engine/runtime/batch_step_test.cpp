@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -214,6 +215,95 @@ TEST_P(BatchStepTest, RefusesForeignSessionsAndFullContexts) {
     EXPECT_THROW(step.decode(with_full, two), ArgumentError);
     EXPECT_EQ(fresh.tokens().size(), 1u);  // nobody took a token
     EXPECT_EQ(fresh.kv_cache().n_used(), 1);
+}
+
+// step_rows (Dynamic SplitFuse on host placements): a decoding session's token and two other
+// sessions' prompt chunks in one pass give each the logits it gets alone, bit for bit, although
+// the chunks are cut otherwise than Session::feed cuts the same prompt (12 + 8 tokens against
+// its n_batch of 16): the host kernels' row results depend neither on the rows beside them nor
+// on the pass a row is in.
+TEST_P(BatchStepTest, PromptChunksBesideDecodeTokensEqualAlone) {
+    const PlacedModel placed(*model_, cpu_);
+    const int32_t n_vocab = static_cast<int32_t>(model_->config().n_vocab);
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int32_t> tok(3, n_vocab - 1);
+    auto prompt = [&](int n) {
+        std::vector<int32_t> p(static_cast<size_t>(n));
+        for (int32_t& t : p) t = tok(rng);
+        return p;
+    };
+    const std::vector<int32_t> pa = prompt(5), pb = prompt(20), pc = prompt(3);
+    const std::vector<int32_t> a_next = {tok(rng), tok(rng)};
+
+    BatchStep step(placed);
+    ASSERT_TRUE(step.takes_prompt_rows());
+    Session a(placed, params()), b(placed, params()), c(placed, params());
+    a.feed(pa);
+    const std::span<const int32_t> b_all(pb);
+    Session* three[] = {&a, &b, &c};
+    const std::span<const int32_t> pass1[] = {{&a_next[0], 1}, b_all.first(12), pc};
+    const auto l1 = step.step_rows(three, pass1);
+    const size_t v = static_cast<size_t>(n_vocab);
+    ASSERT_EQ(l1.size(), 3 * v);
+    const Logits a1(l1.begin(), l1.begin() + static_cast<long>(v));
+    const Logits c1(l1.begin() + static_cast<long>(2 * v), l1.end());
+    Session* two[] = {&a, &b};
+    const std::span<const int32_t> pass2[] = {{&a_next[1], 1}, b_all.subspan(12)};
+    const auto l2 = step.step_rows(two, pass2);
+    const Logits a2(l2.begin(), l2.begin() + static_cast<long>(v)), b2(l2.begin() + static_cast<long>(v), l2.end());
+    EXPECT_EQ(a.tokens().size(), 7u);
+    EXPECT_EQ(b.tokens().size(), 20u);
+    EXPECT_EQ(c.tokens().size(), 3u);
+
+    Session ra(placed, params()), rb(placed, params()), rc(placed, params());
+    ra.feed(pa);
+    auto la = ra.feed(std::vector<int32_t>{a_next[0]});
+    EXPECT_EQ(a1, Logits(la.begin(), la.end())) << "the decode token beside two prompt chunks";
+    la = ra.feed(std::vector<int32_t>{a_next[1]});
+    EXPECT_EQ(a2, Logits(la.begin(), la.end()));
+    const auto lb = rb.feed(pb);
+    EXPECT_EQ(b2, Logits(lb.begin(), lb.end())) << "a prompt fed in two fused chunks";
+    const auto lc = rc.feed(pc);
+    EXPECT_EQ(c1, Logits(lc.begin(), lc.end())) << "a prompt fed whole beside others";
+}
+
+TEST_P(BatchStepTest, PromptRowsRefusedBeyondTheStepOrTheCacheOrOnADevice) {
+    const PlacedModel placed(*model_, cpu_);
+    BatchStep step(placed);
+    Session a(placed, params()), b(placed, params());
+    // One token more than a pass may store in the cache (a sliding-window ring's batch, else the
+    // context).
+    const std::vector<int32_t> past_batch(static_cast<size_t>(a.kv_cache().max_batch() + 1), 5), forty(40, 6);
+    Session* one[] = {&a};
+    const std::span<const int32_t> too_long[] = {past_batch};
+    EXPECT_THROW(step.step_rows(one, too_long), ArgumentError);
+    Session* both[] = {&a, &b};
+    SessionParams wide = params();
+    wide.n_batch = 64;
+    Session c(placed, wide), d(placed, wide);
+    Session* wide_two[] = {&c, &d};
+    const std::span<const int32_t> over[] = {forty, forty};  // 80 rows > kMaxRows
+    EXPECT_THROW(step.step_rows(wide_two, over), ArgumentError);
+    const std::span<const int32_t> short_pair[] = {std::span<const int32_t>(forty).first(2)};
+    EXPECT_THROW(step.step_rows(both, short_pair), ArgumentError);  // 2 sessions, 1 chunk
+    EXPECT_EQ(a.tokens().size(), 0u);
+    EXPECT_EQ(c.tokens().size(), 0u);
+    EXPECT_EQ(c.kv_cache().n_used(), 0);
+
+    if (model_->config().is_moe()) return;
+    Placement p;
+    p.model = model_fingerprint(*model_);
+    p.n_ctx = kCtx;
+    for (const TensorEntry& t : tensor_table(*model_).tensors) p.tensors.push_back({t.name, Tier::Gpu});
+    p.kv.assign(static_cast<size_t>(model_->config().n_layer), Tier::Gpu);
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+    const PlacedModel on_gpu(*model_, p, TierBackends{.cpu = &cpu_, .gpu = &fake});
+    BatchStep device_step(on_gpu);
+    EXPECT_FALSE(device_step.takes_prompt_rows());
+    Session e(on_gpu, params());
+    Session* dev[] = {&e};
+    const std::span<const int32_t> two_rows[] = {std::span<const int32_t>(forty).first(2)};
+    EXPECT_THROW(device_step.step_rows(dev, two_rows), ArgumentError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, BatchStepTest,

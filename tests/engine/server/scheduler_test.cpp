@@ -123,11 +123,13 @@ TEST_F(SchedulerTest, AloneEqualsGenerate) {
 }
 
 TEST_F(SchedulerTest, ConcurrentWithChunkedPrefillEqualsAlone) {
-    for (const bool batch : {true, false}) {
-        SCOPED_TRACE(batch ? "decode steps batched" : "one pass per slot");
+    for (const int mode : {0, 1, 2}) {
+        const bool batch = mode != 2, fuse = mode == 0;
+        SCOPED_TRACE(fuse ? "prompt chunks in the batched pass" : batch ? "decode steps batched" : "one pass per slot");
         SchedulerOptions options;
         options.chunk_tokens = 5;  // every prompt here takes several steps to prefill
         options.batch_decode = batch;
+        options.fuse_prompts = fuse;
         Scheduler scheduler(sessions(3), options);
         std::string long_text;
         for (int i = 0; i < 12; ++i) long_text += "the quick brown fox jumps ";
@@ -153,11 +155,14 @@ TEST_F(SchedulerTest, ConcurrentWithChunkedPrefillEqualsAlone) {
         EXPECT_GT(n_generated, 30) << "the answers are too short to compare";
         // Batched: slots decoded together (three slots, answers of 8 to 20 tokens).
         const SchedulerGauges g = scheduler.gauges();
+        // On this host placement prompt chunks ride in those passes too (Dynamic SplitFuse).
         if (batch) {
             EXPECT_GT(g.batched_passes, 3);
-            EXPECT_GE(g.batched_rows, 2 * g.batched_passes);
+            EXPECT_GE(g.batched_rows + g.batched_prompt_rows, 2 * g.batched_passes);
+            EXPECT_EQ(g.batched_prompt_rows > 0, fuse);
         } else {
             EXPECT_EQ(g.batched_passes, 0);
+            EXPECT_EQ(g.batched_prompt_rows, 0);
         }
     }
 }
