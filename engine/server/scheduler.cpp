@@ -156,7 +156,7 @@ StepStats Scheduler::step_all() {
     }
     if (!prompts.empty() && decoding.size() + prompts.size() > 1) {
         decoding.insert(decoding.end(), prompts.begin(), prompts.end());
-        add(fused_pass(decoding));
+        add(batched_pass(decoding));
     } else {
         for (Slot* s : prompts) add(s->step(/*alone=*/n_busy == 1));
         if (!decoding.empty()) add(decode_batch(decoding, /*alone=*/n_busy == 1));
@@ -172,30 +172,10 @@ StepStats Scheduler::step_all() {
 
 StepStats Scheduler::decode_batch(const std::vector<Slot*>& slots, bool alone) {
     if (slots.size() == 1) return slots.front()->step(alone);  // keeps the session's own step graph
-    std::vector<Session*> sessions;
-    std::vector<TokenId> tokens;
-    for (Slot* s : slots) {
-        sessions.push_back(&s->session());
-        tokens.push_back(s->next_token());
-    }
-    std::span<const float> logits;
-    try {
-        logits = batch_->decode(sessions, tokens);
-    } catch (const std::exception& e) {
-        for (Slot* s : slots) s->fail(e.what());
-        return {};
-    }
-    {
-        std::lock_guard lock(mutex_);
-        ++batched_passes_;
-        batched_rows_ += static_cast<int64_t>(slots.size());
-    }
-    const size_t n_vocab = logits.size() / slots.size();
-    for (size_t i = 0; i < slots.size(); ++i) slots[i]->take_logits(logits.subspan(i * n_vocab, n_vocab));
-    return StepStats{.n_prefilled = 0, .n_decoded = static_cast<int64_t>(slots.size())};
+    return batched_pass(slots);
 }
 
-StepStats Scheduler::fused_pass(const std::vector<Slot*>& slots) {
+StepStats Scheduler::batched_pass(const std::vector<Slot*>& slots) {
     std::vector<Session*> sessions;
     std::vector<TokenId> tokens(slots.size());  // the decode tokens (sized once: chunks point in)
     std::vector<std::span<const TokenId>> chunks;
@@ -217,7 +197,8 @@ StepStats Scheduler::fused_pass(const std::vector<Slot*>& slots) {
     }
     std::span<const float> logits;
     try {
-        logits = batch_->step_rows(sessions, chunks);
+        // Decode tokens alone go in groups of the step's rows (any placement).
+        logits = stats.n_prefilled > 0 ? batch_->step_rows(sessions, chunks) : batch_->decode(sessions, tokens);
     } catch (const std::exception& e) {
         for (Slot* s : slots) s->fail(e.what());
         return {};

@@ -68,8 +68,9 @@ private:
     Slot& pick_slot(const JobSpec& spec);
     StepStats step_all();    // one iteration: prompt chunks per slot, decodes batched
     StepStats decode_batch(const std::vector<Slot*>& slots, bool alone);
-    // One pass over the decode tokens and prompt chunks of `slots` (BatchStep::step_rows).
-    StepStats fused_pass(const std::vector<Slot*>& slots);
+    // One pass over the decode tokens and prompt chunks of `slots` (two or more; prompt chunks
+    // only where the step takes them: BatchStep::step_rows).
+    StepStats batched_pass(const std::vector<Slot*>& slots);
 
     SchedulerOptions options_;
     Metrics* metrics_;

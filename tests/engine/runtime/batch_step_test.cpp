@@ -101,14 +101,20 @@ std::vector<std::vector<Logits>> batched(const PlacedModel& placed, const std::v
     return out;
 }
 
-std::vector<SeqPlan> schedule(int32_t n_vocab) {
-    std::mt19937 rng(7);
-    std::uniform_int_distribution<int32_t> tok(3, n_vocab - 1);
-    auto prompt = [&](int n) {
+// Random prompts of a model's ordinary tokens (past its first three, the control tokens).
+struct RandomPrompts {
+    RandomPrompts(uint32_t seed, int32_t n_vocab) : rng(seed), tok(3, n_vocab - 1) {}
+    std::vector<int32_t> operator()(int n) {
         std::vector<int32_t> p(static_cast<size_t>(n));
         for (int32_t& t : p) t = tok(rng);
         return p;
-    };
+    }
+    std::mt19937 rng;
+    std::uniform_int_distribution<int32_t> tok;
+};
+
+std::vector<SeqPlan> schedule(int32_t n_vocab) {
+    RandomPrompts prompt(7, n_vocab);
     // Joins at steps 0, 0, 2, 3 and 5; leaves after 3 to 8 steps; one prompt past a 64-token window.
     return {{prompt(5), 0, 8}, {prompt(70), 0, 3}, {prompt(11), 2, 6}, {prompt(2), 3, 5}, {prompt(9), 5, 4}};
 }
@@ -225,15 +231,8 @@ TEST_P(BatchStepTest, RefusesForeignSessionsAndFullContexts) {
 TEST_P(BatchStepTest, PromptChunksBesideDecodeTokensEqualAlone) {
     const PlacedModel placed(*model_, cpu_);
     const int32_t n_vocab = static_cast<int32_t>(model_->config().n_vocab);
-    std::mt19937 rng(5);
-    std::uniform_int_distribution<int32_t> tok(3, n_vocab - 1);
-    auto prompt = [&](int n) {
-        std::vector<int32_t> p(static_cast<size_t>(n));
-        for (int32_t& t : p) t = tok(rng);
-        return p;
-    };
-    const std::vector<int32_t> pa = prompt(5), pb = prompt(20), pc = prompt(3);
-    const std::vector<int32_t> a_next = {tok(rng), tok(rng)};
+    RandomPrompts prompt(5, n_vocab);
+    const std::vector<int32_t> pa = prompt(5), pb = prompt(20), pc = prompt(3), a_next = prompt(2);
 
     BatchStep step(placed);
     ASSERT_TRUE(step.takes_prompt_rows());
