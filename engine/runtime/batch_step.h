@@ -1,5 +1,6 @@
 // BatchStep: one decode step for several sessions in one forward pass (continuous batching in
-// `strata serve`). Each session contributes its next token as one row; every matmul runs over
+// `strata serve`). Each session contributes its next token as one row (on host placements, or
+// a prompt chunk as several: step_rows); every matmul runs over
 // all rows, so a weight — streamed from RAM or disk, or read from VRAM — is read once per step
 // for all sequences, while RoPE, KV stores and attention use each session's own position and
 // KV cache (LayerProgram::forward_batch). Sessions join and leave at every call.
@@ -8,8 +9,9 @@
 // groups stay under kMaxRows). With a device backend in the placement, groups have at most
 // kMaxDeviceRows rows: the CUDA matmul's GEMV path (q8 activations, as for one token) serves up
 // to 8 tokens, a larger batch takes its f16 GEMM, whose rounding differs.
-// Its own LayerProgram holds the batch's activations (decode-sized: a few rows), allocated
-// through the backends, so a device budget counts them; it never ships weights to the GPU.
+// Its own LayerProgram holds the batch's activations (decode-sized with a device: a few rows;
+// up to kMaxRows on host placements), allocated through the backends, so a device budget
+// counts them; it never ships weights to the GPU.
 // Not thread-safe.
 #pragma once
 
