@@ -124,18 +124,6 @@ constexpr int kDecodeMaxGroup = 8;  // query heads per block
 // 64/128/256 (same grid as the generic one); false, launching nothing, for any other cache.
 bool attention_decode_vec(const AttentionLaunch& a, int n_hgroups, dim3 grid, cudaStream_t stream);
 
-// Splits that hold keys for a token that sees `span` cells: all n_splits, or with
-// min_split_cells set (decode) at most one per min_split_cells keys. Decode plans n_splits for
-// one token at any position (backend_attention.cpp), so that a token's result does not depend
-// on the batch or on a step graph; without this cut, early positions would cut their few keys
-// into slivers, each a block to run and a partial for the combine to read (7B decode on an
-// H200: 284 tok/s at -c 4096 against 307 at -c 130).
-__device__ __forceinline__ int active_splits(const AttentionLaunch& a, int64_t span) {
-    if (a.min_split_cells <= 0) return a.n_splits;
-    const int64_t want = (span + a.min_split_cells - 1) / a.min_split_cells;
-    return static_cast<int>(want < 1 ? 1 : (want < a.n_splits ? want : a.n_splits));
-}
-
 // Split `split` of a decode token at position pos: its cells [c0, c1) of the token's visible
 // range [first, pos]; `active` false for splits past the token's active ones (nothing to do:
 // the combine reads only the active ones). Uniform over a block.

@@ -80,10 +80,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
         a.min_split_cells = kMinDecodeSplitCells;
         // Splits past the most any token activates would exit at once: an eager launch leaves
         // them out (8 sequences of ~100 keys: 4 of 17). Graphs keep them for later positions.
-        if (!s.capturing && !s.step.recording) {
-            const int64_t active = (a.max_span + kMinDecodeSplitCells - 1) / kMinDecodeSplitCells;
-            a.grid_splits = static_cast<int>(std::clamp<int64_t>(active, 1, a.n_splits));
-        }
+        if (!s.capturing && !s.step.recording) a.grid_splits = active_splits(a, a.max_span);
     } else {
         const int rows = mma ? attention_mma_rows() : kTiledRows;
         const int64_t gb = std::min(group, rows);

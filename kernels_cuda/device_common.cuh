@@ -46,9 +46,9 @@ __device__ __forceinline__ void pdl_wait() {
 }
 
 // Whether launch_pdl() overlaps kernels on the current device (compute capability 9.0 and
-// later; STRATA_CUDA_PDL=0 turns it off, for A/B measurements). Per device, asked once.
-// The answer is cached per thread with the device it was asked for; cudaGetDevice is a load
-// of the runtime's thread state, so a launch pays no attribute query after the first.
+// later; STRATA_CUDA_PDL=0 turns it off, for A/B measurements). The answer is cached per thread
+// with the device it was asked for: a launch pays a cudaGetDevice (a load of the runtime's
+// thread state), no attribute query after the first.
 inline bool pdl_enabled() {
     static const bool allowed = [] {
         const char* v = std::getenv("STRATA_CUDA_PDL");
