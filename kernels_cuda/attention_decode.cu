@@ -147,6 +147,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
     const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
+    if (a.prefetch) {  // as attention_decode_vec.cu's kernel
+        const int64_t end = c1 - c0 < kTile ? c1 : c0 + kTile;
+        prefetch_cells(kc, c0, end, int64_t{kvh} * dk, dk);
+        prefetch_cells(vc, c0, end, int64_t{kvh} * dv, dv);
+    }
 
     float* qs = smem;                            // [gb][dk]
     float* sc = qs + kMaxGroup * dk;             // [kTile][kMaxGroup] scores, then p

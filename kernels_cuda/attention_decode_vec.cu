@@ -214,6 +214,13 @@ __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec
     const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
     const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
+    // The first tile's keys and values come from DRAM while q loads (a small model's cache
+    // leaves L2 between tokens: its weights stream through).
+    if (a.prefetch) {
+        const int64_t end = c1 - c0 < kTile ? c1 : c0 + kTile;
+        prefetch_cells(kc, c0, end, int64_t{kvh} * DK, DK);
+        prefetch_cells(vc, c0, end, int64_t{kvh} * DV, DV);
+    }
 
     const float* q_base = a.q.row(static_cast<int64_t>(t) * a.n_head + h0);  // heads of a token are rows in a row
     const uint64_t q_stride = a.q.rows.nb1;

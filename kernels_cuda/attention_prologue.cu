@@ -85,12 +85,33 @@ __device__ void v_row(const PrologueLaunch& a, int64_t t, int64_t first) {
     if (a.store) store_segment(a.v_cache, ring_row(a.v_cache, first + t), 0, vr, a.v.ne0);
 }
 
+// The block's constants (bias, norm weights, RoPE tables), asked of L2 before it waits for the
+// kernel that wrote q, k and v.
+__device__ void prefetch_constants(const PrologueLaunch& a, int64_t u, int64_t n_q, int64_t n_k) {
+    const uint64_t row = static_cast<uint64_t>(a.head_dim) * sizeof(float);
+    const uint64_t table = static_cast<uint64_t>(a.rope.n_rot / 2) * sizeof(float);
+    if (u < n_q + n_k) {
+        const bool is_k = u >= n_q;
+        const int64_t h = is_k ? (u - n_q) % a.n_head_kv : u % a.n_head;
+        const float* bias = is_k ? a.k_bias : a.q_bias;
+        const float* norm = is_k ? a.k_norm : a.q_norm;
+        if (bias != nullptr) prefetch_l2(bias + h * a.head_dim, row);
+        if (norm != nullptr) prefetch_l2(norm, row);
+        prefetch_l2(a.rope.inv_freq, table);
+        if (a.rope.freq_factors != nullptr) prefetch_l2(a.rope.freq_factors, table);
+        if (a.rope.yarn_ramp != nullptr) prefetch_l2(a.rope.yarn_ramp, table);
+    } else if (a.v_bias != nullptr) {
+        prefetch_l2(a.v_bias, static_cast<uint64_t>(a.v.ne0) * sizeof(float));
+    }
+}
+
 __global__ void __launch_bounds__(kThreads) attention_prologue_kernel(PrologueLaunch a) {
+    const int64_t n_q = a.n_head * a.n_tokens, n_k = a.n_head_kv * a.n_tokens;
+    const int64_t u = blockIdx.x;
+    prefetch_constants(a, u, n_q, n_k);
     pdl_wait();
     extern __shared__ float buf[];
     const int64_t first = a.first_dev != nullptr ? *a.first_dev : a.first_cell;
-    const int64_t n_q = a.n_head * a.n_tokens, n_k = a.n_head_kv * a.n_tokens;
-    const int64_t u = blockIdx.x;
     if (u < n_q) head_row(a, false, u, first, buf);
     else if (u < n_q + n_k) head_row(a, true, u - n_q, first, buf);
     else v_row(a, u - n_q - n_k, first);

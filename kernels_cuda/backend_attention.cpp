@@ -2,7 +2,9 @@
 // (prefill), and how many key splits keep every multiprocessor busy; K/V stay in the cache's
 // type and are dequantized inside the kernels.
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -18,6 +20,16 @@ constexpr int kDecodeHeads = 8;          // query heads per decode block (attent
 constexpr int kTiledRows = 16;           // query rows per tiled block (attention_tiled.cu)
 // Partials of split keys stay within this (the device op scratch reserves room for them).
 constexpr uint64_t kMaxPartialBytes = 16ull << 20;
+
+// Whether decode blocks ask L2 for their first tile of keys and values before they load q
+// (AttentionLaunch::prefetch); STRATA_CUDA_ATTN_PREFETCH=0 turns it off, for A/B measurements.
+bool attention_prefetch_allowed() {
+    static const bool allowed = [] {
+        const char* v = std::getenv("STRATA_CUDA_ATTN_PREFETCH");
+        return v == nullptr || std::string_view(v) != "0";
+    }();
+    return allowed;
+}
 
 // A prefill's key splits: enough for two blocks per multiprocessor, each with at least
 // kMinSplitCells keys.
@@ -51,6 +63,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
     a.scale = p.scale;
     a.softcap = p.softcap;
     a.window = p.window;
+    a.prefetch = attention_prefetch_allowed();
     for (int64_t t = 0; t < n_tokens; ++t) {
         const int64_t first = p.window > 0 ? std::max<int64_t>(0, positions[t] - p.window + 1) : 0;
         a.max_span = std::max<int64_t>(a.max_span, positions[t] - first + 1);

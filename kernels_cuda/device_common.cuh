@@ -38,11 +38,23 @@ void allow_dynamic_smem(int bytes) {
 // while the kernel before it on the stream is finishing (its blocks get scheduled, and can load
 // what that kernel does not write, such as weights); it must call pdl_wait() before it reads
 // or writes memory the earlier kernel touches. On older devices, or with STRATA_CUDA_PDL=0, a
-// plain launch.
+// plain launch. No kernel lets its dependents start earlier (griddepcontrol.launch_dependents
+// at its start): on an H200 that took Gemma 3 270M decode from ~920 to ~880 tok/s and the 7B
+// from 360 to 338 (docs/BENCHMARKS.md, twenty-third session).
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+
+// Asks L2 for the 128-byte lines of [p, p + bytes), the block's threads taking every
+// blockDim.x-th line: a hint that returns at once, so a kernel can have its constants (norm
+// weights, RoPE tables) in flight while it waits for the kernel before it.
+__device__ __forceinline__ void prefetch_line(uintptr_t a) { asm volatile("prefetch.global.L2 [%0];" ::"l"(a)); }
+__device__ __forceinline__ void prefetch_l2(const void* p, uint64_t bytes) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{127};
+    const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+    for (uintptr_t a = first + uintptr_t{threadIdx.x} * 128; a < end; a += uintptr_t{blockDim.x} * 128) prefetch_line(a);
 }
 
 // Whether launch_pdl() overlaps kernels on the current device (compute capability 9.0 and

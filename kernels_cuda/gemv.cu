@@ -162,12 +162,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 4)
     gemv_q8_rows<C, NC, R, Out>(w, nb1, n_items, n, xq, xds, m, out, blockIdx.x);
 }
 
-// Several matrices of one type and shape, one column each (a token's experts): blockIdx.y is
-// the matrix (b.w[j], or b.table[b.ids[j]]), which dots q8 activation row b.x_row[j] and writes b.y[j].
+// Several matrices of one type and shape, one column each (a token's experts, a layer's gate and
+// up): blockIdx.y is the matrix (b.w[j], or b.table[b.ids[j]]), which dots q8 activation row
+// b.x_row[j] and writes b.y[j]. Chosen matrices (ids) are known only once the kernel before has
+// written them: the block waits for it first; given ones load while it finishes.
 template <class C, int R>
 __global__ void __launch_bounds__(kGemvWarps * 32, 4)
     gemv_q8_batch_kernel(GemvBatch b, uint64_t nb1, int64_t n_items, int64_t n, const int8_t* __restrict__ xq,
                          const float2* __restrict__ xds) {
+    if (b.ids != nullptr) pdl_wait();
     const int j = blockIdx.y;
     const int64_t xr = b.x_row[j];
     const F32View y{reinterpret_cast<uint8_t*>(b.y[j]), n, 1, {}};
@@ -311,8 +314,8 @@ void gemv_q8_batch(GgmlType type, const GemvBatch& batch, int count, uint64_t nb
             auto go = [&](auto rows) {
                 constexpr int R = decltype(rows)::value;
                 const dim3 grid(blocks_for(n, kGemvWarps * R), static_cast<unsigned>(count));
-                gemv_q8_batch_kernel<C, R><<<grid, kGemvWarps * 32, 0, stream>>>(
-                    batch, nb1, n_items, n, xq, reinterpret_cast<const float2*>(xds));
+                launch_pdl(gemv_q8_batch_kernel<C, R>, grid, dim3(kGemvWarps * 32), 0, stream, batch, nb1, n_items, n,
+                           xq, reinterpret_cast<const float2*>(xds));
                 CUDA_CHECK_LAUNCH("gemv_q8_batch_kernel");
             };
             if constexpr (Stage<C, 4>::kVecsPerLane * 4 <= 8) {

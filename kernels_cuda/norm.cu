@@ -18,23 +18,38 @@ constexpr int kMaxVec = 8;  // float4s a thread keeps: rows up to 4 · 8 · 1024
 // quantize_rows_q8 would, for the GEMV that reads it next (ne0 % 32 == 0).
 // With delta.data: x = x + delta first (written back; y must not alias x then), delta normed
 // with delta_weight first where that is given (the same sums as a launch of its own would make).
+// A decode row is latency-bound: the weights are asked of L2 while the kernel before runs.
 template <int kVec>
 __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F32View delta, const float4* __restrict__ delta_weight,
                                     const float4* __restrict__ weight, float eps, F32View y, int8_t* xq, float2* xds) {
-    pdl_wait();
+    // Short rows (decode's hidden states up to 8192) hold x, delta and the weights in registers
+    // from the start; longer ones (1024 threads, 64 registers each) load x after delta's sum.
+    constexpr bool kHold = kVec <= 2;
     const int64_t n4 = x.ne0 / 4;
+    if (weight != nullptr) prefetch_l2(weight, static_cast<uint64_t>(n4) * 16);
+    if (delta_weight != nullptr) prefetch_l2(delta_weight, static_cast<uint64_t>(n4) * 16);
+    pdl_wait();
     for (int64_t r = blockIdx.x; r < x.n_rows; r += gridDim.x) {
         float4* xr = reinterpret_cast<float4*>(x.row(r));
         const float4* dr = delta.data != nullptr ? reinterpret_cast<const float4*>(delta.row(r)) : nullptr;
         float4 d[kVec];
+        float4 v[kVec];
+        float4 wv[kHold ? kVec : 1], dwv[kHold ? kVec : 1];  // the weights, where registers allow
+        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+            const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
+            if (dr != nullptr) d[j] = i < n4 ? dr[i] : zero;
+            if constexpr (kHold) {
+                v[j] = i < n4 ? xr[i] : zero;
+                wv[j] = weight != nullptr && i < n4 ? weight[i] : zero;
+                dwv[j] = delta_weight != nullptr && i < n4 ? delta_weight[i] : zero;
+            }
+        }
         if (dr != nullptr) {
             float sd = 0.0f;
 #pragma unroll
-            for (int j = 0; j < kVec; ++j) {
-                const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
-                d[j] = i < n4 ? dr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                sd += d[j].x * d[j].x + d[j].y * d[j].y + d[j].z * d[j].z + d[j].w * d[j].w;
-            }
+            for (int j = 0; j < kVec; ++j) sd += d[j].x * d[j].x + d[j].y * d[j].y + d[j].z * d[j].z + d[j].w * d[j].w;
             if (delta_weight != nullptr) {
                 sd = block_sum(sd);
                 const float inv_d = 1.0f / sqrtf(sd / static_cast<float>(x.ne0) + eps);
@@ -42,17 +57,16 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F3
                 for (int j = 0; j < kVec; ++j) {
                     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
                     if (i >= n4) break;
-                    const float4 w = delta_weight[i];
+                    const float4 w = kHold ? dwv[kHold ? j : 0] : delta_weight[i];
                     d[j] = make_float4(d[j].x * inv_d * w.x, d[j].y * inv_d * w.y, d[j].z * inv_d * w.z, d[j].w * inv_d * w.w);
                 }
             }
         }
-        float4 v[kVec];
         float s = 0.0f;
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
             const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
-            v[j] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if constexpr (!kHold) v[j] = i < n4 ? xr[i] : zero;
             if (dr != nullptr && i < n4) {
                 v[j] = make_float4(v[j].x + d[j].x, v[j].y + d[j].y, v[j].z + d[j].z, v[j].w + d[j].w);
                 xr[i] = v[j];
@@ -69,7 +83,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F3
             if (!ok && xq == nullptr) break;  // with xq every lane takes part in the shuffles
             float4 o = make_float4(v[j].x * inv, v[j].y * inv, v[j].z * inv, v[j].w * inv);
             if (weight != nullptr && ok) {
-                const float4 w = weight[i];
+                const float4 w = kHold ? wv[kHold ? j : 0] : weight[i];
                 o = make_float4(o.x * w.x, o.y * w.y, o.z * w.z, o.w * w.w);
             }
             if (ok) yr[i] = o;
