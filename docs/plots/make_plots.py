@@ -219,3 +219,14 @@ bars("peer_ratio_22.png", "Strata / llama.cpp in the same call, H200 (1.0 = pari
      {"g85 / g86": [1.22, 1.50, 1.33, 1.10, 0.98, 1.08, 1.42],
       "g89": [1.26, 1.48, None, None, 0.95, None, None]},
      ["#7fb3d5", "#1b4f72"], top=1.8)
+
+# Gemma 3 270M decode on an H200, kernel time per token by role (twenty-third session, g90):
+# ncu's gpu__time_duration of 2,000 consecutive kernels of each engine's tg64 (serialized, cold
+# caches: every kernel pays ~1-2 us more than inside the engine's graph). Strata ran 214
+# kernels a token, llama.cpp 439.
+bars("kernels_270m_23.png", "Gemma 3 270M decode, H200: kernel time per token by role (ncu, us)",
+     "us per token", ["GEMV\n(all products)", "attention\n(decode + combine)", "RMSNorm", "RoPE, norms,\nKV store",
+                      "activation,\nq8, scale"],
+     {"Strata (214 kernels)": [423.2, 379.4, 206.9, 100.1, 75.9],
+      "llama.cpp (439 kernels)": [496.3, 161.1, 428.4, 178.2, 308.2]},
+     ["#2a7ab9", "#999999"], top=560)
