@@ -177,29 +177,30 @@ void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n
                   bytes, name);
 }
 
-// Decode attention of n_head query heads over n_head_kv kv heads, head dim 128 (by default the
-// Llama-2-7B shape, 32 over 32) over `cells` cells of an f16 or q8_0 cache: 20 attentions recorded as one step graph and replayed, so the time is
-// the GPU's, not the launches'. Reported per attention; GB/s counts the K and V bytes read.
+// Decode attention of n_head query heads over n_head_kv kv heads of head dim `dim` (by default
+// the Llama-2-7B shape, 32 over 32 of 128) over `cells` cells of an f16 or q8_0 cache: 20
+// attentions recorded as one step graph and replayed, so the time is the GPU's, not the
+// launches'. Reported per attention; GB/s counts the K and V bytes read.
 void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells, int blocks_per_sm = 0,
-                         int n_head = 32, int n_head_kv = 32) {
+                         int n_head = 32, int n_head_kv = 32, int dim = 128) {
     CudaBackend* b = blocks_per_sm > 0 ? backend_with("blocks " + std::to_string(blocks_per_sm), [&](strata::cuda::CudaBackendOptions& o) {
         o.attention_decode_blocks_per_sm = blocks_per_sm;
     })
                                        : backend(4);
     if (b == nullptr) return state.SkipWithError("no CUDA device");
-    constexpr int kDim = 128, kPerGraph = 20;
-    const int64_t row = kDim * n_head_kv;
+    constexpr int kPerGraph = 20;
+    const int64_t row = dim * n_head_kv;
     HostTensor kc(kv_type, {row, cells}), vc(kv_type, {row, cells});
     strata::cpu::CpuBackend cpu(0);
     cpu.kv_store(strata::cpu::test::random_f32({row, cells}, -2.0f, 2.0f).t, kc.t, 0);
     cpu.kv_store(strata::cpu::test::random_f32({row, cells}, -2.0f, 2.0f).t, vc.t, 0);
     DeviceTensor kd = b->upload(kc.t, "bench k"), vd = b->upload(vc.t, "bench v");
-    DeviceTensor qd = b->upload(strata::cpu::test::random_f32({kDim, n_head, 1}).t, "bench q");
-    DeviceTensor od = b->allocate(GgmlType::F32, {kDim, n_head, 1});
+    DeviceTensor qd = b->upload(strata::cpu::test::random_f32({dim, n_head, 1}).t, "bench q");
+    DeviceTensor od = b->allocate(GgmlType::F32, {dim, n_head, 1});
     strata::AttentionParams p;
     p.n_head = n_head;
     p.n_head_kv = n_head_kv;
-    p.head_dim_k = p.head_dim_v = kDim;
+    p.head_dim_k = p.head_dim_v = dim;
     p.scale = 0.088f;
     const int32_t token = 0, pos = static_cast<int32_t>(cells - 1);
     b->begin_step_graph(b, &token, &pos);
@@ -209,7 +210,8 @@ void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cell
     const std::string name = std::string("attention ") + std::string(strata::type_traits(kv_type).name) + " " +
                              std::to_string(cells) + " cells, x" + std::to_string(kPerGraph) +
                              (blocks_per_sm > 0 ? ", " + std::to_string(blocks_per_sm) + " blocks/SM" : "") +
-                             (n_head != n_head_kv ? ", " + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " heads" : "");
+                             (n_head != n_head_kv ? ", " + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " heads" : "") +
+                             (dim != 128 ? ", dim " + std::to_string(dim) : "");
     timed_batches(state, *b, [&] { b->replay_step(b, token, pos); }, bytes, name);
     state.counters["us/attention"] = bytes / (g_bandwidth[name] * 1e9) / kPerGraph * 1e6;
 }
@@ -391,6 +393,17 @@ STRATA_ATTN_GQA_BENCH(q8_0_8192_g4, GgmlType::Q8_0, 8192, 32, 8);
 STRATA_ATTN_GQA_BENCH(f16_8192_g4, GgmlType::F16, 8192, 32, 8);
 STRATA_ATTN_GQA_BENCH(q8_0_8192_g8, GgmlType::Q8_0, 8192, 64, 8);
 STRATA_ATTN_GQA_BENCH(f16_8192_g8, GgmlType::F16, 8192, 64, 8);
+// Gemma 3 270M's attention (4 query heads over 1 kv head of dim 256) at a chat's short spans:
+// a few blocks, bound by latency, not bytes; llama.cpp's whole attention is one block per head
+// group there (BENCHMARKS.md, twenty-third session). us/attention is the number to watch.
+#define STRATA_ATTN_SMALL_BENCH(tag, type, cells)                                                  \
+    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, 0, 4, 1, 256)->UseManualTime() \
+        ->Unit(benchmark::kMicrosecond)
+STRATA_ATTN_SMALL_BENCH(g270_f16_32, GgmlType::F16, 32);
+STRATA_ATTN_SMALL_BENCH(g270_f16_64, GgmlType::F16, 64);
+STRATA_ATTN_SMALL_BENCH(g270_f16_128, GgmlType::F16, 128);
+STRATA_ATTN_SMALL_BENCH(g270_f16_256, GgmlType::F16, 256);
+STRATA_ATTN_SMALL_BENCH(g270_f16_1024, GgmlType::F16, 1024);
 #define STRATA_PREFILL_ATTN_BENCH(tag, type, tokens, tc) \
     BENCHMARK_CAPTURE(bm_attention_prefill, tag, type, tokens, tc)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_PREFILL_ATTN_BENCH(f16_512_tiled, GgmlType::F16, 512, false);
