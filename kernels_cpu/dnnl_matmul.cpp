@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/core/env_switch.h"
 #include "engine/core/error.h"
 #include "kernels_cpu/cpu_features.h"
 #include "quant/ggml_type.h"
@@ -35,10 +36,7 @@ bool y_rows_uniform(const Tensor& y) {
 namespace {
 
 bool disabled_by_env() {
-    static const bool disabled = [] {
-        const char* env = std::getenv("STRATA_DNNL");
-        return env != nullptr && std::strcmp(env, "0") == 0;
-    }();
+    static const bool disabled = env_turned_off("STRATA_DNNL");
     return disabled;
 }
 

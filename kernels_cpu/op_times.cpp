@@ -3,9 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "engine/core/env_switch.h"
 
 namespace strata::cpu {
 namespace {
@@ -20,8 +21,7 @@ struct ProcessTimes {
 
 CpuOpTimes* CpuOpTimes::from_environment() {
     static ProcessTimes* const process = [] {
-        const char* v = std::getenv("STRATA_CPU_OP_TIMES");
-        if (v == nullptr || *v == '\0' || std::string(v) == "0") return static_cast<ProcessTimes*>(nullptr);
+        if (!env_turned_on("STRATA_CPU_OP_TIMES")) return static_cast<ProcessTimes*>(nullptr);
         static ProcessTimes p;
         return &p;
     }();

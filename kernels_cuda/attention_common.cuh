@@ -67,36 +67,6 @@ __device__ __forceinline__ float cache_value(const CacheView& c, int64_t pos, in
     }
 }
 
-// Bytes of a cache row before element e: of the blocks before e's block, or with `through`
-// up to the end of e's block (attention_cache_supported() types).
-__device__ __forceinline__ uint64_t cache_row_offset(GgmlType type, int64_t e, bool through = false) {
-    const uint64_t blocks = static_cast<uint64_t>(through ? (e + 31) / 32 : e / 32);
-    switch (type) {
-        case GgmlType::F32: return static_cast<uint64_t>(e) * 4;
-        case GgmlType::F16:
-        case GgmlType::BF16: return static_cast<uint64_t>(e) * 2;
-        case GgmlType::Q8_0: return blocks * 34;
-        case GgmlType::Q4_1: return blocks * 20;
-        case GgmlType::Q5_0: return blocks * 22;
-        case GgmlType::Q5_1: return blocks * 24;
-        default: return blocks * 18;  // Q4_0, IQ4_NL
-    }
-}
-
-// Asks L2 for elements [e0, e0 + n) (one kv head) of the rows of positions [p0, p1), the
-// block's threads taking a line each: a decode block's first keys and values are in flight
-// while it loads q (a prefetch is a hint; nothing waits for it).
-__device__ __forceinline__ void prefetch_cells(const CacheView& c, int64_t p0, int64_t p1, int64_t e0, int64_t n) {
-    const uint64_t b0 = cache_row_offset(c.type, e0);
-    const uint64_t span = cache_row_offset(c.type, e0 + n, true) - b0;
-    const int64_t per_cell = static_cast<int64_t>(span / 128) + 2;   // lines a span can touch
-    for (int64_t i = threadIdx.x; i < (p1 - p0) * per_cell; i += blockDim.x) {
-        const uint8_t* row = cache_row(c, p0 + i / per_cell) + b0;
-        const uintptr_t line = (reinterpret_cast<uintptr_t>(row) & ~uintptr_t{127}) + static_cast<uintptr_t>(i % per_cell) * 128;
-        if (line < reinterpret_cast<uintptr_t>(row) + span) prefetch_line(line);
-    }
-}
-
 // Positions [first, last] that query position pos sees: causal, and inside the window if any.
 __device__ __forceinline__ int64_t visible_first(int64_t pos, int32_t window) {
     return window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
@@ -175,7 +145,8 @@ __device__ __forceinline__ DecodeSplit decode_split_range(const AttentionLaunch&
 // holds query heads h0 .. h0 + gb - 1 (gb <= heads_per_block) and the split's cells `range`.
 struct DecodeBlock {
     int split, kvh, t, h0, gb;
-    DecodeSplit range;
+    int32_t pos;        // the token's position: its load is issued by the constructor
+    DecodeSplit range;  // set by find_keys
     __device__ DecodeBlock(const AttentionLaunch& a, int n_hgroups, int heads_per_block) {
         split = static_cast<int>(blockIdx.x);
         kvh = static_cast<int>(blockIdx.y) / n_hgroups;
@@ -184,8 +155,11 @@ struct DecodeBlock {
         const int group = a.n_head / a.n_head_kv;
         h0 = kvh * group + hg * heads_per_block;
         gb = min(heads_per_block, group - hg * heads_per_block);
-        range = decode_split_range(a, a.positions[t], split);
+        pos = a.positions[t];
     }
+    // The split's cells: apart from the constructor, so that loads which do not need the
+    // position (q) can be issued in between, while the position's load is in flight.
+    __device__ void find_keys(const AttentionLaunch& a) { range = decode_split_range(a, pos, split); }
 };
 
 // Writes the merged (max, sum, acc) of query row `row` for this split: the final output when

@@ -1,10 +1,11 @@
 // Flash-decoding attention for few query tokens (f16, q8_0 and q4_0 caches of the common head
 // dims take the vectorized kernel of attention_decode_vec.cu; this one serves every cache type).
 // A block takes one token, one kv head with up to 8 of its query heads (GQA: K/V read once for
-// the group) and one split of the token's visible keys; the split's size is worked out on the device from the token's position, so one launch
-// shape serves every position (a replayed graph). Keys go in tiles of kTile cells: each warp
-// scores 4 cells at a time (independent loads in flight), the block updates the online softmax
-// in shared memory, then every thread sums p·V for its value elements over the whole tile.
+// the group) and one split of the token's visible keys; the split's size is worked out on the
+// device from the token's position, so one launch shape serves every position (a replayed
+// graph). Keys go in tiles of kTile cells: each warp scores 4 cells at a time (independent loads
+// in flight), the block updates the online softmax in shared memory, then every thread sums p·V
+// for its value elements over the whole tile.
 // Partial results of the splits are merged by attention_combine; all arithmetic in f32.
 #include "kernels_cuda/attention_common.cuh"
 
@@ -140,18 +141,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_kernel(AttentionLaunch a, int n_hgroups) {
     pdl_wait();
     extern __shared__ float smem[];
-    const DecodeBlock b(a, n_hgroups, kMaxGroup);
+    DecodeBlock b(a, n_hgroups, kMaxGroup);
+    b.find_keys(a);
     if (!b.range.active) return;  // uniform over the block
     const int split = b.split, kvh = b.kvh, t = b.t, h0 = b.h0, gb = b.gb;
     const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
     const int dk = a.dk, dv = a.dv;
     const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
-    if (a.prefetch) {  // as attention_decode_vec.cu's kernel
-        const int64_t end = c1 - c0 < kTile ? c1 : c0 + kTile;
-        prefetch_cells(kc, c0, end, int64_t{kvh} * dk, dk);
-        prefetch_cells(vc, c0, end, int64_t{kvh} * dv, dv);
-    }
 
     float* qs = smem;                            // [gb][dk]
     float* sc = qs + kMaxGroup * dk;             // [kTile][kMaxGroup] scores, then p

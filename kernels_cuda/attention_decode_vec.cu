@@ -194,9 +194,10 @@ __device__ __forceinline__ void write_heads(const AttentionLaunch& a, int64_t ro
 // Registers decide the speed: a block holds one tile's loads at a time and waits on them, so
 // the blocks resident per multiprocessor hide each other's latency. The values are loaded after
 // the scores, and at most 4 key and 4 value loads per thread are in flight: a one-head block
-// (G = 1) then fits 64 registers without spilling and 8 blocks share a multiprocessor (H200,
-// Llama-2-7B shape at 8,192 cells: q8_0 109 -> 67 us, f16 72 -> 50 us; loading all a tile's
-// values before its scores took 107-113 registers, 4 blocks per multiprocessor).
+// (G = 1) then fits 64 registers (q4_0: with one 8-byte spill) and 8 blocks share a
+// multiprocessor (H200, Llama-2-7B shape at 8,192 cells: q8_0 109 -> 67 us, f16 72 -> 50 us;
+// loading all a tile's values before its scores took 107-113 registers, 4 blocks per
+// multiprocessor).
 template <class C, int DK, int DV, int G>
 __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec_kernel(AttentionLaunch a, int n_hgroups) {
     pdl_wait();
@@ -204,28 +205,23 @@ __global__ void __launch_bounds__(kThreads, G == 1 ? 8 : 2) attention_decode_vec
     constexpr int CV = kThreads / LV;  // cells in parallel
     constexpr int RV = kTile / CV;   // value loads per thread per tile
     constexpr int VH = RV < 4 ? RV : 4;  // of them in flight at once (as score_tile's keys)
-    __shared__ __align__(16) float qs[kG * DK];
+    __shared__ __align__(16) float qs[G * DK];
     __shared__ float sc[kTile * kG];
     __shared__ float rm[kG], rl[kG], rc[kG];
     __shared__ __align__(16) float red[CV * DV];
-    const DecodeBlock b(a, n_hgroups, kG);
-    if (!b.range.active) return;  // uniform over the block
+    DecodeBlock b(a, n_hgroups, kG);
     const int split = b.split, kvh = b.kvh, t = b.t, h0 = b.h0, gb = b.gb;
-    const int64_t c0 = b.range.c0, c1 = b.range.c1;
     const int tid = threadIdx.x;
-    const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
-    // The first tile's keys and values come from DRAM while q loads (a small model's cache
-    // leaves L2 between tokens: its weights stream through).
-    if (a.prefetch) {
-        const int64_t end = c1 - c0 < kTile ? c1 : c0 + kTile;
-        prefetch_cells(kc, c0, end, int64_t{kvh} * DK, DK);
-        prefetch_cells(vc, c0, end, int64_t{kvh} * DV, DV);
-    }
-
+    // q does not wait for the token's position (DecodeBlock's load): both loads are in flight
+    // together, also in a block that then has no keys to take.
     const float* q_base = a.q.row(static_cast<int64_t>(t) * a.n_head + h0);  // heads of a token are rows in a row
     const uint64_t q_stride = a.q.rows.nb1;
     for (int i = tid; i < gb * DK; i += kThreads)
         qs[i] = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(q_base) + (i / DK) * q_stride)[i % DK];
+    b.find_keys(a);
+    if (!b.range.active) return;  // uniform over the block
+    const int64_t c0 = b.range.c0, c1 = b.range.c1;
+    const CacheView kc = token_cache(a.k, a.k_bases, t), vc = token_cache(a.v, a.v_bases, t);
     if (tid < kG) {
         rm[tid] = -CUDART_INF_F;
         rl[tid] = 0.0f;

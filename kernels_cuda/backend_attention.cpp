@@ -2,9 +2,7 @@
 // (prefill), and how many key splits keep every multiprocessor busy; K/V stay in the cache's
 // type and are dequantized inside the kernels.
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -15,20 +13,18 @@ namespace strata::cuda {
 namespace {
 
 constexpr int64_t kMinSplitCells = 64;   // tiled: fewer keys per split cost more to merge than they save
-constexpr int64_t kMinDecodeSplitCells = 32;  // decode: half a tile of attention_decode.cu
 constexpr int kDecodeHeads = 8;          // query heads per decode block (attention_decode.cu)
 constexpr int kTiledRows = 16;           // query rows per tiled block (attention_tiled.cu)
 // Partials of split keys stay within this (the device op scratch reserves room for them).
 constexpr uint64_t kMaxPartialBytes = 16ull << 20;
 
-// Whether decode blocks ask L2 for their first tile of keys and values before they load q
-// (AttentionLaunch::prefetch); STRATA_CUDA_ATTN_PREFETCH=0 turns it off, for A/B measurements.
-bool attention_prefetch_allowed() {
-    static const bool allowed = [] {
-        const char* v = std::getenv("STRATA_CUDA_ATTN_PREFETCH");
-        return v == nullptr || std::string_view(v) != "0";
-    }();
-    return allowed;
+// The fewest keys a decode split takes (CudaBackendOptions::attention_decode_split_cells; 0:
+// by head dim). A block's time is a chain of rounds of loads: 32 cells are one round of keys of
+// the vectorized kernel at head dim 128 (half a tile of 64), but two at head dim 256, where a
+// round of 4 loads a lane covers 16 cells; there 16-cell splits halve the chain.
+int64_t decode_split_cells(const CudaBackendOptions& o, int64_t head_dim) {
+    if (o.attention_decode_split_cells > 0) return o.attention_decode_split_cells;
+    return head_dim > 128 ? 16 : 32;
 }
 
 // A prefill's key splits: enough for two blocks per multiprocessor, each with at least
@@ -63,7 +59,6 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
     a.scale = p.scale;
     a.softcap = p.softcap;
     a.window = p.window;
-    a.prefetch = attention_prefetch_allowed();
     for (int64_t t = 0; t < n_tokens; ++t) {
         const int64_t first = p.window > 0 ? std::max<int64_t>(0, positions[t] - p.window + 1) : 0;
         a.max_span = std::max<int64_t>(a.max_span, positions[t] - first + 1);
@@ -81,7 +76,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
         // The splits are planned for one token, never for the launch: a token's keys are cut
         // alike whether it is decoded alone, beside other sequences' tokens (attention_rows),
         // checked in a speculative pass or replayed in a step graph, so its result does not
-        // depend on the batch. The kernel activates at most one split per kMinDecodeSplitCells
+        // depend on the batch. The kernel activates at most one split per decode_split_cells
         // of each token's own span (active_splits), so a short history still takes few.
         const int64_t token_blocks = int64_t{p.n_head_kv} * ((group + kDecodeHeads - 1) / kDecodeHeads);
         const int64_t want = (int64_t{s.options.attention_decode_blocks_per_sm} * s.sm_count + token_blocks - 1) / token_blocks;
@@ -90,7 +85,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
                                    (p.head_dim_v + 2) * sizeof(float);
         const int64_t fit = static_cast<int64_t>(std::max<uint64_t>(1, kMaxPartialBytes / most_rows));
         a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kAttentionMaxSplits));
-        a.min_split_cells = kMinDecodeSplitCells;
+        a.min_split_cells = decode_split_cells(s.options, std::max(p.head_dim_k, p.head_dim_v));
         // Splits past the most any token activates would exit at once: an eager launch leaves
         // them out (8 sequences of ~100 keys: 4 of 17). Graphs keep them for later positions.
         if (!s.capturing && !s.step.recording) a.grid_splits = active_splits(a, a.max_span);

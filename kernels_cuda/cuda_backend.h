@@ -51,6 +51,9 @@ struct CudaBackendOptions {
     // Decode attention splits each token's keys so that about this many blocks per
     // multiprocessor run (more blocks keep more of the cache's bytes in flight).
     int attention_decode_blocks_per_sm = 8;
+    // A decode split takes at least this many of a token's keys (a short history takes few
+    // splits); 0: by head dim (backend_attention.cpp says why).
+    int attention_decode_split_cells = 0;
     // Prefill attention on tensor cores (f16 Q, K, V and P; attention_mma.cu) where the head dims
     // allow; off: the f32 tiled kernel.
     bool attention_tensor_cores = true;

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "engine/core/env_switch.h"
 #include "engine/core/error.h"
 #include "kernels_cuda/codec.cuh"
 #include "kernels_cuda/codec_iq.cuh"
@@ -62,10 +63,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint64_t bytes) {
 // with the device it was asked for: a launch pays a cudaGetDevice (a load of the runtime's
 // thread state), no attribute query after the first.
 inline bool pdl_enabled() {
-    static const bool allowed = [] {
-        const char* v = std::getenv("STRATA_CUDA_PDL");
-        return v == nullptr || std::string_view(v) != "0";
-    }();
+    static const bool allowed = !env_turned_off("STRATA_CUDA_PDL");
     if (!allowed) return false;
     thread_local int cached_device = -1;
     thread_local bool cached_answer = false;

@@ -254,10 +254,6 @@ struct AttentionLaunch {
     // [n_tokens][n_head·dv/32]) for the output projection's GEMV.
     int8_t* out_xq = nullptr;
     float* out_xds = nullptr;
-    // Decode: each block asks L2 for its first tile of keys and values before it loads q
-    // (STRATA_CUDA_ATTN_PREFETCH=0 turns it off, for A/B measurements). Only the first: asking
-    // for the next tile inside the loop took ~20 registers, and the one-head kernels spilled.
-    bool prefetch = true;
 };
 // Splits that hold keys for a token that sees `span` cells: all n_splits, or with
 // min_split_cells set (decode) at most one per min_split_cells keys. Decode plans n_splits for

@@ -19,6 +19,16 @@ constexpr int kMaxVec = 8;  // float4s a thread keeps: rows up to 4 · 8 · 1024
 // With delta.data: x = x + delta first (written back; y must not alias x then), delta normed
 // with delta_weight first where that is given (the same sums as a launch of its own would make).
 // A decode row is latency-bound: the weights are asked of L2 while the kernel before runs.
+// Weight group i, a thread's j-th: from the registers where the kernel holds them, else loaded.
+template <bool kHold, int N>
+__device__ __forceinline__ float4 weight_group(const float4 (&held)[N], const float4* __restrict__ w, int j, int64_t i) {
+    if constexpr (kHold) {
+        return held[j];
+    } else {
+        return w[i];
+    }
+}
+
 template <int kVec>
 __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F32View delta, const float4* __restrict__ delta_weight,
                                     const float4* __restrict__ weight, float eps, F32View y, int8_t* xq, float2* xds) {
@@ -57,7 +67,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F3
                 for (int j = 0; j < kVec; ++j) {
                     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
                     if (i >= n4) break;
-                    const float4 w = kHold ? dwv[kHold ? j : 0] : delta_weight[i];
+                    const float4 w = weight_group<kHold>(dwv, delta_weight, j, i);
                     d[j] = make_float4(d[j].x * inv_d * w.x, d[j].y * inv_d * w.y, d[j].z * inv_d * w.z, d[j].w * inv_d * w.w);
                 }
             }
@@ -83,7 +93,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F3
             if (!ok && xq == nullptr) break;  // with xq every lane takes part in the shuffles
             float4 o = make_float4(v[j].x * inv, v[j].y * inv, v[j].z * inv, v[j].w * inv);
             if (weight != nullptr && ok) {
-                const float4 w = kHold ? wv[kHold ? j : 0] : weight[i];
+                const float4 w = weight_group<kHold>(wv, weight, j, i);
                 o = make_float4(o.x * w.x, o.y * w.y, o.z * w.z, o.w * w.w);
             }
             if (ok) yr[i] = o;

@@ -3,16 +3,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
+#include "engine/core/env_switch.h"
 #include "kernels_cuda/cuda_check.h"
 
 namespace strata::cuda {
 
 OpTimer* OpTimer::from_environment() {
-    const char* v = std::getenv("STRATA_CUDA_OP_TIMES");
-    if (v == nullptr || std::strcmp(v, "") == 0 || std::strcmp(v, "0") == 0) return nullptr;
+    if (!env_turned_on("STRATA_CUDA_OP_TIMES")) return nullptr;
     return new OpTimer();
 }
 

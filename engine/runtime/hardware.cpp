@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backends/builtin_backends.h"
+#include "engine/core/env_switch.h"
 #include "engine/core/error.h"
 #include "offload/busy_check.h"
 #include "offload/disk_profile.h"
@@ -21,8 +22,7 @@ namespace {
 using Seconds = std::chrono::duration<double>;
 
 bool quick_from_env() {
-    const char* v = std::getenv("STRATA_QUICK_PROFILE");
-    return v != nullptr && v[0] != '\0' && std::string_view(v) != "0";
+    return env_turned_on("STRATA_QUICK_PROFILE");
 }
 
 // Prints "profiling: step, step, ..." on one line as the steps come, or hands each to on_step.

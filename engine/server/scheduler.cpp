@@ -4,9 +4,8 @@
 #include "engine/server/scheduler.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <string_view>
 
+#include "engine/core/env_switch.h"
 #include "engine/core/error.h"
 #include "engine/server/api_error.h"
 
@@ -15,9 +14,7 @@ namespace strata::server {
 Scheduler::Scheduler(std::vector<std::unique_ptr<Session>> sessions, const SchedulerOptions& options,
                      Metrics* metrics)
     : options_(options), metrics_(metrics) {
-    if (const char* v = std::getenv("STRATA_SERVE_FUSE_PROMPTS"); v != nullptr && std::string_view(v) == "0") {
-        options_.fuse_prompts = false;
-    }
+    if (env_turned_off("STRATA_SERVE_FUSE_PROMPTS")) options_.fuse_prompts = false;
     if (sessions.empty()) throw ArgumentError("the scheduler needs at least one session");
     if (options.max_queue < 0) throw ArgumentError(cat("queue length must be >= 0, got ", options.max_queue));
     n_ctx_ = sessions.front()->n_ctx();

@@ -47,7 +47,9 @@ TEST(CudaAttentionBatch, DecodeTokenDoesNotDependOnTheBatch) {
     STRATA_SKIP_WITHOUT_GPU();
     CudaBackend gpu(test::test_options());
     cpu::CpuBackend& cpu = test::cpu_backend();
-    const BatchHeads configs[] = {{32, 32, 128, GgmlType::F16}, {8, 2, 64, GgmlType::Q8_0}, {4, 1, 128, GgmlType::F16}};
+    // Head dim 256 takes splits of 16 keys, the others of 32 (backend_attention.cpp).
+    const BatchHeads configs[] = {{32, 32, 128, GgmlType::F16}, {8, 2, 64, GgmlType::Q8_0}, {4, 1, 128, GgmlType::F16},
+                                  {4, 1, 256, GgmlType::F16}};
     // Histories from one key to several thousand: from 1 active split to the most.
     const std::vector<int32_t> spans = {1, 20, 33, 100, 257, 700, 1500, 3000};
     const int64_t cap = 3002;  // one capacity: the slots of a server share n_ctx

@@ -182,11 +182,14 @@ void bm_gemv_decode(benchmark::State& state, GgmlType type, int64_t k, int64_t n
 // attentions recorded as one step graph and replayed, so the time is the GPU's, not the
 // launches'. Reported per attention; GB/s counts the K and V bytes read.
 void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cells, int blocks_per_sm = 0,
-                         int n_head = 32, int n_head_kv = 32, int dim = 128) {
-    CudaBackend* b = blocks_per_sm > 0 ? backend_with("blocks " + std::to_string(blocks_per_sm), [&](strata::cuda::CudaBackendOptions& o) {
-        o.attention_decode_blocks_per_sm = blocks_per_sm;
-    })
-                                       : backend(4);
+                         int n_head = 32, int n_head_kv = 32, int dim = 128, int split_cells = 0) {
+    const auto set = [&](strata::cuda::CudaBackendOptions& o) {
+        if (blocks_per_sm > 0) o.attention_decode_blocks_per_sm = blocks_per_sm;
+        o.attention_decode_split_cells = split_cells;
+    };
+    CudaBackend* b = blocks_per_sm > 0 || split_cells > 0
+                         ? backend_with("blocks " + std::to_string(blocks_per_sm) + ", split " + std::to_string(split_cells), set)
+                         : backend(4);
     if (b == nullptr) return state.SkipWithError("no CUDA device");
     constexpr int kPerGraph = 20;
     const int64_t row = dim * n_head_kv;
@@ -211,7 +214,8 @@ void bm_attention_decode(benchmark::State& state, GgmlType kv_type, int64_t cell
                              std::to_string(cells) + " cells, x" + std::to_string(kPerGraph) +
                              (blocks_per_sm > 0 ? ", " + std::to_string(blocks_per_sm) + " blocks/SM" : "") +
                              (n_head != n_head_kv ? ", " + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " heads" : "") +
-                             (dim != 128 ? ", dim " + std::to_string(dim) : "");
+                             (dim != 128 ? ", dim " + std::to_string(dim) : "") +
+                             (split_cells > 0 ? ", splits of " + std::to_string(split_cells) + "+" : "");
     timed_batches(state, *b, [&] { b->replay_step(b, token, pos); }, bytes, name);
     state.counters["us/attention"] = bytes / (g_bandwidth[name] * 1e9) / kPerGraph * 1e6;
 }
@@ -404,6 +408,13 @@ STRATA_ATTN_SMALL_BENCH(g270_f16_64, GgmlType::F16, 64);
 STRATA_ATTN_SMALL_BENCH(g270_f16_128, GgmlType::F16, 128);
 STRATA_ATTN_SMALL_BENCH(g270_f16_256, GgmlType::F16, 256);
 STRATA_ATTN_SMALL_BENCH(g270_f16_1024, GgmlType::F16, 1024);
+// The same with splits of at least 32 keys (the default for head dims up to 128).
+#define STRATA_ATTN_SMALL_S32_BENCH(tag, type, cells)                                             \
+    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, 0, 4, 1, 256, 32)->UseManualTime() \
+        ->Unit(benchmark::kMicrosecond)
+STRATA_ATTN_SMALL_S32_BENCH(g270_f16_64_s32, GgmlType::F16, 64);
+STRATA_ATTN_SMALL_S32_BENCH(g270_f16_128_s32, GgmlType::F16, 128);
+STRATA_ATTN_SMALL_S32_BENCH(g270_f16_256_s32, GgmlType::F16, 256);
 #define STRATA_PREFILL_ATTN_BENCH(tag, type, tokens, tc) \
     BENCHMARK_CAPTURE(bm_attention_prefill, tag, type, tokens, tc)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_PREFILL_ATTN_BENCH(f16_512_tiled, GgmlType::F16, 512, false);
