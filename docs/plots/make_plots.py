@@ -230,3 +230,14 @@ bars("kernels_270m_23.png", "Gemma 3 270M decode, H200: kernel time per token by
      {"Strata (214 kernels)": [423.2, 379.4, 206.9, 100.1, 75.9],
       "llama.cpp (439 kernels)": [496.3, 161.1, 428.4, 178.2, 308.2]},
      ["#2a7ab9", "#999999"], top=560)
+
+# Decode attention of Gemma 3 270M's shape (4 query heads over 1 kv head of dim 256, f16 cache),
+# microseconds per attention replayed in a step graph (twenty-fourth session): the split size in
+# one call (g98), the in-kernel merge against the combine launch in another (g97).
+bars("attention_270m_24.png", "Decode attention, Gemma 3 270M shape, H200 (us per attention; lower is better)",
+     "us per attention", ["64 cells", "128 cells", "256 cells"],
+     {"splits >= 32 keys (g98)": [17.39, 17.24, 17.56],
+      "splits >= 16 keys (g98, kept)": [13.26, 13.60, 14.72],
+      "16, merged in the kernel (g97)": [18.90, 20.41, 24.38],
+      "16, combine launch (g97)": [14.41, 14.68, 15.47]},
+     ["#999999", "#1b4f72", "#d98880", "#7fb3d5"], top=30)
