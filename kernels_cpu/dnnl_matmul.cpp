@@ -2,7 +2,6 @@
 // quant/'s dequantizer, then one cached oneDNN matmul primitive writes that tile's columns of y.
 #include "kernels_cpu/dnnl_matmul.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "engine/core/env_switch.h"

@@ -6,8 +6,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 
