@@ -49,11 +49,11 @@ __device__ __forceinline__ void pdl_wait() {
 // Asks L2 for the 128-byte lines of [p, p + bytes), the block's threads taking every
 // blockDim.x-th line: a hint that returns at once, so a kernel can have its constants (norm
 // weights, RoPE tables) in flight while it waits for the kernel before it.
-__device__ __forceinline__ void prefetch_line(uintptr_t a) { asm volatile("prefetch.global.L2 [%0];" ::"l"(a)); }
 __device__ __forceinline__ void prefetch_l2(const void* p, uint64_t bytes) {
     const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{127};
     const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
-    for (uintptr_t a = first + uintptr_t{threadIdx.x} * 128; a < end; a += uintptr_t{blockDim.x} * 128) prefetch_line(a);
+    for (uintptr_t a = first + uintptr_t{threadIdx.x} * 128; a < end; a += uintptr_t{blockDim.x} * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
 }
 
 // Whether launch_pdl() overlaps kernels on the current device (compute capability 9.0 and

@@ -10,15 +10,6 @@ namespace {
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxVec = 8;  // float4s a thread keeps: rows up to 4 · 8 · 1024 = 32768 floats
 
-// y = x / sqrt(mean(x²) + eps) · w for rows of float4s (16-byte aligned, ne0 % 4 == 0). Each
-// thread keeps its kVec float4s in registers from the sum to the scaling, so x is read once and
-// a decode row (one block) has all its loads in flight together. In place is safe: each thread
-// rewrites only the elements it read, after block_sum has synchronised the block.
-// With xq: y is also quantized to q8 blocks (xq [rows][ne0], xds [rows][ne0/32]) as
-// quantize_rows_q8 would, for the GEMV that reads it next (ne0 % 32 == 0).
-// With delta.data: x = x + delta first (written back; y must not alias x then), delta normed
-// with delta_weight first where that is given (the same sums as a launch of its own would make).
-// A decode row is latency-bound: the weights are asked of L2 while the kernel before runs.
 // Weight group i, a thread's j-th: from the registers where the kernel holds them, else loaded.
 template <bool kHold, int N>
 __device__ __forceinline__ float4 weight_group(const float4 (&held)[N], const float4* __restrict__ w, int j, int64_t i) {
@@ -29,6 +20,15 @@ __device__ __forceinline__ float4 weight_group(const float4 (&held)[N], const fl
     }
 }
 
+// y = x / sqrt(mean(x²) + eps) · w for rows of float4s (16-byte aligned, ne0 % 4 == 0). Each
+// thread keeps its kVec float4s in registers from the sum to the scaling, so x is read once and
+// a decode row (one block) has all its loads in flight together. In place is safe: each thread
+// rewrites only the elements it read, after block_sum has synchronised the block.
+// With xq: y is also quantized to q8 blocks (xq [rows][ne0], xds [rows][ne0/32]) as
+// quantize_rows_q8 would, for the GEMV that reads it next (ne0 % 32 == 0).
+// With delta.data: x = x + delta first (written back; y must not alias x then), delta normed
+// with delta_weight first where that is given (the same sums as a launch of its own would make).
+// A decode row is latency-bound: the weights are asked of L2 while the kernel before runs.
 template <int kVec>
 __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(F32View x, F32View delta, const float4* __restrict__ delta_weight,
                                     const float4* __restrict__ weight, float eps, F32View y, int8_t* xq, float2* xds) {

@@ -400,21 +400,19 @@ STRATA_ATTN_GQA_BENCH(f16_8192_g8, GgmlType::F16, 8192, 64, 8);
 // Gemma 3 270M's attention (4 query heads over 1 kv head of dim 256) at a chat's short spans:
 // a few blocks, bound by latency, not bytes; llama.cpp's whole attention is one block per head
 // group there (BENCHMARKS.md, twenty-third session). us/attention is the number to watch.
-#define STRATA_ATTN_SMALL_BENCH(tag, type, cells)                                                  \
-    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, 0, 4, 1, 256)->UseManualTime() \
+// split: a split's fewest keys (0: the backend's rule, 16 at this head dim; 32: the rule for head
+// dims up to 128).
+#define STRATA_ATTN_SMALL_BENCH(tag, type, cells, split)                                              \
+    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, 0, 4, 1, 256, split)->UseManualTime() \
         ->Unit(benchmark::kMicrosecond)
-STRATA_ATTN_SMALL_BENCH(g270_f16_32, GgmlType::F16, 32);
-STRATA_ATTN_SMALL_BENCH(g270_f16_64, GgmlType::F16, 64);
-STRATA_ATTN_SMALL_BENCH(g270_f16_128, GgmlType::F16, 128);
-STRATA_ATTN_SMALL_BENCH(g270_f16_256, GgmlType::F16, 256);
-STRATA_ATTN_SMALL_BENCH(g270_f16_1024, GgmlType::F16, 1024);
-// The same with splits of at least 32 keys (the default for head dims up to 128).
-#define STRATA_ATTN_SMALL_S32_BENCH(tag, type, cells)                                             \
-    BENCHMARK_CAPTURE(bm_attention_decode, tag, type, cells, 0, 4, 1, 256, 32)->UseManualTime() \
-        ->Unit(benchmark::kMicrosecond)
-STRATA_ATTN_SMALL_S32_BENCH(g270_f16_64_s32, GgmlType::F16, 64);
-STRATA_ATTN_SMALL_S32_BENCH(g270_f16_128_s32, GgmlType::F16, 128);
-STRATA_ATTN_SMALL_S32_BENCH(g270_f16_256_s32, GgmlType::F16, 256);
+STRATA_ATTN_SMALL_BENCH(g270_f16_32, GgmlType::F16, 32, 0);
+STRATA_ATTN_SMALL_BENCH(g270_f16_64, GgmlType::F16, 64, 0);
+STRATA_ATTN_SMALL_BENCH(g270_f16_128, GgmlType::F16, 128, 0);
+STRATA_ATTN_SMALL_BENCH(g270_f16_256, GgmlType::F16, 256, 0);
+STRATA_ATTN_SMALL_BENCH(g270_f16_1024, GgmlType::F16, 1024, 0);
+STRATA_ATTN_SMALL_BENCH(g270_f16_64_s32, GgmlType::F16, 64, 32);
+STRATA_ATTN_SMALL_BENCH(g270_f16_128_s32, GgmlType::F16, 128, 32);
+STRATA_ATTN_SMALL_BENCH(g270_f16_256_s32, GgmlType::F16, 256, 32);
 #define STRATA_PREFILL_ATTN_BENCH(tag, type, tokens, tc) \
     BENCHMARK_CAPTURE(bm_attention_prefill, tag, type, tokens, tc)->UseManualTime()->Unit(benchmark::kMicrosecond)
 STRATA_PREFILL_ATTN_BENCH(f16_512_tiled, GgmlType::F16, 512, false);
