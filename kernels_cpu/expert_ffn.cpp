@@ -58,17 +58,15 @@ struct QuantRow {
     QDotActs acts() const { return {q, 0, d, 0}; }
 };
 
-bool expands_scales(GgmlType act) { return act == GgmlType::Q8_0 || act == GgmlType::Q8_1; }
-
 size_t quant_row_bytes(const QDotKernel& kernel, int64_t k) {
     const int64_t blocks = k / type_traits(kernel.act_type).block_size;
-    return align64(row_bytes(kernel.act_type, k)) + (expands_scales(kernel.act_type) ? align64(blocks * sizeof(float)) : 0);
+    return align64(act_row_bytes(kernel, k)) + (reads_expanded_scales(kernel) ? align64(blocks * sizeof(float)) : 0);
 }
 
 QuantRow lay_out(const QDotKernel& kernel, int64_t k, uint8_t*& cursor) {
     QuantRow r{&kernel, k, cursor, nullptr};
-    cursor += align64(row_bytes(kernel.act_type, k));
-    if (expands_scales(kernel.act_type)) {
+    cursor += align64(act_row_bytes(kernel, k));
+    if (reads_expanded_scales(kernel)) {
         r.d = reinterpret_cast<float*>(cursor);
         cursor += align64(static_cast<size_t>(k / type_traits(kernel.act_type).block_size) * sizeof(float));
     }
@@ -78,7 +76,7 @@ QuantRow lay_out(const QDotKernel& kernel, int64_t k, uint8_t*& cursor) {
 // Elements [e0, e0 + len) of src into r (whole partner blocks).
 void quantize_slice(const QuantRow& r, const float* src, int64_t e0, int64_t len) {
     const TypeTraits& at = type_traits(r.kernel->act_type);
-    uint8_t* dst = r.q + static_cast<size_t>(e0 / at.block_size) * at.type_size;
+    uint8_t* dst = r.q + act_offset(*r.kernel, e0);
     r.kernel->quantize(src + e0, dst, len);
     if (r.d != nullptr) expand_act_scales(r.kernel->act_type, dst, len / at.block_size, r.d + e0 / at.block_size);
 }
@@ -123,7 +121,7 @@ struct FusedPlan {
     int64_t slices = 0;  // phase 2: slices of the h_j to quantize
 
     const QuantRow* x_for(const QDotKernel* k) const {
-        return &*std::find_if(xq.begin(), xq.end(), [&](const QuantRow& r) { return r.kernel->act_type == k->act_type; });
+        return &*std::find_if(xq.begin(), xq.end(), [&](const QuantRow& r) { return same_acts(*r.kernel, *k); });
     }
 };
 
@@ -137,7 +135,7 @@ FusedPlan plan_fused(const std::vector<const ExpertRef*>& fused, const Tensor& x
         for (GgmlType t : {e->gate->type, e->up->type}) {
             const QDotKernel* k = find_qdot_kernel(t, variant);
             const bool seen = std::any_of(x_kernels.begin(), x_kernels.end(),
-                                          [&](const QDotKernel* s) { return s->act_type == k->act_type; });
+                                          [&](const QDotKernel* s) { return same_acts(*s, *k); });
             if (!seen) {
                 x_kernels.push_back(k);
                 bytes += quant_row_bytes(*k, n_embd);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "kernels_cpu/act_lanes.h"
 #include "kernels_cpu/quantize_act.h"
 #include "quant/half.h"
 #include "quant/iq_grids.h"
@@ -51,10 +52,17 @@ Table build_table() {
         };
         const QuantizeFn reference = act == GgmlType::F32 ? nullptr : type_traits(act).quantize;
         const QuantizeFn fast = fast_act_quantizer(act);
+        const size_t block_bytes = act == GgmlType::F32 ? 0 : type_traits(act).type_size;
         for (size_t v = 0; v < kNumVariants; ++v) {
             const QuantizeFn quantize = v > 0 && fast != nullptr ? fast : reference;
-            table[t][v] = QDotKernel{act, quantize, fns[v]};
+            table[t][v] = QDotKernel{act, quantize, fns[v], block_bytes, 1};
         }
+        // The AVX-512 kernels of the K-quants and the signed 32-element formats read their
+        // activations in an order of their own (act_lanes.h).
+        if (const QuantizeFn lanes = qdot_avx512_k_acts(type); lanes != nullptr)
+            table[t][2] = QDotKernel{act, lanes, fns[2], sizeof(BlockQ8KLanes), 1};
+        if (const QuantizeFn pairs = qdot_avx512_legacy_acts(type); pairs != nullptr)
+            table[t][2] = QDotKernel{act, pairs, fns[2], sizeof(BlockQ8_0Pair), kPairBlocks};
     }
     return table;
 }
@@ -92,6 +100,26 @@ void expand_act_scales(GgmlType act_type, const void* row, int64_t n_blocks, flo
         std::memcpy(&h, bytes + static_cast<size_t>(b) * block_bytes, sizeof(h));
         d[b] = fp16_to_fp32(h);
     }
+}
+
+size_t act_row_bytes(const QDotKernel& kernel, int64_t k) {
+    const int64_t blocks = k / type_traits(kernel.act_type).block_size;
+    return static_cast<size_t>((blocks + kernel.act_group - 1) / kernel.act_group) * kernel.act_block_bytes;
+}
+
+size_t act_offset(const QDotKernel& kernel, int64_t e0) {
+    return static_cast<size_t>(e0 / (type_traits(kernel.act_type).block_size * kernel.act_group)) *
+           kernel.act_block_bytes;
+}
+
+bool reads_expanded_scales(const QDotKernel& kernel) {
+    return (kernel.act_type == GgmlType::Q8_0 || kernel.act_type == GgmlType::Q8_1) &&
+           kernel.act_group == 1 && kernel.act_block_bytes == type_traits(kernel.act_type).type_size;
+}
+
+bool same_acts(const QDotKernel& a, const QDotKernel& b) {
+    return a.act_type == b.act_type && a.act_block_bytes == b.act_block_bytes && a.act_group == b.act_group &&
+           a.quantize == b.quantize;
 }
 
 const QDotKernel* find_qdot_kernel(GgmlType type, KernelVariant v) {

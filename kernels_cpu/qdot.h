@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels_cpu/kernel_variant.h"
 #include "quant/ggml_type.h"
@@ -44,12 +45,44 @@ void expand_act_scales(GgmlType act_type, const void* row, int64_t n_blocks, flo
 using QDotFn = void (*)(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols,
                         float* out);
 
+// Calls f(std::integral_constant<int, C>{}) with C = n_cols (1 <= n_cols <= kQDotMaxCols): the
+// kernels compile one loop per group size, so that every accumulator stays in a register.
+template <typename F>
+void with_group_size(int n_cols, F&& f) {
+    static_assert(kQDotMaxCols == 8, "one case per group size");
+    switch (n_cols) {
+        case 1: f(std::integral_constant<int, 1>{}); break;
+        case 2: f(std::integral_constant<int, 2>{}); break;
+        case 3: f(std::integral_constant<int, 3>{}); break;
+        case 4: f(std::integral_constant<int, 4>{}); break;
+        case 5: f(std::integral_constant<int, 5>{}); break;
+        case 6: f(std::integral_constant<int, 6>{}); break;
+        case 7: f(std::integral_constant<int, 7>{}); break;
+        default: f(std::integral_constant<int, 8>{}); break;
+    }
+}
+
 struct QDotKernel {
     GgmlType act_type;    // partner format the activations must be quantized to
     QuantizeFn quantize;  // to act_type: quant/'s reference for Scalar, its bit-identical SIMD
-                          // twin (quantize_act.h) for the SIMD variants where there is one
+                          // twin (quantize_act.h) for the SIMD variants where there is one, or
+                          // act_type's values in a kernel's own block layout (act_lanes.h)
     QDotFn dot;
+    size_t act_block_bytes;  // bytes per act_group partner blocks as `quantize` writes them
+    int act_group = 1;       // partner blocks per act_block_bytes (a row's last group may be short)
 };
+
+// Bytes of one activation row of k elements as kernel.quantize writes it.
+size_t act_row_bytes(const QDotKernel& kernel, int64_t k);
+// Where element e0 (a multiple of the partner block size times act_group) starts in a row.
+size_t act_offset(const QDotKernel& kernel, int64_t e0);
+// Whether the kernel reads QDotActs::d (Q8_0 / Q8_1 blocks in their own layout), so the caller
+// fills it with expand_act_scales.
+bool reads_expanded_scales(const QDotKernel& kernel);
+
+// Whether activations quantized by a.quantize can be read by b.dot as they are (same values,
+// same layout), so one quantized copy serves both.
+bool same_acts(const QDotKernel& a, const QDotKernel& b);
 
 // Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for Q2_K..Q6_K, IQ4_XS, the lattice
 // i-quants (IQ1_S..IQ3_S) and TQ1_0/TQ2_0; F32 for types without an integer kernel.
@@ -66,7 +99,9 @@ QDotFn qdot_scalar_k(GgmlType type);       // qdot_scalar_k.cpp: 256-element for
 QDotFn qdot_avx2_legacy(GgmlType type);    // qdot_avx2_legacy.cpp
 QDotFn qdot_avx2_k(GgmlType type);         // qdot_avx2_k.cpp
 QDotFn qdot_avx512_legacy(GgmlType type);  // qdot_avx512_legacy.cpp
+QuantizeFn qdot_avx512_legacy_acts(GgmlType type);  // its activation layout's quantizer
 QDotFn qdot_avx512_k(GgmlType type);       // qdot_avx512_k.cpp
+QuantizeFn qdot_avx512_k_acts(GgmlType type);  // its activation layouts' quantizers
 QDotFn qdot_scalar_iq(GgmlType type);      // qdot_iq.cpp: i-quants and ternary, decoded blocks
 QDotFn qdot_avx2_iq(GgmlType type);        // qdot_iq.cpp (also used by the Avx512 variant)
 

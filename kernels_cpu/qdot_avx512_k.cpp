@@ -1,14 +1,17 @@
-// AVX-512 (BW + VNNI) dot products of Q4_K, Q5_K and Q6_K weights with Q8_K activations. A
-// super-block is unpacked 64 weights at a time, in the activations' element order, and met with
-// up to 8 activation rows: maddubs gives quant · x pairs, vpdpwssd multiplies them by the
-// sub-block scale and accumulates, so each row's int32 lanes hold the exact scaled sum; mins
-// (Q4_K/Q5_K) and the +32 bias (Q6_K) come from Q8_K's bsums. Lanes are scaled by d·dx in float
-// and summed at the end: qdot_scalar_k.cpp's integer arithmetic, another float summation order.
+// AVX-512 (BW + VNNI) dot products of Q4_K, Q5_K and Q6_K weights with Q8_K activations in the
+// lane layouts of act_lanes.h. A super-block's weights are unpacked once into the four 64-byte
+// vpdpbusd operands whose every int32 lane meets one sub-block, so each activation row costs
+// four vpdpbusd for 256 weights; the lane sums are exact, then scaled by d·sc per lane in float
+// (Q4_K/Q5_K: less dmin·m times the activation sub-block sums), times the row's block d, and
+// accumulated in 16 float lanes, summed at the end: qdot_scalar_k.cpp's integer arithmetic,
+// another float summation order. The weight unpacking is shared by up to 8 activation rows.
 #include "kernels_cpu/qdot.h"
 
 #if defined(__x86_64__)
+#include <array>
 #include <type_traits>
 
+#include "kernels_cpu/act_lanes.h"
 #include "kernels_cpu/simd_x86.h"
 #include "quant/blocks.h"
 
@@ -20,16 +23,14 @@ namespace {
 
 using x86::f16;
 
-// Lane t of 32 int16 lanes holds t / 8: picks a 16-element sub-block's scale per lane.
-alignas(64) constexpr int16_t kLaneOver8[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+using Lanes16 = std::array<int32_t, 16>;
 
-inline __m256i load256(const void* p) {
-    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+inline __m512i load(const void* p) {
+    return _mm512_loadu_si512(p);
 }
 
-inline __m512i concat(__m256i lo, __m256i hi) {
-    return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+inline __m512i load(const Lanes16& a) {
+    return _mm512_loadu_si512(a.data());
 }
 
 inline __m512 to_float(__m512i v) {
@@ -42,154 +43,178 @@ inline float hsum(__m512 v) {
     return x86::hsum(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
 }
 
-// iacc += Σ pairs (w·x) · scale over 64 elements.
-inline __m512i scaled_dot(__m512i iacc, __m512i w, const int8_t* x, __m512i scale16) {
-    return _mm512_dpwssd_epi32(iacc, _mm512_maddubs_epi16(w, _mm512_loadu_si512(x)), scale16);
+// Σ over the four groups of one activation block: exact int32 per lane, added to `init`.
+inline __m512i lane_sums(__m512i init, const __m512i (&w)[4], const BlockQ8KLanes& x) {
+    __m512i s = init;
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+        s = _mm512_dpbusd_epi32(s, w[p], load(x.qs + 64 * p));
+    return s;
 }
 
-// Q4_K and Q5_K share everything but the fifth bit (HasHigh: Q5_K's qh).
-template <typename Block, bool HasHigh, int C>
-void dot_cols_k4(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
-    const BlockQ8_K* xb[C];
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) {
-        xb[c] = reinterpret_cast<const BlockQ8_K*>(x.row(c));
-        acc[c] = _mm512_setzero_ps();
+// ---- Q4_K / Q5_K (Lanes::K4) ------------------------------------------------------------------
+// Group p's operand: qword q = 2i + h (sub-block q) is qs[32i + 8p .. +7], low nibbles (h = 0)
+// or high nibbles (h = 1): elements 32q + 8p + (0..7), as act_lanes.h's K4 order has them.
+template <typename Block, bool HasHigh>
+inline void unpack_k4(const Block& wb, __m512i (&w)[4]) {
+    const __m512i lo = load(wb.qs), hi = load(wb.qs + 64);
+    const __m512i nibble = _mm512_set_epi64(4, 0, 4, 0, 4, 0, 4, 0), low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+        const __m512i pick = _mm512_set_epi64(12 + p, 12 + p, 8 + p, 8 + p, 4 + p, 4 + p, p, p);
+        w[p] = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutex2var_epi64(lo, pick, hi), nibble), low4);
+        if constexpr (HasHigh) {  // bit q of qh[8p + l] is the fifth bit of sub-block q's element 8p + l
+            int64_t qh;
+            __builtin_memcpy(&qh, wb.qh + 8 * p, sizeof(qh));
+            const __m512i bit = _mm512_set_epi64(0x8080808080808080, 0x4040404040404040, 0x2020202020202020,
+                                                 0x1010101010101010, 0x0808080808080808, 0x0404040404040404,
+                                                 0x0202020202020202, 0x0101010101010101);
+            const __mmask64 set = _mm512_test_epi8_mask(_mm512_set1_epi64(qh), bit);
+            w[p] = _mm512_mask_add_epi8(w[p], set, w[p], _mm512_set1_epi8(16));
+        }
     }
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+}
+
+template <typename Block, bool HasHigh, int C>
+__attribute__((always_inline)) inline void accumulate_k4(const Block* w, const QDotActs& x, int64_t n_blocks,
+                                                         __m512 (&acc)[C]) {
+    const BlockQ8KLanes* xb[C];
+    for (int c = 0; c < C; ++c)
+        xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
     for (int64_t b = 0; b < n_blocks; ++b) {
         const Block& wb = w[b];
         x86::prefetch_ahead(&wb, 3);
+        __m512i wv[4];
+        unpack_k4<Block, HasHigh>(wb, wv);
         const x86::ScalesMinsK4 sm = x86::unpack_scales_mins_k4(wb.scales);
-        const __m512i sc16 = _mm512_zextsi128_si512(
-            _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.sc))));
-        __m512i qh = _mm512_setzero_si512();
-        if constexpr (HasHigh) qh = _mm512_broadcast_i64x4(load256(wb.qh));
-        __m512i iacc[C];
-        for (int c = 0; c < C; ++c)
-            iacc[c] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int p = 0; p < 4; ++p) {  // elements 64p..64p+63: sub-blocks 2p and 2p+1
-            const __m256i q = load256(wb.qs + 32 * p);
-            __m512i wv = _mm512_and_si512(concat(q, _mm256_srli_epi16(q, 4)), low4);
-            if constexpr (HasHigh) {  // bit s of qh[l] is the fifth bit of element 32s + l
-                const __m512i bit = concat(_mm256_set1_epi8(static_cast<char>(1 << (2 * p))),
-                                           _mm256_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
-                const __mmask64 set = _mm512_test_epi8_mask(qh, bit);
-                wv = _mm512_mask_add_epi8(wv, set, wv, _mm512_set1_epi8(16));
-            }
-            const __m512i pick = concat(_mm256_set1_epi16(static_cast<int16_t>(2 * p)),
-                                        _mm256_set1_epi16(static_cast<int16_t>(2 * p + 1)));
-            const __m512i s = _mm512_permutexvar_epi16(pick, sc16);
+        const __m128i sc8 = _mm_cvtsi64_si128(static_cast<int64_t>(sm.sc));
+        // Lane L: d·sc[L/2]; dmin·m[L] for L < 8 against aux[L] (the lanes only need to add up).
+        const __m512 dsc = _mm512_mul_ps(to_float(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(sc8, sc8))),
+                                         _mm512_set1_ps(f16(wb.d)));
+        const __m512 dmm = _mm512_mul_ps(to_float(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sm.m)))),
+                                         _mm512_set1_ps(f16(wb.dmin)));
 #pragma GCC unroll 8
-            for (int c = 0; c < C; ++c)
-                iacc[c] = scaled_dot(iacc[c], wv, xb[c][b].qs + 64 * p, s);
-        }
-        // acc += dx · (d·isum − dmin·imin), lane by lane.
-        const __m512 d = _mm512_set1_ps(f16(wb.d)), dmin = _mm512_set1_ps(f16(wb.dmin));
-        const __m256i mins = x86::duplicate_mins16(sm.m);
         for (int c = 0; c < C; ++c) {
-            const BlockQ8_K& xc = xb[c][b];
-            const __m256i imin = _mm256_madd_epi16(load256(xc.bsums), mins);
-            __m512 t = _mm512_mul_ps(to_float(iacc[c]), d);
-            t = _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(imin)), dmin, t);
-            acc[c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xc.d), acc[c]);
+            const BlockQ8KLanes& xc = xb[c][b];
+            __m512 t = _mm512_mul_ps(to_float(lane_sums(_mm512_setzero_si512(), wv, xc)), dsc);
+            t = _mm512_fnmadd_ps(dmm, _mm512_loadu_ps(xc.aux), t);
+            acc[c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xc.aux[kLanesD]), acc[c]);
         }
     }
-    for (int c = 0; c < C; ++c)
-        out[c] = hsum(acc[c]);
+}
+
+// ---- Q6_K (Lanes::K6) -------------------------------------------------------------------------
+// Lane L = 4k + s of group p holds sub-block 4s + k, elements 4p .. 4p+3: the low (s even) or
+// high (s odd) nibbles of ql dword 4k + p of the first (s < 2) or second 64 bytes, and 2-bit
+// pair 2·(s%2) + k/2 of qh dword 8·(s/2) + 4·(k%2) + p (Q6_K's element order, quant/blocks.h).
+struct Q6Maps {
+    Lanes16 ql_word[4], qh_word[4];
+    Lanes16 ql_shift, qh_shift, scale;
+};
+
+constexpr Q6Maps q6_maps() {
+    Q6Maps m{};
+    for (int lane = 0; lane < 16; ++lane) {
+        const int k = lane / 4, s = lane % 4;
+        for (int p = 0; p < 4; ++p) {
+            m.ql_word[p][lane] = 16 * (s / 2) + 4 * k + p;
+            m.qh_word[p][lane] = 8 * (s / 2) + 4 * (k % 2) + p;
+        }
+        m.ql_shift[lane] = 4 * (s % 2);
+        m.qh_shift[lane] = 4 * (s % 2) + 2 * (k / 2);
+        m.scale[lane] = 4 * s + k;
+    }
+    return m;
+}
+
+alignas(64) constexpr Q6Maps kQ6 = q6_maps();
+
+// The four operands as signed weights q − 32; returns −128·Σ(q − 32) per lane, which takes
+// back the +128 of the unsigned activations.
+inline __m512i unpack_q6_k(const BlockQ6_K& wb, __m512i (&w)[4]) {
+    const __m512i ql0 = load(wb.ql), ql1 = load(wb.ql + 64), qh = load(wb.qh);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+    __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+        const __m512i lo = _mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_permutex2var_epi32(ql0, load(kQ6.ql_word[p]), ql1), load(kQ6.ql_shift)), low4);
+        const __m512i hi = _mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_permutexvar_epi32(load(kQ6.qh_word[p]), qh), load(kQ6.qh_shift)), low2);
+        w[p] = _mm512_sub_epi8(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi8(32));
+        sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(static_cast<char>(0x80)), w[p]);
+    }
+    return _mm512_sub_epi32(_mm512_setzero_si512(), sum);
 }
 
 template <int C>
-void dot_cols_q6_k(const BlockQ6_K* w, const QDotActs& x, int64_t n_blocks, float* out) {
-    const BlockQ8_K* xb[C];
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) {
-        xb[c] = reinterpret_cast<const BlockQ8_K*>(x.row(c));
-        acc[c] = _mm512_setzero_ps();
-    }
-    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-    const __m512i lane_over8 = _mm512_load_si512(kLaneOver8);
+__attribute__((always_inline)) inline void accumulate_q6_k(const BlockQ6_K* w, const QDotActs& x, int64_t n_blocks,
+                                                           __m512 (&acc)[C]) {
+    const BlockQ8KLanes* xb[C];
+    for (int c = 0; c < C; ++c)
+        xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
     for (int64_t b = 0; b < n_blocks; ++b) {
         const BlockQ6_K& wb = w[b];
         x86::prefetch_ahead(&wb, 4);
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m512i sc16z = _mm512_zextsi256_si512(sc16);
-        __m512i iacc[C];
-        for (int c = 0; c < C; ++c)
-            iacc[c] = _mm512_setzero_si512();
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-            const __m512i ql = _mm512_loadu_si512(wb.ql + 64 * h);
-            const __m256i qh = load256(wb.qh + 32 * h);
-            // Chunk 2h+g = elements 128h + 64g + (0..63): nibble g of ql[64h + 0..63], bits
-            // 4g..4g+1 (first 32) and 4g+2..4g+3 (last 32) of qh[32h + l].
-            const __m512i q[2] = {
-                _mm512_or_si512(_mm512_and_si512(ql, low4),
-                                _mm512_and_si512(concat(_mm256_slli_epi16(qh, 4),
-                                                        _mm256_slli_epi16(qh, 2)),
-                                                 bits45)),
-                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                _mm512_and_si512(concat(qh, _mm256_srli_epi16(qh, 2)), bits45)),
-            };
-#pragma GCC unroll 2
-            for (int g = 0; g < 2; ++g) {
-                const int chunk = 2 * h + g;  // sub-blocks 4·chunk .. 4·chunk+3, 16 lanes each
-                const __m512i pick = _mm512_add_epi16(
-                    lane_over8, _mm512_set1_epi16(static_cast<int16_t>(4 * chunk)));
-                const __m512i s = _mm512_permutexvar_epi16(pick, sc16z);
+        __m512i wv[4];
+        const __m512i bias = unpack_q6_k(wb, wv);
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+        const __m512 dsc = _mm512_mul_ps(to_float(_mm512_permutexvar_epi32(load(kQ6.scale), sc)),
+                                         _mm512_set1_ps(f16(wb.d)));
 #pragma GCC unroll 8
-                for (int c = 0; c < C; ++c)
-                    iacc[c] = scaled_dot(iacc[c], q[g], xb[c][b].qs + 64 * chunk, s);
-            }
-        }
-        const __m512 d = _mm512_set1_ps(f16(wb.d));
-        for (int c = 0; c < C; ++c) {  // acc += dx · d·(isum − 32·Σ sc·bsum)
-            const BlockQ8_K& xc = xb[c][b];
-            const __m256i bias = _mm256_madd_epi16(load256(xc.bsums), sc16);
-            const __m512i isum =
-                _mm512_sub_epi32(iacc[c], _mm512_zextsi256_si512(_mm256_slli_epi32(bias, 5)));
-            acc[c] =
-                _mm512_fmadd_ps(_mm512_mul_ps(to_float(isum), d), _mm512_set1_ps(xc.d), acc[c]);
+        for (int c = 0; c < C; ++c) {
+            const BlockQ8KLanes& xc = xb[c][b];
+            __m512i s = bias;
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; ++p)  // unsigned activations, signed weights
+                s = _mm512_dpbusd_epi32(s, load(xc.qs + 64 * p), wv[p]);
+            acc[c] = _mm512_fmadd_ps(to_float(s), _mm512_mul_ps(dsc, _mm512_set1_ps(xc.aux[kLanesD])), acc[c]);
         }
     }
-    for (int c = 0; c < C; ++c)
-        out[c] = hsum(acc[c]);
+}
+
+// One weight row into C activation rows' lane accumulators.
+template <typename Block, int C>
+__attribute__((always_inline)) inline void accumulate(const Block* w, const QDotActs& x, int64_t n_blocks,
+                                                      __m512 (&acc)[C]) {
+    if constexpr (std::is_same_v<Block, BlockQ6_K>)
+        accumulate_q6_k<C>(w, x, n_blocks, acc);
+    else
+        accumulate_k4<Block, std::is_same_v<Block, BlockQ5_K>, C>(w, x, n_blocks, acc);
 }
 
 template <typename Block, int C>
 void dot_cols(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
-    if constexpr (std::is_same_v<Block, BlockQ6_K>)
-        dot_cols_q6_k<C>(w, x, n_blocks, out);
-    else
-        dot_cols_k4<Block, std::is_same_v<Block, BlockQ5_K>, C>(w, x, n_blocks, out);
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c)
+        acc[c] = _mm512_setzero_ps();
+    accumulate<Block, C>(w, x, n_blocks, acc);
+    for (int c = 0; c < C; ++c)
+        out[c] = hsum(acc[c]);
 }
 
-// All 8 rows of a group at once: 2 accumulators per row fit the 32 zmm registers.
 template <typename Block>
 void dot_rows(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
     const auto* wb = static_cast<const Block*>(w);
-    switch (n_cols) {
-        case 1: dot_cols<Block, 1>(wb, x, n_blocks, out); break;
-        case 2: dot_cols<Block, 2>(wb, x, n_blocks, out); break;
-        case 3: dot_cols<Block, 3>(wb, x, n_blocks, out); break;
-        case 4: dot_cols<Block, 4>(wb, x, n_blocks, out); break;
-        case 5: dot_cols<Block, 5>(wb, x, n_blocks, out); break;
-        case 6: dot_cols<Block, 6>(wb, x, n_blocks, out); break;
-        case 7: dot_cols<Block, 7>(wb, x, n_blocks, out); break;
-        default: dot_cols<Block, 8>(wb, x, n_blocks, out); break;
-    }
+    with_group_size(n_cols, [&](auto c) { dot_cols<Block, decltype(c)::value>(wb, x, n_blocks, out); });
 }
 
 }  // namespace
 
 QDotFn qdot_avx512_k(GgmlType type) {
-    static_assert(kQDotMaxCols == 8, "dot_rows handles groups of up to 8 rows");
     switch (type) {
         case GgmlType::Q4_K: return dot_rows<BlockQ4_K>;
         case GgmlType::Q5_K: return dot_rows<BlockQ5_K>;
         case GgmlType::Q6_K: return dot_rows<BlockQ6_K>;
+        default: return nullptr;
+    }
+}
+
+QuantizeFn qdot_avx512_k_acts(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K: return quantize_q8_k_lanes4;
+        case GgmlType::Q6_K: return quantize_q8_k_lanes6;
         default: return nullptr;
     }
 }
@@ -202,6 +227,9 @@ QDotFn qdot_avx512_k(GgmlType type) {
 
 namespace strata::cpu {
 QDotFn qdot_avx512_k(GgmlType) {
+    return nullptr;
+}
+QuantizeFn qdot_avx512_k_acts(GgmlType) {
     return nullptr;
 }
 }  // namespace strata::cpu

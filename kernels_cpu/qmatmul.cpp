@@ -74,12 +74,12 @@ void quantized_matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads
     const TypeTraits& wt = type_traits(w.type);
     const TypeTraits& at = type_traits(kernel.act_type);
     p.n_blocks = p.k / wt.block_size;
-    p.xq_stride = row_bytes(kernel.act_type, p.k);
+    p.xq_stride = act_row_bytes(kernel, p.k);
     p.n_col_units = (p.m + kColBlock - 1) / kColBlock;
     p.unit_rows = rows_per_unit(w.row_bytes(), p.n, p.n_col_units, n_threads);
     p.n_row_units = (p.n + p.unit_rows - 1) / p.unit_rows;
     const int64_t n_units = p.n_row_units * p.n_col_units;
-    p.expand_scales = kernel.act_type == GgmlType::Q8_0 || kernel.act_type == GgmlType::Q8_1;
+    p.expand_scales = reads_expanded_scales(kernel);
     // Scratch: [m] quantized rows, then (Q8_0 / Q8_1) [m][n_blocks] float scales.
     const size_t q_bytes = (p.xq_stride * static_cast<size_t>(p.m) + 63) / 64 * 64;
     const size_t d_floats = p.expand_scales ? static_cast<size_t>(p.m * p.n_blocks) : 0;
@@ -102,7 +102,7 @@ void quantized_matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads
             const int64_t i = t / n_slices;
             const int64_t e0 = t % n_slices * slice;
             uint8_t* dst = xq + static_cast<size_t>(i) * p.xq_stride +
-                           static_cast<size_t>(e0 / at.block_size) * at.type_size;
+                           act_offset(kernel, e0);
             const int64_t len = std::min(slice, p.k - e0);
             quantize(f32_row(x, i) + e0, dst, len);
             if (p.expand_scales) {

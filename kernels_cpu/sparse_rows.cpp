@@ -64,11 +64,11 @@ void gather_matvec(const Tensor& w, const float* x, const int32_t* rows, int64_t
         // x quantized once to the kernel's partner type, as matmul does.
         const TypeTraits& at = type_traits(kernel->act_type);
         const int64_t n_blocks = k / type_traits(w.type).block_size;
-        const size_t q_bytes = (row_bytes(kernel->act_type, k) + 63) / 64 * 64;
+        const size_t q_bytes = (act_row_bytes(*kernel, k) + 63) / 64 * 64;
         uint8_t* xq = scratch(q_bytes + static_cast<size_t>(n_blocks) * sizeof(float));
         auto* xd = reinterpret_cast<float*>(xq + q_bytes);
         kernel->quantize(x, xq, k);
-        expand_act_scales(kernel->act_type, xq, k / at.block_size, xd);
+        if (reads_expanded_scales(*kernel)) expand_act_scales(kernel->act_type, xq, k / at.block_size, xd);
         const QDotActs acts{xq, 0, xd, 0};
         const uint64_t row_bytes = w.row_bytes();
 #pragma omp parallel num_threads(n_threads) if (parallel)

@@ -1,6 +1,7 @@
 // Small-batch decode microbenchmark (continuous batching in `strata serve`): y [n, m] = W · x
-// through the CPU backend at m = 1, 2, 4, 8 rows, W [4096, 14336] (a 7B/8B FFN matrix, larger
-// than L3 so it streams from RAM as a RAM-resident weight does) in Q4_K and Q8_0 — against
+// through the CPU backend at m = 1, 2, 4, 8 rows, W [4096, 14336] (a 7B/8B FFN gate or up
+// matrix, larger than L3 so it streams from RAM as a RAM-resident weight does) in Q4_K and Q8_0,
+// and its transpose [14336, 4096] in Q6_K (the FFN down matrix of a Q4_K_M file) — against
 // m single-row calls (`one_at_a_time`), what decoding m streams one after another costs. The
 // kernels dot each weight row with up to 8 activation rows per call (qdot.h), so a batch of 8
 // reads W once where 8 single calls read it 8 times. Part of kernels_cpu_bench; not in ctest.
@@ -23,7 +24,8 @@ constexpr int64_t kBatchK = 4096, kBatchN = 14336;
 const HostTensor& weights(GgmlType type) {
     static const HostTensor q4k = random_block_weights(GgmlType::Q4_K, kBatchK, kBatchN);
     static const HostTensor q80 = random_block_weights(GgmlType::Q8_0, kBatchK, kBatchN);
-    return type == GgmlType::Q4_K ? q4k : q80;
+    static const HostTensor q6k = random_block_weights(GgmlType::Q6_K, kBatchN, kBatchK);
+    return type == GgmlType::Q4_K ? q4k : type == GgmlType::Q6_K ? q6k : q80;
 }
 
 // Args: batch m, one_at_a_time (0: one call of m rows; 1: m calls of one row), n_threads
@@ -36,8 +38,8 @@ void bm_decode_batch(benchmark::State& state, GgmlType type) {
     set_kernel_variant(KernelVariant::Auto);
     state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())) + (single ? " one row per call" : " batched"));
     const HostTensor& w = weights(type);
-    const HostTensor x = test::random_f32({kBatchK, m});
-    HostTensor y(GgmlType::F32, {kBatchN, m});
+    const HostTensor x = test::random_f32({w.t.ne[0], m});
+    HostTensor y(GgmlType::F32, {w.t.ne[1], m});
     for (auto _ : state) {
         if (single) {
             for (int64_t r = 0; r < m; ++r) {
@@ -65,9 +67,10 @@ using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
 #define STRATA_DECODE_BATCH(name, type)                                   \
     BENCHMARK_CAPTURE(bm_decode_batch, name, type)                        \
         ->ArgNames({"batch", "one_at_a_time", "threads"})                 \
-        ->ArgsProduct({{1, 2, 4, 8}, {0, 1}, {0}})                        \
+        ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}, {0}})                      \
         ->UseRealTime()                                                   \
         ->Unit(benchmark::kMillisecond)
 
 STRATA_DECODE_BATCH(q4_K, GgmlType::Q4_K);
 STRATA_DECODE_BATCH(q8_0, GgmlType::Q8_0);
+STRATA_DECODE_BATCH(q6_K_down, GgmlType::Q6_K);

@@ -33,16 +33,16 @@ void bm_qdot_cached(benchmark::State& state, GgmlType type) {
     const int64_t k = 4096, n = 256;
     const HostTensor w = random_block_weights(type, k, n);
     const HostTensor x = test::random_f32({k, kQDotMaxCols});
-    HostTensor xq(kernel->act_type, {k, kQDotMaxCols});
+    const size_t stride = act_row_bytes(*kernel, k);
+    std::vector<uint8_t> xq(stride * kQDotMaxCols);
     const int64_t n_blocks = k / type_traits(type).block_size;
     std::vector<float> xd(static_cast<size_t>(kQDotMaxCols * n_blocks));
     for (int c = 0; c < kQDotMaxCols; ++c) {
-        uint8_t* row = static_cast<uint8_t*>(xq.t.data) + c * xq.t.nb[1];
-        type_traits(kernel->act_type).quantize(x.f32() + c * k, row, k);
-        expand_act_scales(kernel->act_type, row, n_blocks, xd.data() + c * n_blocks);
+        uint8_t* row = xq.data() + c * stride;
+        kernel->quantize(x.f32() + c * k, row, k);
+        if (reads_expanded_scales(*kernel)) expand_act_scales(kernel->act_type, row, n_blocks, xd.data() + c * n_blocks);
     }
-    const QDotActs acts{static_cast<const uint8_t*>(xq.t.data), xq.t.nb[1], xd.data(),
-                        static_cast<size_t>(n_blocks)};
+    const QDotActs acts{xq.data(), stride, xd.data(), static_cast<size_t>(n_blocks)};
     std::vector<float> out(kQDotMaxCols);
     for (auto _ : state) {
         for (int64_t r = 0; r < n; ++r) {

@@ -20,27 +20,35 @@ using test::HostTensor;
 using test::kQuantTypes;
 
 // One weight row and kQDotMaxCols activation rows quantized to the partner type, plus the
-// dequantized values of both for double-precision references.
+// dequantized values of both for double-precision references. `kernel` (default: the scalar
+// one) picks the activation layout: SIMD kernels may read the partner's values in an order of
+// their own (act_lanes.h), quantized by their own quantizer from the same f32 rows.
 struct DotCase {
     HostTensor w;
-    HostTensor xq;
+    HostTensor xq;  // reference partner blocks, for the dequantized values
+    std::vector<uint8_t> xk;  // the same rows as `kernel` quantizes them
+    size_t xk_stride;
     std::vector<float> xd;  // expanded block scales ([kQDotMaxCols][n_blocks]) for Q8_0/Q8_1
     std::vector<float> w_deq;
     std::vector<float> x_deq;  // [kQDotMaxCols][k]
     int64_t k;
     int64_t n_blocks;
 
-    DotCase(GgmlType type, int64_t blocks)
+    DotCase(GgmlType type, int64_t blocks, const QDotKernel* kernel = nullptr)
         : w(test::random_weights(type, blocks * type_traits(type).block_size, 1)),
           xq(qdot_partner_type(type),
              {blocks * type_traits(type).block_size, kQDotMaxCols}),
           k(blocks * type_traits(type).block_size),
           n_blocks(blocks) {
+        if (kernel == nullptr) kernel = find_qdot_kernel(type, KernelVariant::Scalar);
         const HostTensor x = test::random_f32({k, kQDotMaxCols}, -2.0f, 2.0f);
         const TypeTraits& act = type_traits(qdot_partner_type(type));
+        xk_stride = act_row_bytes(*kernel, k);
+        xk.assign(xk_stride * kQDotMaxCols, 0);
         xd.assign(static_cast<size_t>(kQDotMaxCols * blocks), 0.0f);
         for (int c = 0; c < kQDotMaxCols; ++c) {
             act.quantize(x.f32() + c * k, row_ptr(c), k);
+            kernel->quantize(x.f32() + c * k, xk.data() + c * xk_stride, k);
             expand_act_scales(act.type, row_ptr(c), blocks, xd.data() + c * blocks);
         }
         w_deq = test::dequantized(w.t);
@@ -50,10 +58,9 @@ struct DotCase {
     uint8_t* row_ptr(int c) const {
         return static_cast<uint8_t*>(xq.t.data) + static_cast<size_t>(c) * xq.t.nb[1];
     }
-    // Activation rows from row c on, as the kernels take them.
+    // Activation rows from row c on, as the kernel named at construction takes them.
     QDotActs acts(int c = 0) const {
-        return QDotActs{row_ptr(0), xq.t.nb[1], xd.data(), static_cast<size_t>(n_blocks)}.from_row(
-            c);
+        return QDotActs{xk.data(), xk_stride, xd.data(), static_cast<size_t>(n_blocks)}.from_row(c);
     }
 
     // Σ w·x_c and Σ |w·x_c| in double over the dequantized values.
@@ -102,9 +109,12 @@ void expect_matches_scalar(GgmlType type, KernelVariant variant) {
         GTEST_SKIP() << kernel_variant_name(variant) << " has no kernel for this type";
     ASSERT_EQ(simd->act_type, scalar->act_type);
     for (int64_t blocks : {1, 2, 5, 17}) {
-        const DotCase dc(type, blocks);
+        // The same weights and f32 activations, each kernel reading its own activation layout.
+        const DotCase dc(type, blocks, simd);
         float want[kQDotMaxCols], got[kQDotMaxCols];
-        scalar->dot(dc.w.t.data, dc.acts(), dc.n_blocks, kQDotMaxCols, want);
+        const QDotActs scalar_acts{static_cast<const uint8_t*>(dc.xq.t.data), dc.xq.t.nb[1], dc.xd.data(),
+                                   static_cast<size_t>(dc.n_blocks)};
+        scalar->dot(dc.w.t.data, scalar_acts, dc.n_blocks, kQDotMaxCols, want);
         for (int n_cols = 1; n_cols <= kQDotMaxCols; ++n_cols) {
             for (int c0 = 0; c0 + n_cols <= kQDotMaxCols; c0 += n_cols) {
                 simd->dot(dc.w.t.data, dc.acts(c0), dc.n_blocks, n_cols, got);
@@ -133,11 +143,11 @@ TEST_P(QDotTypes, Avx512MatchesScalarKernel) {
 // Row c's result is the same bits whether it is computed alone or in a group of up to 8.
 TEST_P(QDotTypes, EachRowIndependentOfItsGroup) {
     const GgmlType type = GetParam();
-    const DotCase dc(type, 5);
     for (KernelVariant v : {KernelVariant::Scalar, KernelVariant::Avx2, KernelVariant::Avx512}) {
         if (!kernel_variant_supported(v)) continue;
         const QDotKernel* kernel = find_qdot_kernel(type, v);
         if (kernel == nullptr) continue;
+        const DotCase dc(type, 5, kernel);
         float group[kQDotMaxCols];
         kernel->dot(dc.w.t.data, dc.acts(), dc.n_blocks, kQDotMaxCols, group);
         for (int c = 0; c < kQDotMaxCols; ++c) {
