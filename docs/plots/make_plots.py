@@ -241,3 +241,19 @@ bars("attention_270m_24.png", "Decode attention, Gemma 3 270M shape, H200 (us pe
       "16, merged in the kernel (g97)": [18.90, 20.41, 24.38],
       "16, combine launch (g97)": [14.41, 14.68, 15.47]},
      ["#999999", "#1b4f72", "#d98880", "#7fb3d5"], top=30)
+
+# 70B synth (Q4_K_M) at --gpu-mem 6G, H200 host 16 threads: seconds per k-token pass (g105,
+# median of three alternating rounds, -r 3 each).
+bars("pass_cost_70b_25.png", "70B shape, 6 GiB GPU: one pass over k tokens, H200 host (s; lower is better)",
+     "seconds per pass", ["k = 1", "2", "4", "8", "16"],
+     {"84ab4fb": [0.321, 0.327, 0.608, 0.849, 1.379], "lane-order K-quant kernels": [0.339, 0.330, 0.536, 0.744, 1.070],
+      "target at k = 8 (1.5 x k = 1)": [None, None, None, 0.51, None]},
+     ["#999999", "#2a7ab9", "#d62728"], top=1.6)
+
+# 16-thread small-batch GEMM, W [4096 -> 14336] streamed from RAM, H200 host: ms per call
+# (medians; q4_K g102, q8_0 g107, base 84ab4fb in the same call).
+bars("cpu_small_batch_25.png", "CPU products of m rows, 16 threads, H200 host (ms per call; lower is better)",
+     "ms", ["q4_K m=1", "2", "4", "8", "q8_0 m=1", "2", "4", "8"],
+     {"84ab4fb": [0.190, 0.238, 0.335, 0.578, 0.294, 0.410, 0.683, 1.41],
+      "lane order / pairs": [0.189, 0.225, 0.289, 0.433, 0.306, 0.397, 0.585, 0.947]},
+     ["#999999", "#2a7ab9"], top=1.6)
