@@ -56,6 +56,8 @@ static_assert(sizeof(BlockQ8_0Pair) == 128, "a whole number of cache lines per p
 
 inline constexpr int kPairBlocks = 2;
 
-void quantize_q8_0_pairs(const float* src, void* dst, int64_t n);  // n a multiple of 32
+// n a multiple of 32. A call that ends on an even-indexed block pads its pair as a row's end,
+// so a row quantized in several calls must be cut at even blocks (matmul's slices are 512).
+void quantize_q8_0_pairs(const float* src, void* dst, int64_t n);
 
 }  // namespace strata::cpu

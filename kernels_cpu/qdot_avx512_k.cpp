@@ -43,9 +43,10 @@ inline float hsum(__m512 v) {
     return x86::hsum(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
 }
 
-// Σ over the four groups of one activation block: exact int32 per lane, added to `init`.
-inline __m512i lane_sums(__m512i init, const __m512i (&w)[4], const BlockQ8KLanes& x) {
-    __m512i s = init;
+// Σ over the four groups of one activation block: exact int32 per lane (unsigned weights,
+// signed activations).
+inline __m512i lane_sums(const __m512i (&w)[4], const BlockQ8KLanes& x) {
+    __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p)
         s = _mm512_dpbusd_epi32(s, w[p], load(x.qs + 64 * p));
@@ -76,11 +77,13 @@ inline void unpack_k4(const Block& wb, __m512i (&w)[4]) {
 }
 
 template <typename Block, bool HasHigh, int C>
-__attribute__((always_inline)) inline void accumulate_k4(const Block* w, const QDotActs& x, int64_t n_blocks,
-                                                         __m512 (&acc)[C]) {
+void dot_cols_k4(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
     const BlockQ8KLanes* xb[C];
-    for (int c = 0; c < C; ++c)
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) {
         xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
+        acc[c] = _mm512_setzero_ps();
+    }
     for (int64_t b = 0; b < n_blocks; ++b) {
         const Block& wb = w[b];
         x86::prefetch_ahead(&wb, 3);
@@ -96,11 +99,13 @@ __attribute__((always_inline)) inline void accumulate_k4(const Block* w, const Q
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
             const BlockQ8KLanes& xc = xb[c][b];
-            __m512 t = _mm512_mul_ps(to_float(lane_sums(_mm512_setzero_si512(), wv, xc)), dsc);
+            __m512 t = _mm512_mul_ps(to_float(lane_sums(wv, xc)), dsc);
             t = _mm512_fnmadd_ps(dmm, _mm512_loadu_ps(xc.aux), t);
             acc[c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xc.aux[kLanesD]), acc[c]);
         }
     }
+    for (int c = 0; c < C; ++c)
+        out[c] = hsum(acc[c]);
 }
 
 // ---- Q6_K (Lanes::K6) -------------------------------------------------------------------------
@@ -148,11 +153,13 @@ inline __m512i unpack_q6_k(const BlockQ6_K& wb, __m512i (&w)[4]) {
 }
 
 template <int C>
-__attribute__((always_inline)) inline void accumulate_q6_k(const BlockQ6_K* w, const QDotActs& x, int64_t n_blocks,
-                                                           __m512 (&acc)[C]) {
+void dot_cols_q6_k(const BlockQ6_K* w, const QDotActs& x, int64_t n_blocks, float* out) {
     const BlockQ8KLanes* xb[C];
-    for (int c = 0; c < C; ++c)
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) {
         xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
+        acc[c] = _mm512_setzero_ps();
+    }
     for (int64_t b = 0; b < n_blocks; ++b) {
         const BlockQ6_K& wb = w[b];
         x86::prefetch_ahead(&wb, 4);
@@ -171,26 +178,16 @@ __attribute__((always_inline)) inline void accumulate_q6_k(const BlockQ6_K* w, c
             acc[c] = _mm512_fmadd_ps(to_float(s), _mm512_mul_ps(dsc, _mm512_set1_ps(xc.aux[kLanesD])), acc[c]);
         }
     }
-}
-
-// One weight row into C activation rows' lane accumulators.
-template <typename Block, int C>
-__attribute__((always_inline)) inline void accumulate(const Block* w, const QDotActs& x, int64_t n_blocks,
-                                                      __m512 (&acc)[C]) {
-    if constexpr (std::is_same_v<Block, BlockQ6_K>)
-        accumulate_q6_k<C>(w, x, n_blocks, acc);
-    else
-        accumulate_k4<Block, std::is_same_v<Block, BlockQ5_K>, C>(w, x, n_blocks, acc);
+    for (int c = 0; c < C; ++c)
+        out[c] = hsum(acc[c]);
 }
 
 template <typename Block, int C>
 void dot_cols(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c)
-        acc[c] = _mm512_setzero_ps();
-    accumulate<Block, C>(w, x, n_blocks, acc);
-    for (int c = 0; c < C; ++c)
-        out[c] = hsum(acc[c]);
+    if constexpr (std::is_same_v<Block, BlockQ6_K>)
+        dot_cols_q6_k<C>(w, x, n_blocks, out);
+    else
+        dot_cols_k4<Block, std::is_same_v<Block, BlockQ5_K>, C>(w, x, n_blocks, out);
 }
 
 template <typename Block>
