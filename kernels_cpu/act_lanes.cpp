@@ -27,21 +27,17 @@ constexpr std::array<uint8_t, 64> word_sources(Lanes layout) {
 constexpr std::array<uint8_t, 64> kSourcesK4 = word_sources(Lanes::K4);
 constexpr std::array<uint8_t, 64> kSourcesK6 = word_sources(Lanes::K6);
 
-QuantizeFn q8_k_quantizer() {
-    static const QuantizeFn fast = fast_act_quantizer(GgmlType::Q8_K);
-    return fast != nullptr ? fast : quantize_q8_k;
-}
-
-QuantizeFn q8_0_quantizer() {
-    static const QuantizeFn fast = fast_act_quantizer(GgmlType::Q8_0);
-    return fast != nullptr ? fast : quantize_q8_0;
+// This CPU's fast twin of quant/'s reference quantizer to `type`, or the reference itself.
+QuantizeFn fastest_quantizer(GgmlType type) {
+    const QuantizeFn fast = fast_act_quantizer(type);
+    return fast != nullptr ? fast : type_traits(type).quantize;
 }
 
 template <Lanes Layout>
 void quantize_lanes(const float* src, void* dst, int64_t n) {
     require_whole_blocks(Layout == Lanes::K4 ? "q8_K lanes4" : "q8_K lanes6", n, kQkK);
     const std::array<uint8_t, 64>& sources = Layout == Lanes::K4 ? kSourcesK4 : kSourcesK6;
-    const QuantizeFn q8_k = q8_k_quantizer();
+    static const QuantizeFn q8_k = fastest_quantizer(GgmlType::Q8_K);
     auto* out = static_cast<BlockQ8KLanes*>(dst);
     for (int64_t b = 0; b < n / kQkK; ++b, src += kQkK) {
         BlockQ8_K blk;
@@ -65,7 +61,7 @@ void quantize_lanes(const float* src, void* dst, int64_t n) {
 
 void quantize_q8_0_pairs(const float* src, void* dst, int64_t n) {
     require_whole_blocks("q8_0 pairs", n, kQk32);
-    const QuantizeFn q8_0 = q8_0_quantizer();
+    static const QuantizeFn q8_0 = fastest_quantizer(GgmlType::Q8_0);
     auto* out = static_cast<BlockQ8_0Pair*>(dst);
     const int64_t n_blocks = n / kQk32;
     for (int64_t b = 0; b < n_blocks; ++b, src += kQk32) {

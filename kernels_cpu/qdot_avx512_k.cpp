@@ -18,6 +18,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
+#include "kernels_cpu/simd_f32_avx512.h"
+
 namespace strata::cpu {
 namespace {
 
@@ -35,12 +37,6 @@ inline __m512i load(const Lanes16& a) {
 
 inline __m512 to_float(__m512i v) {
     return _mm512_cvtepi32_ps(v);
-}
-
-// Sum of the 16 lanes in a fixed order.
-inline float hsum(__m512 v) {
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    return x86::hsum(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
 }
 
 // Σ over the four groups of one activation block: exact int32 per lane (unsigned weights,
@@ -105,7 +101,7 @@ void dot_cols_k4(const Block* w, const QDotActs& x, int64_t n_blocks, float* out
         }
     }
     for (int c = 0; c < C; ++c)
-        out[c] = hsum(acc[c]);
+        out[c] = SimdAvx512::hsum(acc[c]);
 }
 
 // ---- Q6_K (Lanes::K6) -------------------------------------------------------------------------
@@ -179,7 +175,7 @@ void dot_cols_q6_k(const BlockQ6_K* w, const QDotActs& x, int64_t n_blocks, floa
         }
     }
     for (int c = 0; c < C; ++c)
-        out[c] = hsum(acc[c]);
+        out[c] = SimdAvx512::hsum(acc[c]);
 }
 
 template <typename Block, int C>

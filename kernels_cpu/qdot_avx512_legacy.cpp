@@ -20,6 +20,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
+#include "kernels_cpu/simd_f32_avx512.h"
+
 #include "kernels_cpu/qdot_legacy_x86.h"
 
 namespace strata::cpu {
@@ -32,12 +34,6 @@ struct Avx512Vnni {
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
     }
 };
-
-// Sum of the 16 lanes in a fixed order.
-inline float hsum(__m512 v) {
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    return x86::hsum(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
-}
 
 // Blocks b and b + 1 (Whole) or block b alone (the last of an odd count: the upper half zero,
 // as the activations' missing block is) into the C rows' accumulators.
@@ -77,7 +73,7 @@ void dot_pairs(const typename Dec::Block* w, const QDotActs& x, int64_t n_blocks
     }
     if (b < n_blocks) accumulate_pair<Dec, C, false>(w, b, xp, acc);
     for (int c = 0; c < C; ++c)
-        out[c] = hsum(acc[c]);
+        out[c] = SimdAvx512::hsum(acc[c]);
 }
 
 template <typename Dec>

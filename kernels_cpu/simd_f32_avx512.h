@@ -1,6 +1,7 @@
 // Internal to kernels_cpu: the AVX-512 (F/BW/VL + AVX2/FMA/F16C) twin of simd_f32_avx2.h, with the
-// same member names, 16 floats per vector. Include only from row_ops_avx512.cpp after its
-// `#pragma GCC target`. Uses no AVX-512 DQ, which the Avx512 variant does not require.
+// same member names, 16 floats per vector. Include only from the AVX-512 files
+// (row_ops_avx512.cpp, qdot_avx512_*.cpp) after their `#pragma GCC target`. Uses no AVX-512 DQ,
+// which the Avx512 variant does not require.
 #pragma once
 
 #include "kernels_cpu/simd_x86.h"
