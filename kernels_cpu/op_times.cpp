@@ -2,6 +2,7 @@
 #include "kernels_cpu/op_times.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -33,25 +34,33 @@ void CpuOpTimes::add(const std::string& label, uint64_t ns) {
     Row& r = rows_[label];
     r.ns += ns;
     ++r.calls;
+    if (r.samples.size() < kMaxSamples)
+        r.samples.push_back(static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX)));
 }
 
 std::string CpuOpTimes::report() const {
     const std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::pair<std::string, Row>> rows(rows_.begin(), rows_.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+    std::vector<std::pair<std::string, const Row*>> rows;
+    for (const auto& [label, r] : rows_) rows.emplace_back(label, &r);
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second->ns > b.second->ns; });
     // Phases ("sparse: ...") are inside their op's time too, so shares are of the ops' total.
     uint64_t ops = 0;
     for (const auto& r : rows)
-        if (r.first.find(": ") == std::string::npos) ops += r.second.ns;
+        if (r.first.find(": ") == std::string::npos) ops += r.second->ns;
     std::string out = "CPU op times (STRATA_CPU_OP_TIMES): wall time per op; phases (\"x: y\") are inside their op\n";
     char line[256];
-    std::snprintf(line, sizeof(line), "  %-34s %10s %12s %10s %7s\n", "op", "calls", "total ms", "us/call", "share");
+    std::snprintf(line, sizeof(line), "  %-34s %10s %12s %10s %10s %7s\n", "op", "calls", "total ms", "us/call",
+                  "median us", "share");
     out += line;
-    for (const auto& [label, r] : rows) {
+    for (const auto& [label, row] : rows) {
+        const Row& r = *row;
         const double ms = static_cast<double>(r.ns) * 1e-6;
-        std::snprintf(line, sizeof(line), "  %-34s %10llu %12.1f %10.1f %6.1f%%\n", label.c_str(),
+        std::vector<uint32_t> s = r.samples;
+        std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
+        const double median_us = s.empty() ? 0.0 : static_cast<double>(s[s.size() / 2]) * 1e-3;
+        std::snprintf(line, sizeof(line), "  %-34s %10llu %12.1f %10.1f %10.1f %6.1f%%\n", label.c_str(),
                       static_cast<unsigned long long>(r.calls), ms, ms * 1e3 / static_cast<double>(r.calls),
-                      ops > 0 ? 100.0 * static_cast<double>(r.ns) / static_cast<double>(ops) : 0.0);
+                      median_us, ops > 0 ? 100.0 * static_cast<double>(r.ns) / static_cast<double>(ops) : 0.0);
         out += line;
     }
     return out;

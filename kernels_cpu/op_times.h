@@ -4,7 +4,9 @@
 // that of all its threads together (the ops are parallel inside, one at a time from outside).
 // Rows are labelled by the op and the weight type ("matmul q4_K"); a matmul of more than one
 // activation row gets " batch", so decode's products stand apart from prompt passes. The sparse
-// FFN also times its phases ("sparse: gather q4_K", "sparse: accumulate q8_0").
+// FFN also times its phases ("sparse: gather q4_K", "sparse: accumulate q8_0"). Each row also
+// gives the median call, which a run's first pass (page faults on a cold mapping, one call per
+// layer and op among many) does not move the way it moves the mean.
 #pragma once
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strata::cpu {
 
@@ -22,14 +25,16 @@ class CpuOpTimes {
     static CpuOpTimes* from_environment();
 
     void add(const std::string& label, uint64_t ns);
-    // Per label: calls, total milliseconds, microseconds per call and share of the total, the
-    // largest total first.
+    // Per label: calls, total milliseconds, mean and median microseconds per call and share of
+    // the total, the largest total first.
     std::string report() const;
 
   private:
+    static constexpr size_t kMaxSamples = size_t{1} << 20;  // per label: 4 MiB; the median of the first ones
     struct Row {
         uint64_t ns = 0;
         uint64_t calls = 0;
+        std::vector<uint32_t> samples;  // ns per call (saturated), the first kMaxSamples calls
     };
     mutable std::mutex mutex_;
     std::map<std::string, Row> rows_;

@@ -1,14 +1,18 @@
 // Small-batch decode microbenchmark (continuous batching in `strata serve`): y [n, m] = W · x
 // through the CPU backend at m = 1, 2, 4, 8 rows, W [4096, 14336] (a 7B/8B FFN gate or up
-// matrix, larger than L3 so it streams from RAM as a RAM-resident weight does) in Q4_K and Q8_0,
-// and its transpose [14336, 4096] in Q6_K (the FFN down matrix of a Q4_K_M file) — against
+// matrix) in Q4_K and Q8_0, and its transpose [14336, 4096] in Q6_K (the FFN down matrix of a
+// Q4_K_M file) — against
 // m single-row calls (`one_at_a_time`), what decoding m streams one after another costs. The
 // kernels dot each weight row with up to 8 activation rows per call (qdot.h), so a batch of 8
-// reads W once where 8 single calls read it 8 times. Part of kernels_cpu_bench; not in ctest.
+// reads W once where 8 single calls read it 8 times. One such matrix (16-58 MB) fits the L3 of
+// a server CPU (an Emerald Rapids Xeon's is up to 320 MB), so `from_ram` 1 cycles through
+// copies of it totalling 1 GiB, and every call streams its W from RAM as a model's weights do.
+// Part of kernels_cpu_bench; not in ctest.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels_cpu/cpu_backend.h"
 #include "kernels_cpu/cpu_features.h"
@@ -28,26 +32,47 @@ const HostTensor& weights(GgmlType type) {
     return type == GgmlType::Q4_K ? q4k : type == GgmlType::Q6_K ? q6k : q80;
 }
 
+constexpr uint64_t kPoolBytes = 1ull << 30;
+
+// Copies of weights(type) totalling at least kPoolBytes, built on first use.
+const std::vector<HostTensor>& weight_pool(GgmlType type) {
+    static std::vector<HostTensor> pools[3];
+    std::vector<HostTensor>& pool = pools[type == GgmlType::Q4_K ? 0 : type == GgmlType::Q6_K ? 1 : 2];
+    if (pool.empty()) {
+        const HostTensor& w = weights(type);
+        const uint64_t copies = (kPoolBytes + w.t.n_bytes() - 1) / w.t.n_bytes();
+        pool.reserve(copies);
+        for (uint64_t i = 0; i < copies; ++i) pool.push_back(w);
+    }
+    return pool;
+}
+
 // Args: batch m, one_at_a_time (0: one call of m rows; 1: m calls of one row), n_threads
-// (0 = physical cores).
+// (0 = physical cores), from_ram (0: one W, cached where L3 holds it; 1: the next of a 1 GiB
+// pool of copies each call).
 void bm_decode_batch(benchmark::State& state, GgmlType type) {
     const int64_t m = state.range(0);
     const bool single = state.range(1) != 0;
     const int threads = state.range(2) > 0 ? static_cast<int>(state.range(2)) : cpu_features().physical_cores;
+    const bool from_ram = state.range(3) != 0;
     CpuBackend backend(threads);
     set_kernel_variant(KernelVariant::Auto);
-    state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())) + (single ? " one row per call" : " batched"));
+    state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())) + (single ? " one row per call" : " batched") +
+                   (from_ram ? " from RAM" : ""));
     const HostTensor& w = weights(type);
+    const std::vector<HostTensor>* pool = from_ram ? &weight_pool(type) : nullptr;
     const HostTensor x = test::random_f32({w.t.ne[0], m});
     HostTensor y(GgmlType::F32, {w.t.ne[1], m});
+    size_t next = 0;
     for (auto _ : state) {
+        const Tensor& wt = pool != nullptr ? (*pool)[next++ % pool->size()].t : w.t;
         if (single) {
             for (int64_t r = 0; r < m; ++r) {
                 Tensor yr = y.t.rows(r, 1);
-                backend.matmul(w.t, x.t.rows(r, 1), yr);
+                backend.matmul(wt, x.t.rows(r, 1), yr);
             }
         } else {
-            backend.matmul(w.t, x.t, y.t);
+            backend.matmul(wt, x.t, y.t);
         }
         benchmark::ClobberMemory();
     }
@@ -66,8 +91,8 @@ using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
 
 #define STRATA_DECODE_BATCH(name, type)                                   \
     BENCHMARK_CAPTURE(bm_decode_batch, name, type)                        \
-        ->ArgNames({"batch", "one_at_a_time", "threads"})                 \
-        ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}, {0}})                      \
+        ->ArgNames({"batch", "one_at_a_time", "threads", "from_ram"})     \
+        ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}, {0}, {0, 1}})            \
         ->UseRealTime()                                                   \
         ->Unit(benchmark::kMillisecond)
 

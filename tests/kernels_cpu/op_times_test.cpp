@@ -40,6 +40,19 @@ TEST(CpuOpTimes, TableListsLabelsByTotalWithCallsAndSharesOfTheOps) {
     EXPECT_NE(l[3].find("50.0%"), std::string::npos) << l[3];
 }
 
+TEST(CpuOpTimes, MedianCallIsNotMovedByOneSlowCall) {
+    CpuOpTimes t;
+    t.add("matmul q4_K", 1'000'000);
+    t.add("matmul q4_K", 50'000'000);  // a cold first call
+    t.add("matmul q4_K", 2'000'000);
+    const std::vector<std::string> l = lines(t.report());
+    ASSERT_EQ(l.size(), 3u) << t.report();
+    EXPECT_NE(l[1].find("median us"), std::string::npos) << l[1];
+    // 3 calls, 53 ms: mean 17666.7 us, median 2000.0 us.
+    EXPECT_NE(l[2].find("17666.7"), std::string::npos) << l[2];
+    EXPECT_NE(l[2].find(" 2000.0 "), std::string::npos) << l[2];
+}
+
 TEST(CpuOpTimes, ScopeRecordsOneCallUnderItsLabelAndNullRecordsNothing) {
     CpuOpTimes t;
     {
