@@ -44,7 +44,7 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.plan_path = plan;
     r.placer = parse_placer(placement);
     r.reprofile = reprofile;
-    r.pin_weights = pin_weights;
+    r.pin_weights = pin_weights < 0 ? PinWeights::Auto : pin_weights > 0 ? PinWeights::On : PinWeights::Off;
     r.batch_invariant = batch_invariant;
     r.log = &std::cerr;
     r.disk_io = parse_disk_io(disk_io);
@@ -96,9 +96,13 @@ void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
                  " STRATA_QUICK_PROFILE=1 measures briefly)");
     cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
         ->capture_default_str();
-    cmd.add_flag("--pin-weights", o.pin_weights,
-                 "register the RAM weights with the GPU so prompt batches copy them without staging"
-                 " (pins them in memory; experimental)");
+    CLI::Option* pin = cmd.add_flag_callback("--pin-weights", [&o] { o.pin_weights = 1; },
+                                             "register the RAM weights with the GPU so prompt batches copy them"
+                                             " without staging (pins their pages). Default: on when prompt batches"
+                                             " ship RAM weights to the GPU and they take at most half the RAM");
+    cmd.add_flag_callback("--no-pin-weights", [&o] { o.pin_weights = 0; },
+                          "never register the RAM weights (prompt batches copy them through staging)")
+        ->excludes(pin);
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     add_sparsity_options(cmd, o.sparsity);
 }

@@ -31,7 +31,7 @@ struct EngineOptions {
     bool plan_given = false;   // --plan "" is an error, not "no plan"
     std::string placement = "plan";  // --placement plan|builtin (without --plan)
     bool reprofile = false;          // --reprofile
-    bool pin_weights = false;        // --pin-weights
+    int pin_weights = -1;            // --pin-weights 1, --no-pin-weights 0, neither -1 (auto)
     bool batch_invariant = true;     // --no-batch-invariant
     std::string disk_io = "auto";
     bool verbose = false;

@@ -250,10 +250,28 @@ bars("pass_cost_70b_25.png", "70B shape, 6 GiB GPU: one pass over k tokens, H200
       "target at k = 8 (1.5 x k = 1)": [None, None, None, 0.51, None]},
      ["#999999", "#2a7ab9", "#d62728"], top=1.6)
 
-# 16-thread small-batch GEMM, W [4096 -> 14336] streamed from RAM, H200 host: ms per call
+# 16-thread small-batch GEMM, W [4096 -> 14336] (one 33 MB matrix: it stays in that host's 300 MB
+# L3, as the twenty-sixth session found), H200 host: ms per call
 # (medians; q4_K g102, q8_0 g107, base 84ab4fb in the same call).
 bars("cpu_small_batch_25.png", "CPU products of m rows, 16 threads, H200 host (ms per call; lower is better)",
      "ms", ["q4_K m=1", "2", "4", "8", "q8_0 m=1", "2", "4", "8"],
      {"84ab4fb": [0.190, 0.238, 0.335, 0.578, 0.294, 0.410, 0.683, 1.41],
       "lane order / pairs": [0.189, 0.225, 0.289, 0.433, 0.306, 0.397, 0.585, 0.947]},
      ["#999999", "#2a7ab9"], top=1.6)
+
+# The same 16-thread products with one W (cached in the 300 MB L3) and with W the next of a 1 GiB
+# pool of copies (streamed from RAM), H200 host, g109 (twenty-sixth session): ms per call.
+bars("cpu_l3_vs_ram_26.png", "CPU products of m rows, 16 threads, H200 host: W in L3 vs from RAM (ms)",
+     "ms", ["q4_K m=1", "2", "4", "8", "q6_K m=1", "2", "4", "8"],
+     {"one W (in L3)": [0.200, 0.231, 0.322, 0.557, 0.284, 0.314, 0.440, 0.733],
+      "W from RAM": [0.292, 0.321, 0.372, 0.598, 0.502, 0.533, 0.597, 0.942]},
+     ["#7fb3d5", "#1b4f72"], top=1.1)
+
+# The dropped AMX experiment (twenty-sixth session): q4_K [4096 -> 14336], 2 threads of the dev
+# box (a Xeon with AMX-INT8), W cached, ms per call: the AVX-512 lane kernels against the tile
+# matmul (16 weight rows x up to 16 activation rows, one tdpbusd per 32-element sub-block).
+bars("amx_q4k_26.png", "q4_K products of m rows, 2 Xeon threads: AVX-512 VNNI vs AMX tiles (ms; lower is better)",
+     "ms", ["m = 1", "2", "4", "8", "16"],
+     {"AVX-512 VNNI (kept)": [1.10, 1.21, 1.81, 2.68, 6.14],
+      "AMX tiles (dropped)": [1.75, 1.88, 2.21, 2.45, 2.97]},
+     ["#2a7ab9", "#d98880"], top=7)

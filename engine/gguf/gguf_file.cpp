@@ -96,7 +96,11 @@ GgufFile::GgufFile(const std::string& path, int shard_index)
         throw FormatError(cat(path, ": file is empty, not a GGUF file"));
     }
     size_ = static_cast<uint64_t>(st.st_size);
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Shared, not private: the pages are the page cache's either way (nothing writes them), but a
+    // read-only long-term pin of a private mapping (`--pin-weights`: cudaHostRegister) makes
+    // Linux copy every page to anonymous memory first, to keep the pin reliable against
+    // copy-on-write: for a 34 GiB RAM tier that never finished, and doubled the memory.
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     const int err = errno;
     ::close(fd);  // the mapping keeps the file referenced
     if (p == MAP_FAILED) {

@@ -43,6 +43,8 @@ enum class Placer {
 
 Placer parse_placer(std::string_view text);  // plan, builtin
 
+enum class PinWeights { Auto, On, Off };
+
 struct RuntimeOptions {
     std::string gpu = "auto";  // parse_gpu_choice's spelling
     uint64_t gpu_mem = 0;      // VRAM the process may hold; 0 = free VRAM less a margin
@@ -53,9 +55,10 @@ struct RuntimeOptions {
     PlacementRules rules;
     // Measure the hardware again even when the cached profile matches (engine/runtime/hardware.h).
     bool reprofile = false;
-    // --pin-weights: RAM weights registered with the GPU for direct prefill copies (off by
-    // default until measured end to end: PlacedModel::register_ram_weights).
-    bool pin_weights = false;
+    // RAM weights registered with the GPU for direct prefill copies (PlacedModel::
+    // register_ram_weights): On (--pin-weights), Off (--no-pin-weights), or Auto:
+    // pins_ram_weights_by_default (runtime_budget.h).
+    PinWeights pin_weights = PinWeights::Auto;
     // Measure the hardware when no profile is cached, also when nothing is planned (a placement
     // file, Placer::Builtin), so that cost_estimate() is known. Otherwise those use the cached
     // profile if there is one.

@@ -87,4 +87,8 @@ RuntimeBudgets runtime_budgets(const ModelConfig& config, const TensorTable& tab
     return b;
 }
 
+bool pins_ram_weights_by_default(bool ships, uint64_t ram_weight_bytes, uint64_t host_ram_bytes) {
+    return ships && ram_weight_bytes > 0 && ram_weight_bytes <= host_ram_bytes / 2;
+}
+
 }  // namespace strata

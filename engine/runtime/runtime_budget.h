@@ -45,4 +45,10 @@ struct RuntimeBudgets {
 RuntimeBudgets runtime_budgets(const ModelConfig& config, const TensorTable& table, const SessionParams& session,
                                int64_t n_vocab, const Backend* gpu, uint64_t ram_mem);
 
+// Whether the RAM weights are registered with the GPU (pinned) when the user said neither
+// --pin-weights nor --no-pin-weights: when prompt batches ship them, there are some, and they
+// take at most half the host's RAM, so pinning them leaves the rest of the system room.
+// Pinned pages cannot be reclaimed under memory pressure, unlike the file mapping's.
+bool pins_ram_weights_by_default(bool ships, uint64_t ram_weight_bytes, uint64_t host_ram_bytes);
+
 }  // namespace strata

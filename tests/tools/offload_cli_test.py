@@ -103,6 +103,18 @@ def main():
         # The built-in placement with a small GPU and a small RAM budget: GPU, RAM and DISK at once.
         rc, out, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(2), "--ram-mem", "1600K", "-v")
         expect(rc == 0 and out.strip(), f"three tiers failed: {err}")
+        # RAM weights with a GPU: pinned by default where the backend can (the fake one cannot:
+        # silent), and --pin-weights says so when nothing was registered; not both flags.
+        expect("--pin-weights" not in err, f"default pinning spoke: {err!r}")
+        rc, pinned, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(2), "--ram-mem", "1600K",
+                              "--pin-weights")
+        expect(rc == 0 and pinned == out and "no RAM weights registered" in err, f"--pin-weights: {err!r}")
+        rc, unpinned, err = run(strata, *gen, "--gpu", "fake", "--gpu-mem", gpu_mem(2), "--ram-mem", "1600K",
+                                "--no-pin-weights")
+        expect(rc == 0 and unpinned == out and "pin" not in err, f"--no-pin-weights: {err!r}")
+        expect_error(strata, gen + ["--pin-weights", "--no-pin-weights"], "excludes")
+        rc, _, err = run(strata, *gen, "--gpu", "none", "--pin-weights")
+        expect(rc == 0 and "--pin-weights: no GPU" in err, f"--pin-weights without a GPU: {err!r}")
 
         # The planner (default) and the built-in placement: the same text, all on the fake GPU and
         # on three tiers (a split FFN sums its parts in another order: only that both run there).

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "engine/gguf/model_file.h"
 #include "gguf_test_util.h"
@@ -161,6 +163,31 @@ TEST_P(GgufRoundTrip, TempFileThroughMmapAndModelFile) {
     for (const Spec& s : few_tensors())
         sum += s.n_bytes;
     EXPECT_EQ(m.total_tensor_bytes(), sum);
+}
+
+// The file is mapped shared: a read-only long-term pin of a private mapping (--pin-weights,
+// cudaHostRegister) makes Linux copy every page first. /proc/self/maps shows "r--s" for a
+// shared read-only mapping, "r--p" for a private one.
+TEST(GgufFileMapping, IsSharedAndReadOnly) {
+    test::TempDir dir;
+    const std::string path = dir.file("model.gguf");
+    GgufWriter w(path, 32);
+    write_file(w, every_value_type(), few_tensors(), 1000);
+    const GgufFile f(path);
+    const std::string canonical = std::filesystem::canonical(path).string();
+    std::ifstream maps("/proc/self/maps");
+    ASSERT_TRUE(maps.good());
+    int found = 0;
+    for (std::string line; std::getline(maps, line);) {
+        if (line.size() < canonical.size() || line.compare(line.size() - canonical.size(), std::string::npos, canonical) != 0)
+            continue;
+        ++found;
+        std::istringstream fields(line);
+        std::string range, perms;
+        fields >> range >> perms;
+        EXPECT_EQ(perms, "r--s") << line;
+    }
+    EXPECT_EQ(found, 1) << "mappings of " << canonical;
 }
 
 TEST_P(GgufRoundTrip, ManyTensorsRandomChunks) {

@@ -19,6 +19,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/model_placement.h"
 #include "engine/runtime/placed_model.h"
+#include "engine/runtime/runtime_budget.h"
 #include "engine/runtime/session.h"
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
@@ -169,6 +170,19 @@ class PlacedModelTest : public ::testing::TestWithParam<std::tuple<const char*, 
     uint64_t disk_reads_ = 0;
     uint64_t graph_launches_ = 0;
 };
+
+// Without --pin-weights / --no-pin-weights, RAM weights are pinned for direct prefill copies
+// when prompt batches ship them and they take at most half the RAM.
+TEST(PinWeightsDefault, PinsShippedRamWeightsOfAtMostHalfTheRam) {
+    constexpr uint64_t kGiB = uint64_t{1} << 30;
+    EXPECT_TRUE(pins_ram_weights_by_default(true, 34 * kGiB, 125 * kGiB));   // 70B at 6 GiB, H200 host
+    EXPECT_TRUE(pins_ram_weights_by_default(true, 16 * kGiB, 32 * kGiB));    // exactly half
+    EXPECT_FALSE(pins_ram_weights_by_default(true, 16 * kGiB + 1, 32 * kGiB));
+    EXPECT_FALSE(pins_ram_weights_by_default(true, 24 * kGiB, 32 * kGiB));   // a 70B laptop: staging
+    EXPECT_FALSE(pins_ram_weights_by_default(false, 4 * kGiB, 125 * kGiB));  // prompt batches stay home
+    EXPECT_FALSE(pins_ram_weights_by_default(true, 0, 125 * kGiB));          // nothing in RAM
+    EXPECT_FALSE(pins_ram_weights_by_default(true, 1, 0));                   // RAM unknown
+}
 
 TEST_P(PlacedModelTest, AllOnTheGpuIsExact) {
     expect_matches(uniform(*model_, Tier::Gpu, Tier::Gpu), 0.0);
