@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels_cpu/act_lanes.h"
+#include "kernels_cpu/cpu_features.h"
 #include "kernels_cpu/quantize_act.h"
 #include "quant/half.h"
 #include "quant/iq_grids.h"
@@ -63,6 +64,10 @@ Table build_table() {
             table[t][2] = QDotKernel{act, lanes, fns[2], sizeof(BlockQ8KLanes), 1};
         if (const QuantizeFn pairs = qdot_avx512_legacy_acts(type); pairs != nullptr)
             table[t][2] = QDotKernel{act, pairs, fns[2], sizeof(BlockQ8_0Pair), kPairBlocks};
+        // With AVX-VNNI the AVX2 variant's Q4_K / Q5_K kernels are the AVX-512 ones in 256-bit
+        // halves, on the same layout.
+        if (const QDotFn vnni = cpu_features().avxvnni ? qdot_avxvnni_k(type) : nullptr; vnni != nullptr)
+            table[t][1] = QDotKernel{act, quantize_q8_k_lanes4, vnni, sizeof(BlockQ8KLanes), 1};
     }
     return table;
 }

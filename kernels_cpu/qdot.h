@@ -98,6 +98,8 @@ QDotFn qdot_scalar_legacy(GgmlType type);  // qdot_scalar_legacy.cpp: 32-element
 QDotFn qdot_scalar_k(GgmlType type);       // qdot_scalar_k.cpp: 256-element formats
 QDotFn qdot_avx2_legacy(GgmlType type);    // qdot_avx2_legacy.cpp
 QDotFn qdot_avx2_k(GgmlType type);         // qdot_avx2_k.cpp
+QDotFn qdot_avxvnni_k(GgmlType type);      // qdot_avxvnni_k.cpp: the AVX2 variant's Q4_K/Q5_K with
+                                           // AVX-VNNI, reading quantize_q8_k_lanes4's layout
 QDotFn qdot_avx512_legacy(GgmlType type);  // qdot_avx512_legacy.cpp
 QuantizeFn qdot_avx512_legacy_acts(GgmlType type);  // its activation layout's quantizer
 QDotFn qdot_avx512_k(GgmlType type);       // qdot_avx512_k.cpp

@@ -19,10 +19,7 @@ namespace strata::cpu {
 namespace {
 
 using x86::f16;
-
-inline __m256i load256(const void* p) {
-    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
+using x86::load256;
 
 // iacc += Σ pairs (w·x) · scale, for one 32-element slice.
 inline __m256i scaled_dot(__m256i iacc, __m256i w, const int8_t* x, __m256i scale16) {

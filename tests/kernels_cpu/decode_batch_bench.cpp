@@ -1,13 +1,12 @@
-// Small-batch decode microbenchmark (continuous batching in `strata serve`): y [n, m] = W · x
-// through the CPU backend at m = 1, 2, 4, 8 rows, W [4096, 14336] (a 7B/8B FFN gate or up
-// matrix) in Q4_K and Q8_0, and its transpose [14336, 4096] in Q6_K (the FFN down matrix of a
-// Q4_K_M file) — against
-// m single-row calls (`one_at_a_time`), what decoding m streams one after another costs. The
-// kernels dot each weight row with up to 8 activation rows per call (qdot.h), so a batch of 8
-// reads W once where 8 single calls read it 8 times. One such matrix (16-58 MB) fits the L3 of
-// a server CPU (an Emerald Rapids Xeon's is up to 320 MB), so `from_ram` 1 cycles through
-// copies of it totalling 1 GiB, and every call streams its W from RAM as a model's weights do.
-// Part of kernels_cpu_bench; not in ctest.
+// Small-batch decode microbenchmark (continuous batching in `strata serve`, speculation's
+// verification): y [n, m] = W · x through the CPU backend at m = 1, 2, 4, 8, 16 rows, W [4096,
+// 14336] (a 7B/8B FFN gate or up matrix) in Q4_K and Q8_0, and its transpose [14336, 4096] in
+// Q6_K (the FFN down matrix of a Q4_K_M file), against m single-row calls (`one_at_a_time`): what
+// decoding m streams one after another costs. The kernels dot each weight row with up to 8
+// activation rows per call (qdot.h), so a batch of 8 reads W once where 8 single calls read it 8
+// times. One such matrix (33-62 MB) fits the L3 of a server CPU (the GPU machine's Xeon has
+// 300 MB), so `from_ram` 1 cycles through copies of it totalling 1 GiB, and every call streams
+// its W from RAM as a model's weights do. Part of kernels_cpu_bench; not in ctest.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -49,14 +48,19 @@ const std::vector<HostTensor>& weight_pool(GgmlType type) {
 
 // Args: batch m, one_at_a_time (0: one call of m rows; 1: m calls of one row), n_threads
 // (0 = physical cores), from_ram (0: one W, cached where L3 holds it; 1: the next of a 1 GiB
-// pool of copies each call).
+// pool of copies each call), variant (0: the best this CPU has; else a KernelVariant, skipped
+// where the CPU lacks it: the AVX2 kernels on an AVX-512 machine, as a laptop runs them).
 void bm_decode_batch(benchmark::State& state, GgmlType type) {
     const int64_t m = state.range(0);
     const bool single = state.range(1) != 0;
     const int threads = state.range(2) > 0 ? static_cast<int>(state.range(2)) : cpu_features().physical_cores;
     const bool from_ram = state.range(3) != 0;
     CpuBackend backend(threads);
-    set_kernel_variant(KernelVariant::Auto);
+    if (state.range(4) == 0) {
+        set_kernel_variant(KernelVariant::Auto);
+    } else if (!force_variant(state, variant_arg(state.range(4)))) {
+        return;
+    }
     state.SetLabel(std::string(kernel_variant_name(active_kernel_variant())) + (single ? " one row per call" : " batched") +
                    (from_ram ? " from RAM" : ""));
     const HostTensor& w = weights(type);
@@ -91,8 +95,8 @@ using namespace strata::cpu::bench;  // NOLINT: benchmark registration only
 
 #define STRATA_DECODE_BATCH(name, type)                                   \
     BENCHMARK_CAPTURE(bm_decode_batch, name, type)                        \
-        ->ArgNames({"batch", "one_at_a_time", "threads", "from_ram"})     \
-        ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}, {0}, {0, 1}})            \
+        ->ArgNames({"batch", "one_at_a_time", "threads", "from_ram", "variant"}) \
+        ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}, {0}, {0, 1}, {0, kAvx2}})       \
         ->UseRealTime()                                                   \
         ->Unit(benchmark::kMillisecond)
 

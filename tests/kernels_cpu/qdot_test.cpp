@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels_cpu/act_lanes.h"
+#include "kernels_cpu/cpu_features.h"
 #include "kernels_cpu/qdot.h"
 #include "tests/kernels_cpu/test_util.h"
 
@@ -181,6 +183,21 @@ TEST(QDotTable, CoversTheTypesOfQ4KMFilesInEverySimdVariant) {
     EXPECT_EQ(qdot_partner_type(GgmlType::Q5_0), GgmlType::Q8_0);
     EXPECT_EQ(qdot_partner_type(GgmlType::Q5_1), GgmlType::Q8_1);
     EXPECT_EQ(qdot_partner_type(GgmlType::IQ4_XS), GgmlType::Q8_K);
+}
+
+// With AVX-VNNI the AVX2 variant's Q4_K / Q5_K kernels are qdot_avxvnni_k.cpp's, on the AVX-512
+// kernels' K4 layout (so the tests above run them there); without it, the maddubs kernels on
+// plain Q8_K. Q6_K keeps its AVX2 kernel either way.
+TEST(QDotTable, Avx2VariantTakesTheVnniKernelsWhereTheCpuHasAvxVnni) {
+    if (!kernel_variant_supported(KernelVariant::Avx2)) GTEST_SKIP() << "CPU lacks avx2";
+    const size_t lanes = sizeof(BlockQ8KLanes), plain = type_traits(GgmlType::Q8_K).type_size;
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K}) {
+        const QDotKernel* k = find_qdot_kernel(type, KernelVariant::Avx2);
+        ASSERT_NE(k, nullptr);
+        EXPECT_EQ(k->act_block_bytes, cpu_features().avxvnni ? lanes : plain) << type_traits(type).name;
+        EXPECT_EQ(k->dot == qdot_avxvnni_k(type), cpu_features().avxvnni) << type_traits(type).name;
+    }
+    EXPECT_EQ(find_qdot_kernel(GgmlType::Q6_K, KernelVariant::Avx2)->act_block_bytes, plain);
 }
 
 }  // namespace
