@@ -67,7 +67,7 @@ Table build_table() {
         // With AVX-VNNI the AVX2 variant's Q4_K / Q5_K kernels are the AVX-512 ones in 256-bit
         // halves, on the same layout.
         if (const QDotFn vnni = cpu_features().avxvnni ? qdot_avxvnni_k(type) : nullptr; vnni != nullptr)
-            table[t][1] = QDotKernel{act, quantize_q8_k_lanes4, vnni, sizeof(BlockQ8KLanes), 1};
+            table[t][1] = QDotKernel{act, qdot_avx512_k_acts(type), vnni, sizeof(BlockQ8KLanes), 1};
     }
     return table;
 }

@@ -15,7 +15,6 @@ namespace strata {
 
 namespace {
 
-constexpr double kGiga = 1e9;
 constexpr double kUnknownTypeShare = 0.7;  // of the read bandwidth, for types not measured
 
 // Small ops (kernels on the GPU, parallel regions on the CPU) the layer program runs per block
@@ -34,7 +33,7 @@ int small_ops_of(std::span<const LayerOp> ops, const LayerRoles& roles, bool fus
 double rate_of(const std::map<std::string, double>& gemv, GgmlType type, double read_gbs) {
     const auto it = gemv.find(std::string(type_traits(type).name));
     const double gbs = it != gemv.end() && it->second > 0 ? it->second : read_gbs * kUnknownTypeShare;
-    return gbs * kGiga;
+    return gbs * CostModel::kGiga;
 }
 
 }  // namespace

@@ -185,6 +185,8 @@ struct CostTerms {
 // references to the table (which must outlive it).
 class CostModel {
   public:
+    static constexpr double kGiga = 1e9;  // the G of the profile's GB/s and GFLOP/s
+
     // kv_type: the KV cache's type, for the bytes each decode step's attention reads.
     CostModel(const TensorTable& table, const HardwareProfile& profile, const CostParams& params,
               GgmlType kv_type = GgmlType::F16);

@@ -16,8 +16,6 @@ namespace strata {
 
 namespace {
 
-constexpr double kPerGiga = 1e9;  // the profile's GB/s and GFLOP/s, per second
-
 // Bytes of neurons [begin, end) of one FFN tensor: rows of gate/up, a column slice of down.
 double part_bytes(const TensorEntry& t, bool is_down, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
@@ -70,7 +68,7 @@ struct CostModel::Walk {
     std::pair<double, double> latency_and_move(double bytes, int to) const {
         const HardwareProfile& p = m.profile_;
         const double gbs = to == kGpu ? p.h2d_gbs : p.d2h_gbs;
-        return {p.transfer_latency_us * 1e-6, gbs > 0 ? bytes / (gbs * kPerGiga) : 0.0};
+        return {p.transfer_latency_us * 1e-6, gbs > 0 ? bytes / (gbs * kGiga) : 0.0};
     }
     void run(int proc, double decode_s, double prefill_s) {
         (proc == kGpu ? t.gpu_s : t.cpu_s) += decode_s;
@@ -107,10 +105,10 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
     double pf = 0;
     int pf_proc = proc;
     if (prefill_known_) {
-        const double gpu_flops = profile_.gpu_prefill_gflops * kPerGiga;
-        pf = flops / ((proc == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kPerGiga);
+        const double gpu_flops = profile_.gpu_prefill_gflops * kGiga;
+        pf = flops / ((proc == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga);
         if (proc == kCpu && profile_.has_gpu() && gpu_flops > 0 && profile_.h2d_gbs > 0) {
-            const double via_gpu = bytes / (profile_.h2d_gbs * kPerGiga * n) + flops / gpu_flops;
+            const double via_gpu = bytes / (profile_.h2d_gbs * kGiga * n) + flops / gpu_flops;
             if (via_gpu < pf) {
                 pf = via_gpu;
                 pf_proc = kGpu;
@@ -211,9 +209,9 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     // Measured for this shape: the line at this context (the KV bytes included); otherwise a
     // small op plus the KV bytes at the read bandwidth.
     const double kv_read = line ? 0.0
-                                : L.kv_cell_bytes * cells / ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kPerGiga);
+                                : L.kv_cell_bytes * cells / ((ah == kGpu ? profile_.gpu_read_gbs : profile_.host_read_gbs) * kGiga);
     const double attn_flops = 4.0 * L.q_width * n / 2;
-    const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kPerGiga;
+    const double rate = (ah == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga;
     w.run(ah, kv_read, prefill_known_ ? attn_flops / rate : 0.0);
     // The block's small ops at its decode home: with host projections the host's (the norm and
     // add run there; the GPU's one prologue kernel is not counted apart).
@@ -318,7 +316,7 @@ void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, 
         // Prefill: each GPU expert's rows in and out instead.
         const HardwareProfile& p = profile_;
         const double n = static_cast<double>(params_.n_prompt);
-        const double move = 4.0 * n_embd_ / (std::max(1e-9, p.h2d_gbs) * kPerGiga);
+        const double move = 4.0 * n_embd_ / (std::max(1e-9, p.h2d_gbs) * kGiga);
         w.t.pf_transfer_s = before + 2 * ug * (p.transfer_latency_us * 1e-6 / n + move);
     }
     if (home == kGpu) {  // the router's logits and the normed input to the host, the sum back
