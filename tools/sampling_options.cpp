@@ -96,12 +96,15 @@ void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
                  " STRATA_QUICK_PROFILE=1 measures briefly)");
     cmd.add_option("--disk-io", o.disk_io, "how DISK weights are read: auto, direct (O_DIRECT), mmap")
         ->capture_default_str();
+    // No values (--pin-weights=0 would otherwise read as --pin-weights): disable_flag_override.
     CLI::Option* pin = cmd.add_flag_callback("--pin-weights", [&o] { o.pin_weights = 1; },
                                              "register the RAM weights with the GPU so prompt batches copy them"
                                              " without staging (pins their pages). Default: on when prompt batches"
-                                             " ship RAM weights to the GPU and they take at most half the RAM");
+                                             " ship RAM weights to the GPU and they take at most half the RAM")
+                           ->disable_flag_override();
     cmd.add_flag_callback("--no-pin-weights", [&o] { o.pin_weights = 0; },
                           "never register the RAM weights (prompt batches copy them through staging)")
+        ->disable_flag_override()
         ->excludes(pin);
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     add_sparsity_options(cmd, o.sparsity);

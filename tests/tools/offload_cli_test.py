@@ -113,6 +113,8 @@ def main():
                                 "--no-pin-weights")
         expect(rc == 0 and unpinned == out and "pin" not in err, f"--no-pin-weights: {err!r}")
         expect_error(strata, gen + ["--pin-weights", "--no-pin-weights"], "excludes")
+        for bad in ("--pin-weights=0", "--no-pin-weights=1"):  # a value would be ignored: refused
+            expect_error(strata, gen + [bad], "disallowed flag override")
         rc, _, err = run(strata, *gen, "--gpu", "none", "--pin-weights")
         expect(rc == 0 and "--pin-weights: no GPU" in err, f"--pin-weights without a GPU: {err!r}")
 
