@@ -71,6 +71,11 @@ struct CudaBackend::Impl {
     uint64_t outside_arena = 0;  // device bytes cuBLAS holds for itself (measured)
     std::shared_ptr<DeviceArena> arena;
     cudaStream_t stream = nullptr;
+    // Weight shipping (ship_in / release_slot): the copies' stream, and per slot the event of
+    // its last copy and of its last readers on `stream`.
+    cudaStream_t copy_stream = nullptr;
+    std::array<cudaEvent_t, Backend::kShipSlots> slot_copied{};
+    std::array<cudaEvent_t, Backend::kShipSlots> slot_released{};
     cublasHandle_t cublas = nullptr;
     ArenaBuffer cublas_workspace;
     std::unique_ptr<BulkStaging> bulk;

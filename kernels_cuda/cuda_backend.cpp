@@ -97,6 +97,11 @@ CudaBackend::Impl::Impl(const CudaBackendOptions& opts) : options(opts) {
     // and give the arena only the rest of the budget.
     const uint64_t used_before = device_used_bytes();
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
+    for (int i = 0; i < Backend::kShipSlots; ++i) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&slot_copied[static_cast<size_t>(i)], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&slot_released[static_cast<size_t>(i)], cudaEventDisableTiming));
+    }
     CUBLAS_CHECK(cublasCreate(&cublas));
     CUBLAS_CHECK(cublasSetStream(cublas, stream));
     CUBLAS_CHECK(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));  // no TF32: f32 stays f32
@@ -128,6 +133,7 @@ CudaBackend::Impl::~Impl() {
         for (auto& [part, rec] : o.parts)
             if (rec.exec != nullptr) cudaGraphExecDestroy(rec.exec);
     if (stream != nullptr) cudaStreamSynchronize(stream);
+    if (copy_stream != nullptr) cudaStreamSynchronize(copy_stream);
     if (timer != nullptr) {
         timer->collect();
         std::fputs(timer->report().c_str(), stderr);
@@ -135,6 +141,11 @@ CudaBackend::Impl::~Impl() {
     if (cublas != nullptr) cublasDestroy(cublas);
     args.reset();
     bulk.reset();
+    for (cudaEvent_t e : slot_copied)
+        if (e != nullptr) cudaEventDestroy(e);
+    for (cudaEvent_t e : slot_released)
+        if (e != nullptr) cudaEventDestroy(e);
+    if (copy_stream != nullptr) cudaStreamDestroy(copy_stream);
     if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
@@ -276,6 +287,40 @@ void CudaBackend::copy_in(const Tensor& src, Tensor& dst) {
 }
 
 void CudaBackend::copy_out(const Tensor& src, Tensor& dst) { download(src, dst); }
+
+void CudaBackend::ship_in(const Tensor& src, Tensor& dst, int slot) {
+    if (slot < 0 || slot >= kShipSlots) throw ArgumentError(cat("ship_in: slot ", slot, " of ", kShipSlots));
+    if (!src.is_contiguous() || impl_->capturing) {
+        copy_in(src, dst);  // in order on the stream: after every earlier reader of the slot
+        return;
+    }
+    if (src.memory == MemoryKind::Device || dst.memory != MemoryKind::Device || !dst.is_contiguous() ||
+        src.type != dst.type || src.ne != dst.ne) {
+        throw ArgumentError(cat("ship_in: ", src.shape_string(), " -> ", dst.shape_string(),
+                                " needs a host source and a device destination of one type and shape"));
+    }
+    if (src.n_bytes() == 0) return;
+    const auto s = static_cast<size_t>(slot);
+    cudaStream_t copies = impl_->copy_stream;
+    CUDA_CHECK(cudaStreamWaitEvent(copies, impl_->slot_released[s], 0));
+    const bool direct = src.memory == MemoryKind::PinnedHost || impl_->is_registered(src.data, src.n_bytes());
+    if (direct) {
+        CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.n_bytes(), cudaMemcpyHostToDevice, copies));
+    } else {
+        impl_->bulk->to_device(src.data, dst.data, src.n_bytes(), copies);
+    }
+    CUDA_CHECK(cudaEventRecord(impl_->slot_copied[s], copies));
+    CUDA_CHECK(cudaStreamWaitEvent(impl_->stream, impl_->slot_copied[s], 0));
+    // Pinned memory is the caller's to reuse (a disk read's buffer): wait until it was read.
+    // Registered weights never change; staged bytes are in the chunks once to_device returns.
+    if (src.memory == MemoryKind::PinnedHost) CUDA_CHECK(cudaEventSynchronize(impl_->slot_copied[s]));
+}
+
+void CudaBackend::release_slot(int slot) {
+    if (slot < 0 || slot >= kShipSlots) throw ArgumentError(cat("release_slot: slot ", slot, " of ", kShipSlots));
+    if (impl_->capturing) return;  // ship_in copies in order while recording
+    CUDA_CHECK(cudaEventRecord(impl_->slot_released[static_cast<size_t>(slot)], impl_->stream));
+}
 
 bool CudaBackend::Impl::is_registered(const void* p, uint64_t bytes) const {
     const auto begin = reinterpret_cast<uintptr_t>(p);

@@ -93,6 +93,9 @@ class CudaBackend : public Backend {
     void copy_in(const Tensor& src, Tensor& dst) override;
     void copy_out(const Tensor& src, Tensor& dst) override;
     Buffer register_host_memory(const void* p, uint64_t bytes) override;
+    // On a copy stream, ordered by events (contiguous sources; a strided one is copy_in).
+    void ship_in(const Tensor& src, Tensor& dst, int slot) override;
+    void release_slot(int slot) override;
     // A contiguous device tensor in the arena (contents undefined).
     DeviceTensor allocate(GgmlType type, std::initializer_list<int64_t> ne,
                           std::string_view what = "tensor");

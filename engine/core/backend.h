@@ -254,6 +254,19 @@ public:
         (void)p, (void)bytes;
         return {};
     }
+    // Weight shipping (a prompt batch multiplying host weights here): the caller copies each
+    // weight into one of kShipSlots device buffers in turn. ship_in is copy_in into slot `slot`'s
+    // buffer that may run beside the ops queued before it (CUDA: on a copy stream, so the next
+    // weight crosses PCIe while this one is multiplied); it waits only for the ops queued before
+    // release_slot(slot), the last readers of the slot's previous weight. Ops queued after it see
+    // the bytes; returns once src may be reused. By default both are plain copy_in, in order.
+    static constexpr int kShipSlots = 2;
+    virtual void ship_in(const Tensor& src, Tensor& dst, int slot) {
+        (void)slot;
+        copy_in(src, dst);
+    }
+    // The ops queued so far are the last to read slot `slot`'s buffer.
+    virtual void release_slot(int slot) { (void)slot; }
 
     // ---- ops
     // y [n, m] = W [k, n] · x [k, m]: each row of W dotted with each row of x. y is f32.

@@ -1,6 +1,6 @@
 // Environment variables that switch a behaviour for A/B measurements (STRATA_CUDA_PDL=0,
-// STRATA_CPU_OP_TIMES=1, ...). Callers cache the answer in a function-local static: the
-// environment is read once per process.
+// STRATA_CPU_OP_TIMES=1, STRATA_SHIP_OVERLAP=0, ...). Callers cache the answer in a
+// function-local static: the environment is read once per process.
 #pragma once
 
 #include <cstdlib>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "engine/core/env_switch.h"
 #include "engine/core/error.h"
 #include "engine/core/layer_ops.h"
 #include "engine/core/timing.h"
@@ -88,7 +89,7 @@ int LayerExecutor::index_of(const Backend* b) const {
 
 int LayerExecutor::compute_backend(const PlacedWeight& w, int64_t n) const {
     if (gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ &&
-        is_host(*w.backend) && weight_bytes(w) <= ship_.size()) {
+        is_host(*w.backend) && weight_bytes(w) <= ship_[0].size()) {
         return gpu_;
     }
     return index_of(w.backend);
@@ -169,16 +170,20 @@ void LayerExecutor::matmul_local(const PlacedWeight& w, int bi, const Tensor& in
         t.data = const_cast<void*>(stream->acquire(w.stream_id));
         t.memory = MemoryKind::Host;
     }
+    // A shipped weight goes into the next staging slot: with two, its copy runs while the
+    // previous weight is multiplied (Backend::ship_in).
+    const int slot = shipped ? next_slot_ : -1;
     try {
         if (shipped) {
-            // Into the GPU staging buffer; copy_in returns once the host bytes may be reused.
             const Tensor host = t;
             const uint64_t bytes = host.row_bytes() * static_cast<uint64_t>(host.n_rows());
-            STRATA_INVARIANT(ship_.size() >= bytes);
-            t = Tensor::contiguous(host.type, ship_.data(), {host.ne[0], host.ne[1], host.ne[2], host.ne[3]},
-                                   ship_.memory());
+            Buffer& into = ship_[static_cast<size_t>(slot)];
+            STRATA_INVARIANT(into.size() >= bytes);
+            t = Tensor::contiguous(host.type, into.data(), {host.ne[0], host.ne[1], host.ne[2], host.ne[3]},
+                                   into.memory());
+            next_slot_ = (next_slot_ + 1) % ship_slots_;
             const auto t0 = Clock::now();
-            b.copy_in(host, t);
+            b.ship_in(host, t, slot);  // returns once the host bytes may be reused
             ship_stats_.seconds += seconds_since(t0);
             ship_stats_.bytes += bytes;
         }
@@ -188,6 +193,7 @@ void LayerExecutor::matmul_local(const PlacedWeight& w, int bi, const Tensor& in
             stream = nullptr;
         }
         b.matmul(t, in, out);
+        if (shipped) b.release_slot(slot);
         if (stream != nullptr) {
             stream->release(w.stream_id);
             stream = nullptr;
@@ -280,7 +286,8 @@ void LayerExecutor::gather_ffn_sums(const BackendFlags& has_sum, int hb, Tensor&
 }
 
 void LayerExecutor::begin_pass(int64_t n, bool stage) {
-    if (stage && gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ && !ship_) {
+    if (stage && gpu_ >= 0 && shipping_ok_ && gpu_prefill_min_tokens_ > 0 && n >= gpu_prefill_min_tokens_ &&
+        !ship_[0]) {
         allocate_staging();
     }
     x_home_ = index_of(model_.token_embd().backend);
@@ -305,10 +312,25 @@ void LayerExecutor::allocate_staging() {
         return;
     }
     try {
-        ship_ = backend(gpu_).allocate(largest, "prefill weight staging");
+        ship_[0] = backend(gpu_).allocate(largest, "prefill weight staging");
     } catch (const BudgetError&) {
         shipping_ok_ = false;
+        return;
     }
+    // A second slot where the limit holds two (runtime_budgets reserves them when two fit in a
+    // quarter of the GPU): the next weight's copy then overlaps this one's product.
+    // STRATA_SHIP_OVERLAP=0 keeps one, for A/B runs.
+    static const bool overlap = !env_turned_off("STRATA_SHIP_OVERLAP");
+    ship_slots_ = 1;
+    next_slot_ = 0;
+    if (overlap && largest <= gpu_staging_limit_ / 2) {
+        try {
+            ship_[1] = backend(gpu_).allocate(largest, "prefill weight staging (second slot)");
+            ship_slots_ = 2;
+        } catch (const BudgetError&) {
+        }
+    }
+    ship_stats_.slots = ship_slots_;
 }
 
 LayerExecutor::StepMode LayerExecutor::begin_step(KvCache& kv, const int32_t* tokens, const int32_t* positions,

@@ -124,6 +124,7 @@ class LayerExecutor {
     struct ShipStats {
         uint64_t bytes = 0;
         double seconds = 0;
+        int slots = 0;  // staging slots (two: copies overlap products)
     };
     const ShipStats& ship_stats() const { return ship_stats_; }
 
@@ -165,7 +166,10 @@ class LayerExecutor {
     int64_t gpu_prefill_min_tokens_;
     uint64_t gpu_staging_limit_;
     bool shipping_ok_ = true;  // false once the GPU had no room for the staging buffer
-    Buffer ship_;              // GPU staging of a host weight during prefill
+    // GPU staging of host weights during prefill: slots used in turn (Backend::ship_in).
+    std::array<Buffer, Backend::kShipSlots> ship_;
+    int ship_slots_ = 1;
+    int next_slot_ = 0;
     ShipStats ship_stats_;
     std::array<std::array<Buffer, kSlotCount>, kMaxBackends> scratch_;
     std::vector<float> bounce_;  // host hop of device-to-device transfers

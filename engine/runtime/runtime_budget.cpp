@@ -75,13 +75,21 @@ RuntimeBudgets runtime_budgets(const ModelConfig& config, const TensorTable& tab
     // and prefill falls back to the CPU (70B at --gpu-mem 6G on an H100: pp512 7.8 tok/s without
     // the room, 103.8 with it).
     b.ships = gpu != nullptr && session.gpu_prefill_min_tokens > 0 && session.n_batch >= session.gpu_prefill_min_tokens;
-    const uint64_t staging = b.ships ? largest_streamed_bytes(table) * static_cast<uint64_t>(session.n_sequences) : 0;
-    // With slack for what the placement's sum leaves out (allocation rounding, norm copies): a
-    // quarter of the matrix, at most 64 MiB (at 70B and 6 GiB the room came out 3.75 MiB short of
-    // the largest matrix without it). Kept only where it is a small share of the budget.
-    const uint64_t with_slack = staging + std::min<uint64_t>(staging / 4, 64ull << 20);
-    const uint64_t staging_reserve = with_slack * 4 <= b.gpu_free ? with_slack : 0;
-    b.gpu_reserved = b.activation_reserve + staging_reserve;
+    const uint64_t largest = b.ships ? largest_streamed_bytes(table) * static_cast<uint64_t>(session.n_sequences) : 0;
+    // Two slots, so that one matrix crosses PCIe while the previous one is multiplied
+    // (Backend::ship_in), else one. With slack for what the placement's sum leaves out
+    // (allocation rounding, norm copies): a quarter of a matrix, at most 64 MiB (at 70B and
+    // 6 GiB the room came out 3.75 MiB short of the largest matrix without it). Kept only where
+    // it is at most a quarter of the budget.
+    for (int slots = Backend::kShipSlots; slots >= 1 && b.staging_slots == 0; --slots) {
+        const uint64_t staging = largest * static_cast<uint64_t>(slots);
+        const uint64_t with_slack = staging + std::min<uint64_t>(largest / 4, 64ull << 20);
+        if (largest > 0 && with_slack * 4 <= b.gpu_free) {
+            b.staging_slots = slots;
+            b.staging_reserve = with_slack;
+        }
+    }
+    b.gpu_reserved = b.activation_reserve + b.staging_reserve;
     const uint64_t available = host_ram_available_bytes();
     b.ram = ram_mem > 0 ? ram_mem : (available > kRamMargin ? available - kRamMargin : 0);
     return b;

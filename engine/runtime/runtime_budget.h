@@ -36,7 +36,9 @@ struct RuntimeBudgets {
     uint64_t gpu_free = 0;            // what the GPU backend could allocate before the placement
     uint64_t activation_reserve = 0;  // gpu_scratch_estimate
     bool ships = false;               // prompt batches ship host weights to the GPU
-    uint64_t gpu_reserved = 0;        // activation reserve + the room to ship the largest matrix
+    int staging_slots = 0;            // largest matrices the shipping room holds (0, 1 or 2)
+    uint64_t staging_reserve = 0;     // that room, with slack
+    uint64_t gpu_reserved = 0;        // activation reserve + staging reserve
     uint64_t ram = 0;                 // --ram-mem, else available RAM less a margin
 };
 

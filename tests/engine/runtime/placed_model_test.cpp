@@ -184,6 +184,41 @@ TEST(PinWeightsDefault, PinsShippedRamWeightsOfAtMostHalfTheRam) {
     EXPECT_FALSE(pins_ram_weights_by_default(true, 1, 0));                   // RAM unknown
 }
 
+// The GPU room kept out of the placement for shipped weights: two of the largest layer matrix
+// (copies overlap products) where that and its slack take at most a quarter of the GPU, else one,
+// else none; the slack is a quarter of the matrix, at most 64 MiB.
+TEST_P(PlacedModelTest, StagingRoomHoldsTwoSlotsWhereTheyFit) {
+    if (cuda_) GTEST_SKIP() << "budget arithmetic; runs with the fake device";
+    const TensorTable table = tensor_table(*model_);
+    uint64_t largest = 0;
+    for (const TensorEntry& t : table.tensors) {
+        if (t.ne[1] > 1 && t.name != "token_embd.weight" && t.name != "output.weight") largest = std::max(largest, t.bytes);
+    }
+    ASSERT_GT(largest, 0u);
+    const uint64_t slack = std::min<uint64_t>(largest / 4, 64ull << 20);
+    SessionParams session;
+    session.n_batch = 512;
+    const auto budgets_at = [&](uint64_t gpu_bytes) {
+        FakeDeviceBackend gpu({.budget_bytes = gpu_bytes});
+        return runtime_budgets(config(), table, session, model_->weights().output.ne[1], &gpu, 0);
+    };
+    const uint64_t two = 4 * (2 * largest + slack), one = 4 * (largest + slack);
+    for (const auto& [bytes, slots, reserve] : {std::tuple{two, 2, 2 * largest + slack},
+                                                 std::tuple{two - 1, 1, largest + slack},
+                                                 std::tuple{one, 1, largest + slack},
+                                                 std::tuple{one - 1, 0, uint64_t{0}}}) {
+        const RuntimeBudgets b = budgets_at(bytes);
+        ASSERT_EQ(b.gpu_free, bytes);
+        EXPECT_TRUE(b.ships);
+        EXPECT_EQ(b.staging_slots, slots) << bytes << " bytes";
+        EXPECT_EQ(b.staging_reserve, reserve) << bytes << " bytes";
+        EXPECT_EQ(b.gpu_reserved, b.activation_reserve + reserve);
+    }
+    session.gpu_prefill_min_tokens = 0;  // prompt batches never ship: no room kept
+    EXPECT_EQ(budgets_at(two).staging_slots, 0);
+    EXPECT_EQ(budgets_at(two).staging_reserve, 0u);
+}
+
 TEST_P(PlacedModelTest, AllOnTheGpuIsExact) {
     expect_matches(uniform(*model_, Tier::Gpu, Tier::Gpu), 0.0);
     EXPECT_GT(residency_.gpu_weight_bytes, 0u);
