@@ -20,6 +20,7 @@ DeviceRates host_rates_times(Backend& backend, const DeviceRateOptions& options)
     r.read_gbs = h.read_gbs * kSpeedup;
     for (const auto& [type, gbs] : h.gemv_gbs) r.gemv_gbs[type] = gbs * kSpeedup;
     r.h2d_gbs = r.d2h_gbs = h.read_gbs / 2;  // memcpy: read and write
+    r.h2d_staged_gbs = r.h2d_gbs;             // its copy_in is one memcpy either way
     r.transfer_latency_us = 5;
     r.op_us = h.op_us;
     r.gemv_floor_us = h.gemv_floor_us;

@@ -145,6 +145,18 @@ void measure_transfers(const Measuring& m, GpuProfile& p) {
         });
     };
     p.h2d_gbs = static_cast<double>(m.transfer_bytes) / copy_seconds(dev.data(), host.data(), cudaMemcpyHostToDevice) / 1e9;
+    // Pageable memory (RAM weights that are not registered) goes through the backend's pinned
+    // staging chunks: host memcpy and DMA in turn.
+    m.step("host to device, staged");
+    std::vector<uint8_t> pageable(m.transfer_bytes, 1);
+    const Tensor src = Tensor::contiguous(GgmlType::I8, pageable.data(), {static_cast<int64_t>(m.transfer_bytes)});
+    Tensor dst = Tensor::contiguous(GgmlType::I8, dev.data(), {static_cast<int64_t>(m.transfer_bytes)},
+                                    MemoryKind::Device);
+    const double staged = m.time([&] {
+        m.backend.copy_in(src, dst);
+        m.backend.synchronize();
+    });
+    p.h2d_staged_gbs = static_cast<double>(m.transfer_bytes) / staged / 1e9;
     m.step("device to host");
     p.d2h_gbs = static_cast<double>(m.transfer_bytes) / copy_seconds(host.data(), dev.data(), cudaMemcpyDeviceToHost) / 1e9;
 }

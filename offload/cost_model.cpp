@@ -40,10 +40,11 @@ double rate_of(const std::map<std::string, double>& gemv, GgmlType type, double 
 
 namespace {
 // Every summed member of CostTerms but `transfers` (an int), for += and -=.
-constexpr std::array<double CostTerms::*, 12> kSummed{
+constexpr std::array<double CostTerms::*, 13> kSummed{
     &CostTerms::gpu_s,       &CostTerms::cpu_s,         &CostTerms::disk_s,      &CostTerms::transfer_s,
     &CostTerms::pf_gpu_s,    &CostTerms::pf_cpu_s,      &CostTerms::pf_disk_s,   &CostTerms::pf_transfer_s,
-    &CostTerms::gpu_fixed_s, &CostTerms::cpu_fixed_s,   &CostTerms::gpu_kernels, &CostTerms::host_parts};
+    &CostTerms::pf_ship_s,   &CostTerms::gpu_fixed_s,   &CostTerms::cpu_fixed_s, &CostTerms::gpu_kernels,
+    &CostTerms::host_parts};
 }  // namespace
 
 CostTerms& CostTerms::operator+=(const CostTerms& o) {
@@ -204,6 +205,24 @@ int CostModel::ffn_home(const Layout& layout, int layer) const {
     return -1;
 }
 
+bool CostModel::ships_host_weights() const {
+    return prefill_known_ && profile_.has_gpu() && profile_.gpu_prefill_gflops > 0 && profile_.h2d_gbs > 0 &&
+           params_.ship_slots > 0 && params_.n_prompt >= params_.ship_min_tokens;
+}
+
+int CostModel::ffn_prefill_home(const Layout& layout, int layer) const {
+    const int fh = ffn_home(layout, layer);
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    if (fh != kCpu || !ships_host_weights() || !L.ffn || L.experts || layout.split[static_cast<size_t>(layer)]) return fh;
+    return kGpu;  // a dense FFN all on the host: the pass multiplies its three matrices on the GPU
+}
+
+int CostModel::prefill_home_out(const Layout& layout, int layer) const {
+    if (layer < 0) return home_out(layout, layer);
+    const int fh = ffn_prefill_home(layout, layer);
+    return fh >= 0 ? fh : home_out(layout, layer);
+}
+
 int CostModel::home_out(const Layout& layout, int layer) const {
     if (layer < 0) {
         return embd_ >= 0 && layout.tier[static_cast<size_t>(embd_)] == Tier::Gpu ? kGpu : kCpu;
@@ -234,8 +253,12 @@ CostEstimate CostModel::combine(const CostTerms& t) const {
     e.disk_exposed_s = std::max(0.0, params_.disk_scale * t.disk_s - e.gpu_s - e.cpu_s);
     e.decode_s_per_token = e.overhead_s + e.transfer_s + e.gpu_s + e.cpu_s + e.disk_exposed_s;
     if (prefill_known_) {
+        // Two staging slots: a weight crosses PCIe while the previous one is multiplied, which
+        // hides part of the shorter side.
+        const double shorter = std::min(t.pf_gpu_s, t.pf_ship_s);
+        const double gpu_side = t.pf_gpu_s + t.pf_ship_s - (params_.ship_slots >= 2 ? params_.ship_hidden * shorter : 0.0);
         e.prefill_s_per_token = params_.overhead_s / static_cast<double>(params_.n_prompt) +
-                                t.pf_transfer_s + std::max(t.pf_gpu_s + t.pf_cpu_s, t.pf_disk_s);
+                                t.pf_transfer_s + gpu_side + t.pf_cpu_s + t.pf_disk_s;
     }
     return e;
 }

@@ -30,11 +30,18 @@
 // With unit scales this is overhead + T + max(G + Gf + C + Cf, D): the roofline of
 // docs/measuring.md made sequential, plus the measured fixed costs and transfers.
 //
-// Prefill, per token of a batch of n_prompt (compute-bound): each weight costs 2·params FLOP
-// per token / prefill GFLOP/s of its processor; a RAM or DISK weight is instead copied to the
-// GPU once per batch (bytes / h2d / n_prompt + GPU FLOP time) when that is faster; attention
-// costs 4·n_embd_q·n_prompt/2 FLOP per token; DISK bytes are read once per batch and overlap:
-//   prefill = overhead_s / n_prompt + transfers + max(G_p + C_p, D / n_prompt)
+// Prefill, per token of a batch of n_prompt: each weight costs 2·params FLOP per token / prefill
+// GFLOP/s of its processor, at least its bytes / (its one-token rate · n_prompt) (a pass of a
+// few tokens reads the weight once: bandwidth-bound); attention costs 4·n_embd_q·n_prompt/2 FLOP
+// per token. A RAM or DISK weight is multiplied on the GPU instead when the batch ships weights
+// (n_prompt >= ship_min_tokens, ship_slots > 0: the runtime's rule), its bytes copied once per
+// batch (S: bytes / n_prompt at h2d_gbs when registered, else h2d_staged_gbs; DISK weights are
+// always staged). With two staging slots the copies run beside the GPU's products, so the GPU
+// side takes max(G_p, S) + (1 - ship_hidden)·min(G_p, S), with one G_p + S. DISK bytes are read
+// once per batch; the stream reads ahead only its ring (two matrices), so in a prompt pass the
+// reads overlap the DISK layers' own work, not the other layers' (70B, 6 GiB, --ram-mem 24G on
+// the H200 machine: a pp512 pass took 9.05 s against 7.07 s of reads alone):
+//   prefill = overhead_s / n_prompt + transfers + GPU side + C_p + D / n_prompt
 // The scales are fitted on decode and not applied to prefill. Prefill is 0 (not predicted)
 // when the profile lacks cpu_prefill_gflops, or gpu_prefill_gflops on a machine with a GPU.
 //
@@ -93,6 +100,17 @@ struct CostParams {
     double ffn_active_fraction = 1.0;
     double ffn_down_bytes_per_weight = 0;
     bool ffn_down_copy_auto = false;
+    // Prompt batches of at least ship_min_tokens multiply host weights on the GPU through
+    // ship_slots staging buffers (0: never shipped; SessionParams::gpu_prefill_min_tokens,
+    // RuntimeBudgets::staging_slots); ship_registered: the RAM weights are registered for
+    // direct copies (--pin-weights and its default).
+    int64_t ship_min_tokens = 64;
+    int ship_slots = 2;
+    bool ship_registered = true;
+    // The share of the shorter side (copies or products) that two slots hide under the longer:
+    // on the H200 machine's 70B at 6 GiB, one slot against two at 512 and 2048 tokens, 0.47-0.51
+    // (the slots alternate matrices of unequal copy and product times; docs/BENCHMARKS.md).
+    double ship_hidden = 0.5;
 };
 
 struct CostEstimate {
@@ -173,6 +191,7 @@ struct CostTerms {
     double gpu_s = 0, cpu_s = 0, disk_s = 0, transfer_s = 0;
     int transfers = 0;
     double pf_gpu_s = 0, pf_cpu_s = 0, pf_disk_s = 0, pf_transfer_s = 0;  // per prompt token
+    double pf_ship_s = 0;  // per prompt token: host weights copied to the GPU for the batch
     double gpu_fixed_s = 0, cpu_fixed_s = 0;  // small ops, products' floors, attention (not in gpu_s/cpu_s)
     // For the CUDA graph a decode step runs as when nothing is on the host (host_parts == 0):
     // GPU kernels (products and small ops), and weights, KV caches or tables on the host.
@@ -210,6 +229,8 @@ class CostModel {
     bool prefill_known() const { return prefill_known_; }
     const CostParams& params() const { return params_; }
     double disk_bytes_per_s() const;
+    // Host-to-device GB/s of an unregistered host weight (staged; h2d_gbs where not measured).
+    double staged_h2d_gbs() const { return profile_.h2d_staged_gbs > 0 ? profile_.h2d_staged_gbs : profile_.h2d_gbs; }
 
     // FormatError for tensors the table lacks (check_placement first for full checks).
     Layout layout_of(const Placement& placement) const;
@@ -262,6 +283,13 @@ class CostModel {
 
     int home_out(const Layout& layout, int layer) const;
     int ffn_home(const Layout& layout, int layer) const;
+    // Whether a prompt batch of n_prompt ships host weights to the GPU (the runtime's rule).
+    bool ships_host_weights() const;
+    // Where a prompt pass runs the layer's FFN: on the GPU when its home is the host, it is one
+    // dense FFN and every matrix of it ships (the executor's part_backend), else its home.
+    int ffn_prefill_home(const Layout& layout, int layer) const;
+    // home_out for a prompt pass (ffn_prefill_home for the FFN).
+    int prefill_home_out(const Layout& layout, int layer) const;
     // decode_share: the part of `bytes` a decode step reads (activation sparsity).
     void add_weight(Walk& w, int tensor, double bytes, Tier tier, int home,
                     double pf_share = 1.0, double decode_share = 1.0) const;

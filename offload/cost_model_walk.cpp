@@ -46,16 +46,24 @@ struct CostModel::Walk {
     // block with host projections and a GPU cache) walks each way once with the other left out.
     enum class Passes : uint8_t { Both, DecodeOnly, PrefillOnly } passes = Passes::Both;
 
+    // The prefill home of the FFN being walked where a prompt pass runs it elsewhere than decode
+    // (its host weights shipped to the GPU: ffn_prefill_home); -1: the decode home.
+    int ffn_pf_home = -1;
+
     // One copy of `bytes` per token; `per_batch`: once per prefill batch, not per token.
     // `count`: expected copies per token (MoE: selections of the experts off the home).
     void copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
-        if (from == to || count <= 0) return;
-        if (passes != Passes::PrefillOnly) {
+        copies(bytes, from, to, from, to, per_batch, count);
+    }
+    // The same copy where decode goes from -> to and a prompt pass pf_from -> pf_to.
+    void copies(double bytes, int from, int to, int pf_from, int pf_to, bool per_batch = false, double count = 1.0) {
+        if (count <= 0) return;
+        if (passes != Passes::PrefillOnly && from != to) {
             const auto [lat, move] = latency_and_move(bytes, to);
             t.transfer_s += count * (lat + move);
             t.transfers += static_cast<int>(std::lround(count));
         }
-        if (passes != Passes::DecodeOnly) prefill_copy(bytes, from, to, per_batch, count);
+        if (passes != Passes::DecodeOnly) prefill_copy(bytes, pf_from, pf_to, per_batch, count);
     }
     // Only the prefill share of such a copy (a step that copies in prompt passes, not in decode).
     void prefill_copy(double bytes, int from, int to, bool per_batch = false, double count = 1.0) {
@@ -106,13 +114,17 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
     int pf_proc = proc;
     if (prefill_known_) {
         const double gpu_flops = profile_.gpu_prefill_gflops * kGiga;
-        pf = flops / ((proc == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga);
-        if (proc == kCpu && profile_.has_gpu() && gpu_flops > 0 && profile_.h2d_gbs > 0) {
-            const double via_gpu = bytes / (profile_.h2d_gbs * kGiga * n) + flops / gpu_flops;
-            if (via_gpu < pf) {
-                pf = via_gpu;
-                pf_proc = kGpu;
-            }
+        // A pass reads the weight at least once: at a few tokens its bytes, not its FLOPs, bound it.
+        const double rate = proc == kGpu ? ti.gpu_rate : ti.cpu_rate;
+        pf = std::max(flops / ((proc == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga),
+                      rate > 0 ? bytes / (rate * n) : 0.0);
+        // A batch that ships host weights multiplies them on the GPU, each copied once per batch
+        // (not the output matrix: a prompt pass takes the logits of its last token only).
+        const double ship_gbs = tier == Tier::Ram && params_.ship_registered ? profile_.h2d_gbs : staged_h2d_gbs();
+        if (proc == kCpu && tensor != output_ && ships_host_weights() && ship_gbs > 0) {
+            pf = flops / gpu_flops;
+            pf_proc = kGpu;
+            w.t.pf_ship_s += bytes / (ship_gbs * kGiga * n);
         }
     }
     w.t.gpu_s += proc == kGpu ? decode : 0;
@@ -123,12 +135,13 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
         w.t.disk_s += disk;
         w.t.pf_disk_s += disk / n;
     }
-    if (proc != home) {
-        const double in = 4.0 * static_cast<double>(t.ne[0]);
-        const double out = 4.0 * static_cast<double>(t.ne[1]);
-        w.copy(in, home, proc);
-        w.copy(out, proc, home);
-    }
+    // Its input in and its output back when it runs off its block's home (a prompt pass: where
+    // it is multiplied, at the block's prefill home).
+    const int pf_home = w.ffn_pf_home >= 0 ? w.ffn_pf_home : home;
+    const double in = 4.0 * static_cast<double>(t.ne[0]);
+    const double out = 4.0 * static_cast<double>(t.ne[1]);
+    w.copies(in, home, proc, pf_home, pf_proc);
+    w.copies(out, proc, home, pf_proc, pf_home);
 }
 
 void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
@@ -151,6 +164,7 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
     w.t.disk_s += cpu.t.disk_s;
     w.t.pf_disk_s += cpu.t.pf_disk_s;
+    w.t.pf_ship_s += gpu.t.pf_ship_s + cpu.t.pf_ship_s;
     w.t.gpu_kernels += gpu.t.gpu_kernels + cpu.t.gpu_kernels;
     w.t.host_parts += gpu.t.host_parts + cpu.t.host_parts;
     if (s.gpu_end > 0 && s.gpu_end < n_ff) {
@@ -164,7 +178,8 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     const double n = static_cast<double>(params_.n_prompt);
     if (s == table_.n_layer) {
         const int last = home_out(layout, table_.n_layer - 1);
-        w.copy(4.0 * n_embd_, last, kCpu, true);  // the final hidden state to the host
+        // The final hidden state to the host.
+        w.copies(4.0 * n_embd_, last, kCpu, prefill_home_out(layout, table_.n_layer - 1), kCpu, true);
         if (embd_ >= 0 && layout.tier[static_cast<size_t>(embd_)] != Tier::Gpu) w.t.host_parts += 1;
         if (output_ >= 0) {
             const Tier tier = layout.tier[static_cast<size_t>(output_)];
@@ -202,7 +217,7 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
         }
         w.passes = Walk::Passes::PrefillOnly;
     }
-    w.copy(4.0 * n_embd, home_out(layout, s - 1), ah);
+    w.copies(4.0 * n_embd, home_out(layout, s - 1), ah, prefill_home_out(layout, s - 1), ah);
     // A sliding-window layer reads only its window of keys.
     const double cells = static_cast<double>(L.window > 0 ? std::min(L.window, params_.n_ctx_used) : params_.n_ctx_used);
     const std::optional<AttentionLine>& line = ah == kGpu ? gpu_attention_ : cpu_attention_;
@@ -225,7 +240,8 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
         w.passes = Walk::Passes::Both;
         return w.t;
     }
-    w.copy(4.0 * n_embd, ah, fh);
+    const int pfh = ffn_prefill_home(layout, s);
+    w.copies(4.0 * n_embd, ah, fh, ah, pfh);
     if (host_projections) {
         w.passes = Walk::Passes::DecodeOnly;
         w.copy(4.0 * n_embd, ph, fh);
@@ -235,7 +251,9 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         add_ffn_split(w, s, *split);
     } else if (L.ffn) {
+        w.ffn_pf_home = pfh;
         add_sparse_ffn(w, layout, s, fh);
+        w.ffn_pf_home = -1;
     }
     const std::vector<Tier>* experts = layout.experts_of(s);
     std::vector<Tier> whole;  // a MoE layer's *_exps tensors on one tier: its experts there
@@ -304,6 +322,7 @@ void CostModel::add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, 
         w.t.pf_cpu_s += p->t.pf_cpu_s;
         w.t.disk_s += p->t.disk_s;
         w.t.pf_disk_s += p->t.pf_disk_s;
+        w.t.pf_ship_s += p->t.pf_ship_s;
         w.t.gpu_kernels += p->t.gpu_kernels;
         w.t.host_parts += p->t.host_parts;
     }

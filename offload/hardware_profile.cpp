@@ -43,6 +43,7 @@ class Reader {
         return field(key, &Json::is_number_unsigned, "a non-negative integer").get<uint64_t>();
     }
     double rate(const char* key) const { return non_negative(key, field(key, &Json::is_number, "a number")); }
+    bool has(const char* key) const { return root_.contains(key); }
     int64_t integer(std::string_view key, const Json& v) const {
         if (!v.is_number_integer()) fail(key, "must be an integer");
         return v.get<int64_t>();
@@ -205,6 +206,7 @@ std::string profile_to_json(const HardwareProfile& p) {
     j["gpu_read_gbs"] = p.gpu_read_gbs;
     j["gpu_gemv_gbs"] = p.gpu_gemv_gbs;
     j["h2d_gbs"] = p.h2d_gbs;
+    j["h2d_staged_gbs"] = p.h2d_staged_gbs;
     j["d2h_gbs"] = p.d2h_gbs;
     j["transfer_latency_us"] = p.transfer_latency_us;
     j["gpu_op_us"] = p.gpu_op_us;
@@ -248,6 +250,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
     p.gpu_read_gbs = r.rate("gpu_read_gbs");
     p.gpu_gemv_gbs = r.rates("gpu_gemv_gbs");
     p.h2d_gbs = r.rate("h2d_gbs");
+    p.h2d_staged_gbs = r.has("h2d_staged_gbs") ? r.rate("h2d_staged_gbs") : 0.0;  // absent before it was measured
     p.d2h_gbs = r.rate("d2h_gbs");
     p.transfer_latency_us = r.rate("transfer_latency_us");
     p.gpu_op_us = r.rate("gpu_op_us");

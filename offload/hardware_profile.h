@@ -71,6 +71,9 @@ struct HardwareProfile {
     double gpu_read_gbs = 0;                     // device memory read bandwidth
     std::map<std::string, double> gpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
     double h2d_gbs = 0, d2h_gbs = 0;             // PCIe, pinned
+    // Pageable host memory through the backend's staging (RAM weights not registered); 0: not
+    // measured (a profile written before it was: the cost model then takes h2d_gbs).
+    double h2d_staged_gbs = 0;
     double transfer_latency_us = 0;              // one small copy incl. its synchronisation
     // As cpu_op_us and the GEMV floors, on the GPU (a kernel launch and its ramp-up: several
     // µs each, as much as a 10 MB matrix takes at full bandwidth); gpu_graph_node_us: one small

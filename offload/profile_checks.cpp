@@ -35,6 +35,7 @@ void check_measured_profile(const HardwareProfile& p, std::string_view source) {
     if (p.gpu_name.empty()) return;
     check_rate(source, "gpu_read_gbs", p.gpu_read_gbs);
     check_rate(source, "h2d_gbs", p.h2d_gbs);
+    if (p.h2d_staged_gbs != 0) check_rate(source, "h2d_staged_gbs", p.h2d_staged_gbs);  // 0: an older profile
     check_rate(source, "d2h_gbs", p.d2h_gbs);
     check_rate(source, "gpu_prefill_gflops", p.gpu_prefill_gflops);
     for (const auto& [type, value] : p.gpu_gemv_gbs) check_rate(source, cat("gpu_gemv_gbs.", type), value);

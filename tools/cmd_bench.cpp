@@ -180,6 +180,22 @@ std::optional<CostEstimate> estimate_for(const Runtime& runtime, const TensorTab
     }
 }
 
+// Prompt tokens/s the cost model predicts for n tokens fed in passes of at most n_batch (each
+// pass at its own size: the batch decides shipping and the bandwidth floor); 0: no estimate.
+double predicted_prompt_tok_s(const Runtime& runtime, const TensorTable& table, int64_t n, int64_t n_batch) {
+    double seconds = 0;
+    const int64_t full = n / n_batch, rest = n % n_batch;
+    for (const auto& [size, passes] : {std::pair{n_batch, full}, std::pair{rest, int64_t{1}}}) {
+        if (size <= 0 || passes <= 0) continue;
+        CostParams c = runtime.cost_params();
+        c.n_prompt = size;
+        const std::optional<CostEstimate> e = estimate_for(runtime, table, c);
+        if (!e || e->prefill_s_per_token <= 0) return 0;
+        seconds += static_cast<double>(passes * size) * e->prefill_s_per_token;
+    }
+    return seconds > 0 ? static_cast<double>(n) / seconds : 0;
+}
+
 // The cost model's decode terms for this placement beside each measured tg time per token.
 void print_fit(const Runtime& runtime, const TgRun& run) {
     const std::optional<CostEstimate>& e = run.estimate;
@@ -401,6 +417,10 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         BenchRow row = measure_test(*session, prompt, n, depth, args.repetitions, rng);
         if (!row.sparsity.is_null()) row.sparsity["target"] = target_sparsity;
         row.predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
+        if (prompt) {
+            const double at_size = predicted_prompt_tok_s(runtime, table, n, ro.session.n_batch);
+            if (at_size > 0) row.predicted = at_size;
+        }
         if (!prompt) {
             TgRun run{row.test, params_for_tg(runtime, n, depth), std::nullopt, 1.0 / row.mean};
             run.estimate = estimate_for(runtime, table, run.params);

@@ -18,6 +18,7 @@ struct DeviceRates {
     double read_gbs = 0;                     // device memory: a large copy, (read + write) bytes / s
     std::map<std::string, double> gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
     double h2d_gbs = 0, d2h_gbs = 0;         // pinned host memory
+    double h2d_staged_gbs = 0;               // pageable host memory, through copy_in's staging
     double transfer_latency_us = 0;          // one small copy and its synchronisation
     // Fixed costs, µs: one small kernel in a stream of them, the same recorded as a graph step,
     // and what q4_K GEMVs of 4.7 and 0.6 MB take beyond their bytes at gemv_gbs["q4_K"].

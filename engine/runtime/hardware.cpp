@@ -75,6 +75,7 @@ void measure_gpu(HardwareProfile& p, Backend& gpu, bool quick, StepLog& steps) {
     p.gpu_read_gbs = g.read_gbs;
     p.gpu_gemv_gbs = g.gemv_gbs;
     p.h2d_gbs = g.h2d_gbs;
+    p.h2d_staged_gbs = g.h2d_staged_gbs;
     p.d2h_gbs = g.d2h_gbs;
     p.transfer_latency_us = g.transfer_latency_us;
     p.gpu_op_us = g.op_us;
@@ -89,7 +90,7 @@ void clear_gpu(HardwareProfile& p) {
     p.gpu_total_bytes = 0;
     p.gpu_read_gbs = 0;
     p.gpu_gemv_gbs.clear();
-    p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
+    p.h2d_gbs = p.h2d_staged_gbs = p.d2h_gbs = p.transfer_latency_us = 0;
     p.gpu_op_us = p.gpu_gemv_floor_us = p.gpu_gemv_tiny_floor_us = p.gpu_graph_node_us = 0;
     p.gpu_attention_us.clear();
     p.gpu_attention_long_us.clear();
@@ -100,7 +101,8 @@ std::string summary(const HardwareProfile& p) {
     std::string s = cat(p.cpu_threads, " threads: host read ", fixed(p.host_read_gbs, 1), " GB/s, disk ",
                         describe_disk(p), ", cpu op ", fixed(p.cpu_op_us, 1), " us");
     if (p.has_gpu()) {
-        s += cat(", gpu read ", fixed(p.gpu_read_gbs, 1), " GB/s, h2d ", fixed(p.h2d_gbs, 1), " GB/s, gpu op ",
+        s += cat(", gpu read ", fixed(p.gpu_read_gbs, 1), " GB/s, h2d ", fixed(p.h2d_gbs, 1), " GB/s (staged ",
+                 fixed(p.h2d_staged_gbs, 1), "), gpu op ",
                  fixed(p.gpu_op_us, 1), " us");
     }
     return s;

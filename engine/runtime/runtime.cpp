@@ -196,6 +196,11 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     // The queue depth and block the profile's disk sweep chose, inside a ring counted in RAM.
     disk_options_ = disk_stream_options(options.disk_io, largest_streamed_bytes(table), profile_ ? &*profile_ : nullptr);
     calibrate(n_ctx, log);
+    // The planner's guess of the RAM weights: what the GPU's share leaves (set again once placed).
+    uint64_t all_weights = 0;
+    for (const TensorEntry& t : table.tensors) all_weights += t.bytes;
+    const uint64_t gpu_share = budgets.gpu_free > budgets.gpu_reserved ? budgets.gpu_free - budgets.gpu_reserved : 0;
+    set_ship_params(budgets, all_weights - std::min(all_weights, gpu_share));
     // --sparsity keeps a neuron-major copy of each ffn_down beside it (sparse_ffn.h), and
     // --predictors each layer's predictor: placements leave room for them (the staging and disk
     // sizes above count the matrices alone).
@@ -210,6 +215,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     }
     placement_.n_ctx = kv_cells;
     placement_.kv_type = options.session.kv_type;
+    set_ship_params(budgets, placement_bytes(placement_, table).ram);
     predict_speeds(table);
     if (!options.load_weights) return;
     load_placed(model_path, log);
@@ -292,9 +298,7 @@ void Runtime::set_staging_limit(const TensorTable& table, int64_t kv_cells, cons
     // 6 GiB on an H200: pp512 550 tok/s against 423 through staging, docs/BENCHMARKS.md).
     const uint64_t ram_bytes = placed_->stats().ram_weight_bytes;
     const bool ships = budgets.ships && options_.session.gpu_staging_limit > 0;
-    const bool pin = options_.pin_weights == PinWeights::On ||
-                     (options_.pin_weights == PinWeights::Auto &&
-                      pins_ram_weights_by_default(ships, ram_bytes, host_ram_total_bytes()));
+    const bool pin = pins_ram_weights(ships, ram_bytes);
     const uint64_t registered = pin && ships && ram_bytes > 0 ? placed_->register_ram_weights(*gpu_) : 0;
     if (options_.pin_weights == PinWeights::On && registered == 0) {
         log << "note: --pin-weights: no RAM weights registered ("
@@ -303,6 +307,19 @@ void Runtime::set_staging_limit(const TensorTable& table, int64_t kv_cells, cons
                                : "the " + std::string(gpu_->name()) + " backend cannot register host memory")
             << "); prompt batches copy them through staging\n";
     }
+}
+
+bool Runtime::pins_ram_weights(bool ships, uint64_t ram_bytes) const {
+    return options_.pin_weights == PinWeights::On ||
+           (options_.pin_weights == PinWeights::Auto && pins_ram_weights_by_default(ships, ram_bytes, host_ram_total_bytes()));
+}
+
+void Runtime::set_ship_params(const RuntimeBudgets& budgets, uint64_t ram_bytes) {
+    cost_params_.ship_min_tokens = options_.session.gpu_prefill_min_tokens > 0 ? options_.session.gpu_prefill_min_tokens
+                                                                               : INT64_MAX;
+    // Without a reserve the executor still stages in whatever room the placement left: one slot.
+    cost_params_.ship_slots = budgets.ships ? std::max(1, budgets.staging_slots) : 0;
+    cost_params_.ship_registered = pins_ram_weights(budgets.ships, ram_bytes);
 }
 
 void Runtime::load_hot_neurons(const std::string& model_path) {
@@ -361,7 +378,8 @@ std::string Runtime::accounting(const Session* session) const {
             << "; a larger one is computed where it lives)\n";
         if (session != nullptr && session->program().ship_stats().bytes > 0) {
             const LayerProgram::ShipStats& s = session->program().ship_stats();
-            out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU, host copies "
+            out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU through " << s.slots
+                << (s.slots == 1 ? " staging slot" : " staging slots (copies overlap products)") << ", host copies "
                 << s.seconds << " s (" << (s.seconds > 0 ? static_cast<double>(s.bytes) / s.seconds / 1e9 : 0.0)
                 << " GB/s" << (r.registered_bytes > 0 ? "; registered weights are only queued" : "") << ")\n";
         }

@@ -147,6 +147,11 @@ class Runtime {
     void place_from_file(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets);
     void place_weights(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);
     void predict_speeds(const TensorTable& table);
+    // Whether RAM weights of ram_bytes are registered with the GPU (--pin-weights, its default).
+    bool pins_ram_weights(bool ships, uint64_t ram_bytes) const;
+    // The cost model's shipping terms: the batch and slots that ship, and whether RAM weights
+    // of ram_bytes would be registered.
+    void set_ship_params(const RuntimeBudgets& budgets, uint64_t ram_bytes);
     void load_placed(const std::string& model_path, std::ostream& log);
     void set_staging_limit(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);
     void load_hot_neurons(const std::string& model_path);

@@ -51,7 +51,7 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
         HardwareProfile& p = *profile_;
         p.gpu_name.clear();
         p.gpu_total_bytes = 0;
-        p.gpu_read_gbs = p.h2d_gbs = p.d2h_gbs = p.transfer_latency_us = p.gpu_prefill_gflops = 0;
+        p.gpu_read_gbs = p.h2d_gbs = p.h2d_staged_gbs = p.d2h_gbs = p.transfer_latency_us = p.gpu_prefill_gflops = 0;
         p.gpu_gemv_gbs.clear();
     }
 }

@@ -467,5 +467,63 @@ TEST(SparseDown, AutoKeepsACopyWhereItReadsLessTimeThanTheWholeMatrix) {
     EXPECT_FALSE(keeps_neuron_major_copy(SparseDownPolicy{SparseDownMode::Whole}, GgmlType::F16, 0.1));
 }
 
+// Prompt batches ship host weights to the GPU: their bytes cross PCIe once per batch, at h2d_gbs
+// when registered and h2d_staged_gbs otherwise (DISK weights always staged); with two staging
+// slots the copies overlap the GPU's products (max), with one they add. Batches below
+// ship_min_tokens stay on the CPU.
+TEST(CostModel, PrefillShipsHostWeightsAsTheRuntimeDoes) {
+    const TensorTable t = make_llama_table(mid_shape());
+    const Placement ram = first_layers(t, 0, Tier::Ram);
+    // Exact shipping time: every layer matrix (the output matrix computes one row: not shipped).
+    double layer_bytes = 0;
+    for (const TensorEntry& e : t.tensors) {
+        if (e.ne[1] > 1 && e.name != "token_embd.weight" && e.name != "output.weight") layer_bytes += static_cast<double>(e.bytes);
+    }
+    HardwareProfile p = laptop();
+    p.h2d_staged_gbs = p.h2d_gbs / 4;
+    CostParams one, two;
+    one.ship_slots = 1;
+    two.ship_slots = 2;
+    const double n = static_cast<double>(two.n_prompt);
+    const double ship = layer_bytes / (p.h2d_gbs * 1e9 * n);
+    const double e1 = estimate(ram, t, p, one).prefill_s_per_token;
+    const double e2 = estimate(ram, t, p, two).prefill_s_per_token;
+    // On the laptop (12 GB/s, 15 TFLOP/s) the GPU's products outlast the registered copies: two
+    // slots hide ship_hidden of the copies under them, one pays both.
+    EXPECT_NEAR(e1 - e2, two.ship_hidden * ship, ship * 1e-9);
+    CostParams perfect = two;
+    perfect.ship_hidden = 1.0;
+    EXPECT_NEAR(e1 - estimate(ram, t, p, perfect).prefill_s_per_token, ship, ship * 1e-9);
+    // Staged copies take 4x longer: one slot pays 3 more copies' time; with two they are now the
+    // longer side, more than the registered time and less than one slot's.
+    CostParams staged = two, staged_one = one;
+    staged.ship_registered = staged_one.ship_registered = false;
+    EXPECT_NEAR(estimate(ram, t, p, staged_one).prefill_s_per_token - e1, 3 * ship, 3 * ship * 1e-9);
+    const double s2 = estimate(ram, t, p, staged).prefill_s_per_token;
+    EXPECT_GT(s2, e2);
+    EXPECT_LT(s2, e1 + 3 * ship);
+    // A profile without the staged rate takes h2d_gbs for it.
+    HardwareProfile old = p;
+    old.h2d_staged_gbs = 0;
+    EXPECT_DOUBLE_EQ(estimate(ram, t, old, staged).prefill_s_per_token, estimate(ram, t, old, two).prefill_s_per_token);
+    // DISK weights are staged whether or not the RAM weights are registered.
+    const Placement disk = first_layers(t, 0, Tier::Disk);
+    EXPECT_DOUBLE_EQ(estimate(disk, t, p, staged).prefill_s_per_token, estimate(disk, t, p, two).prefill_s_per_token);
+    // Below ship_min_tokens, or with no slots, the CPU multiplies: no GPU in the profile gives
+    // the same.
+    HardwareProfile cpu_only = p;
+    cpu_only.gpu_name.clear();
+    cpu_only.gpu_read_gbs = 0;
+    ASSERT_FALSE(cpu_only.has_gpu());
+    CostParams short_batch = two;
+    short_batch.n_prompt = 32;
+    EXPECT_DOUBLE_EQ(estimate(ram, t, p, short_batch).prefill_s_per_token,
+                     estimate(ram, t, cpu_only, short_batch).prefill_s_per_token);
+    CostParams none = two;
+    none.ship_slots = 0;
+    EXPECT_DOUBLE_EQ(estimate(ram, t, p, none).prefill_s_per_token, estimate(ram, t, cpu_only, none).prefill_s_per_token);
+    EXPECT_GT(estimate(ram, t, p, none).prefill_s_per_token, e1);  // the CPU's 300 GFLOP/s
+}
+
 }  // namespace
 }  // namespace strata
