@@ -108,7 +108,7 @@ struct CostParams {
     int ship_slots = 2;
     bool ship_registered = true;
     // The share of the shorter side (copies or products) that two slots hide under the longer:
-    // on the H200 machine's 70B at 6 GiB, one slot against two at 512 and 2048 tokens, 0.47-0.51
+    // on the H200 machine's 70B at 6 GiB, one slot against two at 512 and 2048 tokens, 0.49-0.53
     // (the slots alternate matrices of unequal copy and product times; docs/BENCHMARKS.md).
     double ship_hidden = 0.5;
 };

@@ -275,3 +275,21 @@ bars("amx_q4k_26.png", "q4_K products of m rows, 2 Xeon threads: AVX-512 VNNI vs
      {"AVX-512 VNNI (kept)": [1.10, 1.21, 1.81, 2.68, 6.14],
       "AMX tiles (dropped)": [1.75, 1.88, 2.21, 2.45, 2.97]},
      ["#2a7ab9", "#d98880"], top=7)
+
+# Two staging slots (twenty-seventh session, g114/g115, one machine): 70B at --gpu-mem 6G, prompt
+# tok/s with one slot (STRATA_SHIP_OVERLAP=0) and with two, registered and staged RAM weights.
+bars("ship_slots_27.png", "70B at 6 GiB on the H200: prompt tok/s, one staging slot vs two (higher is better)",
+     "tok/s", ["pp64 registered", "pp512 registered", "pp512 staged", "pp2048 -b 2048"],
+     {"one slot": [76.36, 549.70, 439.14, 1361.60],
+      "two slots": [90.45, 647.38, 501.85, 1768.51],
+      "llama.cpp -ngl 10": [None, 107.75, None, 97.34]},
+     ["#999999", "#2a7ab9", "#d98880"], top=2100)
+
+# The cost model's prefill against the measurement, g117 (one call; bench predicts each test at
+# its own batch): tok/s.
+bars("prefill_predicted_27.png", "70B prefill on the H200: measured vs predicted tok/s (g117, one call)",
+     "tok/s", ["pp64", "pp128", "pp256", "pp512", "pp1024", "pp2048\n-b 2048", "staged\npp512", "2G pp512",
+               "12G pp512", "disk\npp512"],
+     {"measured": [93.67, 187.93, 375.46, 671.35, 1194.44, 1850.02, 488.22, 507.29, 764.81, 50.99],
+      "predicted": [92.92, 182.16, 350.39, 650.84, 1138.26, 1640.21, 489.47, 532.72, 768.48, 45.19]},
+     ["#1b4f72", "#7fb3d5"], top=2100)
