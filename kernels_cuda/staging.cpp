@@ -66,6 +66,9 @@ void BulkStaging::to_device(const void* host, void* dev, size_t bytes, cudaStrea
 void BulkStaging::to_host(const void* dev, void* host, size_t bytes, cudaStream_t stream) {
     const auto* src = static_cast<const uint8_t*>(dev);
     auto* dst = static_cast<uint8_t*>(host);
+    // The chunk's last host -> device copy may be on another stream (a weight shipped on the
+    // copy stream, CudaBackend::ship_in): it must have read the chunk before this overwrites it.
+    CUDA_CHECK(cudaStreamWaitEvent(stream, done_[0], 0));
     for (size_t done = 0; done < bytes; done += chunk_) {
         const size_t n = std::min(chunk_, bytes - done);
         CUDA_CHECK(cudaMemcpyAsync(pinned_[0], src + done, n, cudaMemcpyDeviceToHost, stream));

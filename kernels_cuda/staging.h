@@ -13,8 +13,8 @@
 
 namespace strata::cuda {
 
-// Two pinned chunks that alternate, each guarded by an event. Host memory only; the device
-// side of a copy is the caller's.
+// Two pinned chunks that alternate, each guarded by an event (so copies on different streams
+// may share them). Host memory only; the device side of a copy is the caller's.
 class BulkStaging {
   public:
     explicit BulkStaging(size_t chunk_bytes);

@@ -22,6 +22,7 @@ constexpr int64_t kN = 1024;     // weight rows
 constexpr int64_t kM = 4096;     // tokens
 constexpr int kWeights = 7;
 constexpr size_t kWeightBytes = static_cast<size_t>(kK * kN) * sizeof(float);
+constexpr size_t kBulk = size_t{8} << 20;  // the backend's pinned chunk (cuda_backend.cpp)
 
 enum class Source { Registered, Pageable, Pinned };
 
@@ -104,6 +105,52 @@ TEST(ShipSlots, AlternatingSlotsGiveTheResidentProducts) {
     handle.reset();
     cudaFreeHost(pinned);
     std::free(reg);
+}
+
+// A staged weight copy on the copy stream and a download on the compute stream share the
+// backend's pinned chunks: the download must not overwrite a chunk the copy has yet to read.
+// The copy waits behind long products that still read its slot, while the download is queued
+// right after them. (Without the download's wait for the chunk this still passed 3 of 3 on the
+// H200: both copies sweep the chunk front to back at PCIe speed, so the race needs the download
+// to run ahead of the copy; the test guards the ordering, it does not force the race.)
+TEST(ShipSlots, AStagedCopyAndADownloadDoNotShareAChunk) {
+    STRATA_SKIP_WITHOUT_GPU();
+    CudaBackend gpu(test::test_options());
+    constexpr int64_t k = 2048, n = 2048, m = 8192;  // 16 MiB of f32 weights: two 8 MiB chunks
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> first(static_cast<size_t>(k * n)), second(first.size());
+    for (float& f : first) f = normal(rng);
+    for (float& f : second) f = normal(rng);
+    test::HostTensor x(GgmlType::F32, {k, m});
+    for (int64_t i = 0; i < x.size(); ++i) x.f32()[i] = normal(rng);
+    DeviceTensor dx = test::to_device(gpu, x);
+    const Tensor second_host = Tensor::contiguous(GgmlType::F32, second.data(), {k, n});
+    DeviceTensor resident = gpu.upload(second_host, "resident weight");
+    DeviceTensor want = test::nan_device(gpu, {n, m});
+    gpu.matmul(resident.tensor, dx.tensor, want.tensor);
+    const test::HostTensor want_host = test::to_host(gpu, want.tensor);
+
+    // 8 MiB to download, of other values than either weight.
+    test::HostTensor other(GgmlType::F32, {static_cast<int64_t>(kBulk / sizeof(float))});
+    for (int64_t i = 0; i < other.size(); ++i) other.f32()[i] = 1e6f + static_cast<float>(i);
+    DeviceTensor dother = test::to_device(gpu, other);
+
+    DeviceTensor slot = gpu.allocate(GgmlType::F32, {k, n}, "slot");
+    DeviceTensor y = test::nan_device(gpu, {n, m});
+    for (int round = 0; round < 3; ++round) {
+        gpu.ship_in(Tensor::contiguous(GgmlType::F32, first.data(), {k, n}), slot.tensor, 0);
+        for (int i = 0; i < 8; ++i) gpu.matmul(slot.tensor, dx.tensor, y.tensor);  // long readers of slot 0
+        gpu.release_slot(0);
+        gpu.ship_in(second_host, slot.tensor, 0);                   // waits for them on the copy stream
+        const test::HostTensor back = test::to_host(gpu, dother.tensor);  // the compute stream's download
+        ASSERT_EQ(std::memcmp(back.f32(), other.f32(), kBulk), 0);
+        gpu.matmul(slot.tensor, dx.tensor, y.tensor);
+        gpu.release_slot(0);
+        const test::HostTensor got = test::to_host(gpu, y.tensor);
+        ASSERT_EQ(std::memcmp(got.f32(), want_host.f32(), static_cast<size_t>(n * m) * sizeof(float)), 0)
+            << "round " << round;
+    }
 }
 
 }  // namespace
