@@ -283,6 +283,15 @@ class CostModel {
 
     int home_out(const Layout& layout, int layer) const;
     int ffn_home(const Layout& layout, int layer) const;
+    // The output segment: the last hidden state to the host, the output matrix.
+    void add_output(Walk& w, const Layout& layout) const;
+    // A layer's attention block; its homes: the KV cache's processor, and decode's block home
+    // (the host where every projection is on the host and the cache on the GPU).
+    struct AttentionHomes {
+        int kv;
+        int decode;
+    };
+    AttentionHomes add_attention(Walk& w, const Layout& layout, int layer) const;
     // Whether a prompt batch of n_prompt ships host weights to the GPU (the runtime's rule).
     bool ships_host_weights() const;
     // Where a prompt pass runs the layer's FFN: on the GPU when its home is the host, it is one

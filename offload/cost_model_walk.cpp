@@ -173,28 +173,27 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     }
 }
 
-CostTerms CostModel::segment(const Layout& layout, int s) const {
-    Walk w{*this, {}};
+void CostModel::add_output(Walk& w, const Layout& layout) const {
     const double n = static_cast<double>(params_.n_prompt);
-    if (s == table_.n_layer) {
-        const int last = home_out(layout, table_.n_layer - 1);
-        // The final hidden state to the host.
-        w.copies(4.0 * n_embd_, last, kCpu, prefill_home_out(layout, table_.n_layer - 1), kCpu, true);
-        if (embd_ >= 0 && layout.tier[static_cast<size_t>(embd_)] != Tier::Gpu) w.t.host_parts += 1;
-        if (output_ >= 0) {
-            const Tier tier = layout.tier[static_cast<size_t>(output_)];
-            add_weight(w, output_, static_cast<double>(table_.tensors[static_cast<size_t>(output_)].bytes),
-                       tier, tier == Tier::Gpu ? kGpu : kCpu, 1.0 / n);
-            if (tier == Tier::Gpu) {
-                w.copy(4.0 * n_embd_, kCpu, kGpu, true);
-                w.copy(4.0 * n_vocab_, kGpu, kCpu, true);
-            }
+    const int last = home_out(layout, table_.n_layer - 1);
+    // The final hidden state to the host.
+    w.copies(4.0 * n_embd_, last, kCpu, prefill_home_out(layout, table_.n_layer - 1), kCpu, true);
+    if (embd_ >= 0 && layout.tier[static_cast<size_t>(embd_)] != Tier::Gpu) w.t.host_parts += 1;
+    if (output_ >= 0) {
+        const Tier tier = layout.tier[static_cast<size_t>(output_)];
+        add_weight(w, output_, static_cast<double>(table_.tensors[static_cast<size_t>(output_)].bytes),
+                   tier, tier == Tier::Gpu ? kGpu : kCpu, 1.0 / n);
+        if (tier == Tier::Gpu) {
+            w.copy(4.0 * n_embd_, kCpu, kGpu, true);
+            w.copy(4.0 * n_vocab_, kGpu, kCpu, true);
         }
-        return w.t;
     }
+}
+
+CostModel::AttentionHomes CostModel::add_attention(Walk& w, const Layout& layout, int s) const {
     const LayerInfo& L = layers_[static_cast<size_t>(s)];
     const auto tier = [&](int i) { return layout.tier[static_cast<size_t>(i)]; };
-    const auto bytes = [&](int i) { return static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes); };
+    const double n = static_cast<double>(params_.n_prompt);
     const int ah = layout.kv[static_cast<size_t>(s)] == Tier::Gpu ? kGpu : kCpu;
     if (ah == kGpu && !profile_.has_gpu()) {
         throw ArgumentError(cat("the placement puts the KV cache of layer ", s,
@@ -233,18 +232,31 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     w.ops(ph, (ph == kGpu ? L.gpu_attn_ops : L.attn_ops) - 1);
     w.fixed(ah, line ? std::max(line->floor_s, line->at0_s + line->per_cell_s * cells) : op_s(ah), 1);
     if (ah == kCpu) w.t.host_parts += 1;  // the KV cache
-    for (int i : L.attn) add_weight(w, i, bytes(i), tier(i), ah);
+    for (int i : L.attn) add_weight(w, i, static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes), tier(i), ah);
+    return {ah, ph};
+}
 
+CostTerms CostModel::segment(const Layout& layout, int s) const {
+    Walk w{*this, {}};
+    if (s == table_.n_layer) {
+        add_output(w, layout);
+        return w.t;
+    }
+    const LayerInfo& L = layers_[static_cast<size_t>(s)];
+    const auto tier = [&](int i) { return layout.tier[static_cast<size_t>(i)]; };
+    const auto bytes = [&](int i) { return static_cast<double>(table_.tensors[static_cast<size_t>(i)].bytes); };
+    const AttentionHomes attn = add_attention(w, layout, s);
     const int fh = ffn_home(layout, s);
     if (fh < 0) {
         w.passes = Walk::Passes::Both;
         return w.t;
     }
+    const double n_embd = n_embd_ > 0 ? n_embd_ : 0;
     const int pfh = ffn_prefill_home(layout, s);
-    w.copies(4.0 * n_embd, ah, fh, ah, pfh);
-    if (host_projections) {
+    w.copies(4.0 * n_embd, attn.kv, fh, attn.kv, pfh);
+    if (attn.decode != attn.kv) {  // host projections: decode's residual comes from the host
         w.passes = Walk::Passes::DecodeOnly;
-        w.copy(4.0 * n_embd, ph, fh);
+        w.copy(4.0 * n_embd, attn.decode, fh);
         w.passes = Walk::Passes::Both;
     }
     w.ops(fh, fh == kGpu ? L.gpu_ffn_ops : L.ffn_ops);

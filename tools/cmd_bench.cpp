@@ -378,6 +378,31 @@ nlohmann::json cost_model_entry(const TgRun& r) {
             {"transfers", e.transfers}, {"overhead_s", e.overhead_s}, {"fixed_s", e.fixed_s}};
 }
 
+// The cost model's tok/s beside a measured row: a prompt test at its own passes, a decode test
+// at its context (kept in tg_runs for --fit and the JSON's cost model).
+void predict_row(const Runtime& runtime, const TensorTable& table, bool prompt, int64_t n, int64_t depth,
+                 int64_t n_batch, BenchRow& row, std::vector<TgRun>& tg_runs) {
+    const Placement& plan = runtime.placement();
+    row.predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
+    if (prompt) {
+        const double at_size = predicted_prompt_tok_s(runtime, table, n, n_batch);
+        if (at_size > 0) row.predicted = at_size;
+        return;
+    }
+    TgRun run{row.test, params_for_tg(runtime, n, depth), std::nullopt, 1.0 / row.mean};
+    run.estimate = estimate_for(runtime, table, run.params);
+    if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
+    tg_runs.push_back(std::move(run));
+}
+
+void check_longest_fits(const Runtime& runtime, const Session& session, int64_t longest) {
+    if (longest > session.n_ctx()) {
+        throw ArgumentError(cat("bench: a test of ", longest, " tokens does not fit the context of ", session.n_ctx(),
+                                " tokens (bench's context reaches 8x the model's training context of ",
+                                rope_context(runtime.model().config()), " at most)"));
+    }
+}
+
 ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     const int64_t longest = longest_test(args);
     const RuntimeOptions ro = bench_runtime_options(args, engine, longest);
@@ -386,14 +411,9 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
     const Runtime& runtime = *engines.target;
     apply_cost_prior(spec, runtime);
     std::unique_ptr<Session> session = runtime.new_session();
-    if (longest > session->n_ctx()) {
-        throw ArgumentError(cat("bench: a test of ", longest, " tokens does not fit the context of ", session->n_ctx(),
-                                " tokens (bench's context reaches 8x the model's training context of ",
-                                rope_context(runtime.model().config()), " at most)"));
-    }
+    check_longest_fits(runtime, *session, longest);
     const double target_sparsity = runtime.sparse() != nullptr ? runtime.sparse()->sparsity() : -1;
     std::mt19937 rng(1234);
-    const Placement& plan = runtime.placement();
     const ResidencyStats& rs = runtime.placed().stats();
     const TensorTable table = runtime.placement_table();
     std::vector<TgRun> tg_runs;
@@ -416,17 +436,7 @@ ConfigResult bench_config(const BenchArgs& args, EngineOptions engine) {
         if (n <= 0) return;
         BenchRow row = measure_test(*session, prompt, n, depth, args.repetitions, rng);
         if (!row.sparsity.is_null()) row.sparsity["target"] = target_sparsity;
-        row.predicted = prompt ? plan.predicted.prefill_tok_s : plan.predicted.decode_tok_s;
-        if (prompt) {
-            const double at_size = predicted_prompt_tok_s(runtime, table, n, ro.session.n_batch);
-            if (at_size > 0) row.predicted = at_size;
-        }
-        if (!prompt) {
-            TgRun run{row.test, params_for_tg(runtime, n, depth), std::nullopt, 1.0 / row.mean};
-            run.estimate = estimate_for(runtime, table, run.params);
-            if (run.estimate) row.predicted = 1.0 / run.estimate->decode_s_per_token;
-            tg_runs.push_back(std::move(run));
-        }
+        predict_row(runtime, table, prompt, n, depth, ro.session.n_batch, row, tg_runs);
         emit(std::move(row));
     };
     // -np rows: the other sequences' sessions and the step that batches them, made once.
