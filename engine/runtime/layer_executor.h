@@ -2,8 +2,9 @@
 // get its operands there. The forward math asks it for scratch tensors and weight products;
 // it decides:
 //   - the backend of each product: the one holding the weight, or in prompt batches of at least
-//     gpu_prefill_min_tokens a GPU that a host (RAM or DISK) weight is shipped to through one
-//     staging buffer (compute-bound batches gain more from the GPU than the copy costs);
+//     gpu_prefill_min_tokens (the cost model's break-even, Runtime) a GPU that a host (RAM or
+//     DISK) weight is shipped to through two staging slots in turn, the next weight's copy
+//     beside this one's product (one slot where two do not fit);
 //   - the crossings: a product off its block's home gets its input copied there and its output
 //     back; the residual stream moves only when the next block's home differs;
 //   - a split FFN's parts, each on its own backend, device parts queued first (they overlap the

@@ -216,6 +216,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     placement_.n_ctx = kv_cells;
     placement_.kv_type = options.session.kv_type;
     set_ship_params(budgets, placement_bytes(placement_, table).ram);
+    set_ship_break_even(table);
     predict_speeds(table);
     if (!options.load_weights) return;
     load_placed(model_path, log);
@@ -322,6 +323,33 @@ void Runtime::set_ship_params(const RuntimeBudgets& budgets, uint64_t ram_bytes)
     cost_params_.ship_registered = pins_ram_weights(budgets.ships, ram_bytes);
 }
 
+void Runtime::set_ship_break_even(const TensorTable& table) {
+    const int64_t current = options_.session.gpu_prefill_min_tokens;
+    if (!profile_ || !gpu_ || current <= 2 || cost_params_.ship_slots == 0) return;
+    // A pass's seconds for n prompt tokens, host weights shipped to the GPU or multiplied where
+    // they are (0: not predicted).
+    const auto pass_s = [&](int64_t n, bool ship) {
+        CostParams c = cost_params_;
+        c.n_prompt = n;
+        c.ship_min_tokens = ship ? n : INT64_MAX;
+        try {
+            return static_cast<double>(n) * estimate(placement_, table, *profile_, c).prefill_s_per_token;
+        } catch (const Error&) {
+            return 0.0;  // a placement the profile cannot rate
+        }
+    };
+    for (int64_t n : {2, 3, 4, 6, 8, 12, 16, 24, 32, 48}) {
+        if (n >= current) break;
+        const double shipped = pass_s(n, true), local = pass_s(n, false);
+        if (shipped <= 0 || local <= 0) return;
+        if (shipped < local) {
+            options_.session.gpu_prefill_min_tokens = n;
+            cost_params_.ship_min_tokens = n;
+            return;
+        }
+    }
+}
+
 void Runtime::load_hot_neurons(const std::string& model_path) {
     const uint64_t n_sequences = static_cast<uint64_t>(options_.session.n_sequences);
     // The GPU's room after the placement, its KV caches and the activations' reserve.
@@ -375,7 +403,8 @@ std::string Runtime::accounting(const Session* session) const {
     if (gpu_) {
         out << "prefill staging: up to " << format_bytes(options_.session.gpu_staging_limit)
             << " per session for a shipped weight (largest " << format_bytes(largest_streamed_bytes(tensor_table(*model_)))
-            << "; a larger one is computed where it lives)\n";
+            << "; a larger one is computed where it lives); prompt batches of "
+            << options_.session.gpu_prefill_min_tokens << "+ tokens ship host weights\n";
         if (session != nullptr && session->program().ship_stats().bytes > 0) {
             const LayerProgram::ShipStats& s = session->program().ship_stats();
             out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU through " << s.slots

@@ -152,6 +152,10 @@ class Runtime {
     // The cost model's shipping terms: the batch and slots that ship, and whether RAM weights
     // of ram_bytes would be registered.
     void set_ship_params(const RuntimeBudgets& budgets, uint64_t ram_bytes);
+    // Lowers the prompt batch from which host weights ship to the GPU (SessionParams::
+    // gpu_prefill_min_tokens, 64 by default) to the smallest one whose pass the cost model
+    // predicts faster shipped than multiplied where the weights are. Needs a profile.
+    void set_ship_break_even(const TensorTable& table);
     void load_placed(const std::string& model_path, std::ostream& log);
     void set_staging_limit(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);
     void load_hot_neurons(const std::string& model_path);

@@ -35,7 +35,8 @@ struct SessionParams {
     bool swa_full = false;
     GgmlType kv_type = GgmlType::F16;  // f16, f32, q8_0, q4_0
     // Prompt batches of at least this many tokens multiply RAM/DISK weights on the GPU (copied
-    // there per batch); 0 = never. The break-even measured on the GPU machine: docs/BENCHMARKS.md.
+    // there per batch); 0 = never. Runtime lowers it to the cost model's break-even on the
+    // machine's profile (Runtime::set_ship_break_even); never raises it.
     int64_t gpu_prefill_min_tokens = 64;
     // GPU bytes prefill may take to stage a shipped weight: what the placement left on the GPU
     // beyond weights, KV and the activation reserve (Runtime sets it). A weight larger than this

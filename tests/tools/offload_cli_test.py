@@ -178,6 +178,28 @@ def main():
                f"calibration report: {out!r} {err!r}")
         expect_error(strata, ["calibration", "--file", os.path.join(tmp, "none.json")], "strata bench --fit")
 
+        # The prompt batch from which RAM weights ship to the GPU is the cost model's break-even
+        # on this profile: with the CPU's rates a thousandth of the measured ones, 8 tokens ship;
+        # with them a thousand times higher, only 64+ do (the default, never raised).
+        measured = open(profile).read()
+        for cpu_scale, ships in ((1e-3, True), (1e3, False)):
+            p = json.loads(measured)
+            p["cpu_prefill_gflops"] *= cpu_scale
+            p["cpu_gemv_gbs"] = {k: v * cpu_scale for k, v in p["cpu_gemv_gbs"].items()}
+            p["cpu_at_threads"] = {}
+            with open(profile, "w") as f:
+                json.dump(p, f)
+            rc, out, err = run(strata, "bench", "-m", model, "--gpu", "fake", "--gpu-mem", "512M", "-ngl", "0",
+                               "-c", "128", "-t", str(p["cpu_threads"]), "-p", "8", "-n", "0", "-r", "1", "-v")
+            batch = re.search(r"prompt batches of (\d+)\+ tokens ship", err)
+            expect(rc == 0 and batch is not None, f"break-even (cpu x {cpu_scale}): {err!r}")
+            if batch is not None:
+                expect((int(batch.group(1)) <= 8) == ships and (int(batch.group(1)) == 64) != ships,
+                       f"cpu x {cpu_scale}: ships from {batch.group(1)} tokens")
+            expect(("prefill shipped" in err) == ships, f"cpu x {cpu_scale}: pp8 shipped? {err!r}")
+        with open(profile, "w") as f:
+            f.write(measured)
+
         # A corrupt profile is measured again, with the reason; so is one on --reprofile.
         with open(profile, "w") as f:
             f.write('{"schema_version": 2, "cpu_name": ')
