@@ -147,6 +147,15 @@ TEST(HardwareProfile, RefusesCorruptFiles) {
     }
 }
 
+// h2d_staged_gbs (measured since the twenty-seventh session) may be absent: an older profile
+// reads as 0, which the cost model takes as h2d_gbs. Present, it is checked like every rate.
+TEST(HardwareProfile, StagedCopyRateIsOptionalButChecked) {
+    EXPECT_EQ(profile_from_json(edited("h2d_staged_gbs", "")).h2d_staged_gbs, 0.0);
+    EXPECT_EQ(profile_from_json(edited("h2d_staged_gbs", "31.5")).h2d_staged_gbs, 31.5);
+    expect_format_error(edited("h2d_staged_gbs", "-1"), "$.h2d_staged_gbs: must be >= 0");
+    expect_format_error(edited("h2d_staged_gbs", "\"fast\""), "$.h2d_staged_gbs: must be a number");
+}
+
 TEST(HardwareProfile, RatesAtOtherThreadCounts) {
     const HardwareProfile p = sample_profile();
     EXPECT_EQ(at_threads(p, 0), p);
