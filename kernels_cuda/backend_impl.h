@@ -82,6 +82,11 @@ struct CudaBackend::Impl {
     // Host ranges registered for direct copies (register_host_memory): begin -> end.
     std::map<uintptr_t, uintptr_t> registered;
     bool is_registered(const void* p, uint64_t bytes) const;
+    // Queues one copy of a contiguous host tensor into `device` on `on`: pinned and registered
+    // memory directly (the copy engine reads it in place), anything else through the bulk
+    // staging chunks (its bytes are in them on return). True when the source is pinned memory
+    // the caller may reuse only once the queued copy has run.
+    bool upload_on(const Tensor& host, Tensor& device, cudaStream_t on);
     std::unique_ptr<ArgRing> args;
     ArenaBuffer x_q8;       // q8 activations of the GEMV
     // Which x x_q8 holds: q, k and v (gate and up) multiply the same x, quantized once. Host-side

@@ -217,27 +217,40 @@ DeviceTensor CudaBackend::upload(const Tensor& host, std::string_view what) {
     return d;
 }
 
-void CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
-    impl_->forget_quantized_x();
+namespace {
+
+// A host-to-device copy's operands: a host source, a device destination, both contiguous, of one
+// type and shape.
+void check_host_to_device(std::string_view what, const Tensor& host, const Tensor& device) {
     if (host.memory == MemoryKind::Device || device.memory != MemoryKind::Device) {
-        throw ArgumentError(cat("copy_to_device: needs a host source and a device destination, got ",
-                                host.shape_string(), " -> ", device.shape_string()));
+        throw ArgumentError(cat(what, ": needs a host source and a device destination, got ", host.shape_string(),
+                                " -> ", device.shape_string()));
     }
     if (!host.is_contiguous() || !device.is_contiguous() || host.type != device.type || host.ne != device.ne) {
-        throw ArgumentError(cat("copy_to_device: ", host.shape_string(), " -> ", device.shape_string(),
+        throw ArgumentError(cat(what, ": ", host.shape_string(), " -> ", device.shape_string(),
                                 " needs two contiguous tensors of one type and shape"));
     }
-    if (host.n_bytes() == 0) return;
-    if (host.memory == MemoryKind::PinnedHost) {
-        CUDA_CHECK(cudaMemcpyAsync(device.data, host.data, host.n_bytes(), cudaMemcpyHostToDevice, impl_->stream));
-        CUDA_CHECK(cudaStreamSynchronize(impl_->stream));  // the caller may reuse `host` at once
-    } else if (impl_->is_registered(host.data, host.n_bytes())) {
-        // Registered weights: the copy engine reads them in place, at the PCIe rate (no staging
-        // memcpy), and they do not change while registered, so nothing to wait for.
-        CUDA_CHECK(cudaMemcpyAsync(device.data, host.data, host.n_bytes(), cudaMemcpyHostToDevice, impl_->stream));
+}
+
+}  // namespace
+
+bool CudaBackend::Impl::upload_on(const Tensor& host, Tensor& device, cudaStream_t on) {
+    const bool pinned = host.memory == MemoryKind::PinnedHost;
+    if (pinned || is_registered(host.data, host.n_bytes())) {
+        // Registered weights do not change while registered: nothing to wait for.
+        CUDA_CHECK(cudaMemcpyAsync(device.data, host.data, host.n_bytes(), cudaMemcpyHostToDevice, on));
     } else {
-        impl_->bulk->to_device(host.data, device.data, host.n_bytes(), impl_->stream);
+        bulk->to_device(host.data, device.data, host.n_bytes(), on);
     }
+    return pinned;
+}
+
+void CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
+    impl_->forget_quantized_x();
+    check_host_to_device("copy_to_device", host, device);
+    if (host.n_bytes() == 0) return;
+    // The caller may reuse pinned `host` at once.
+    if (impl_->upload_on(host, device, impl_->stream)) CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 
 void CudaBackend::download(const Tensor& device, Tensor& host) {
@@ -294,26 +307,16 @@ void CudaBackend::ship_in(const Tensor& src, Tensor& dst, int slot) {
         copy_in(src, dst);  // in order on the stream: after every earlier reader of the slot
         return;
     }
-    if (src.memory == MemoryKind::Device || dst.memory != MemoryKind::Device || !dst.is_contiguous() ||
-        src.type != dst.type || src.ne != dst.ne) {
-        throw ArgumentError(cat("ship_in: ", src.shape_string(), " -> ", dst.shape_string(),
-                                " needs a host source and a device destination of one type and shape"));
-    }
+    check_host_to_device("ship_in", src, dst);
     if (src.n_bytes() == 0) return;
     const auto s = static_cast<size_t>(slot);
     cudaStream_t copies = impl_->copy_stream;
     CUDA_CHECK(cudaStreamWaitEvent(copies, impl_->slot_released[s], 0));
-    const bool direct = src.memory == MemoryKind::PinnedHost || impl_->is_registered(src.data, src.n_bytes());
-    if (direct) {
-        CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.n_bytes(), cudaMemcpyHostToDevice, copies));
-    } else {
-        impl_->bulk->to_device(src.data, dst.data, src.n_bytes(), copies);
-    }
+    const bool pinned = impl_->upload_on(src, dst, copies);
     CUDA_CHECK(cudaEventRecord(impl_->slot_copied[s], copies));
     CUDA_CHECK(cudaStreamWaitEvent(impl_->stream, impl_->slot_copied[s], 0));
     // Pinned memory is the caller's to reuse (a disk read's buffer): wait until it was read.
-    // Registered weights never change; staged bytes are in the chunks once to_device returns.
-    if (src.memory == MemoryKind::PinnedHost) CUDA_CHECK(cudaEventSynchronize(impl_->slot_copied[s]));
+    if (pinned) CUDA_CHECK(cudaEventSynchronize(impl_->slot_copied[s]));
 }
 
 void CudaBackend::release_slot(int slot) {
