@@ -38,6 +38,27 @@ int plan_prefill_splits(int64_t blocks, int64_t span, int sm_count) {
     return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kAttentionMaxSplits));
 }
 
+// A decode launch's key splits. Decode blocks are short-lived and latency-bound: more of them,
+// with fewer keys each. The splits are planned for one token, never for the launch: a token's
+// keys are cut alike whether it is decoded alone, beside other sequences' tokens
+// (attention_rows), checked in a speculative pass or replayed in a step graph, so its result
+// does not depend on the batch. The kernel activates at most one split per decode_split_cells
+// of each token's own span (active_splits), so a short history still takes few.
+void plan_decode_splits(const CudaBackend::Impl& s, const AttentionParams& p, AttentionLaunch& a) {
+    const int group = p.n_head / p.n_head_kv;
+    const int64_t token_blocks = int64_t{p.n_head_kv} * ((group + kDecodeHeads - 1) / kDecodeHeads);
+    const int64_t want = (int64_t{s.options.attention_decode_blocks_per_sm} * s.sm_count + token_blocks - 1) / token_blocks;
+    // Partials of the largest decode launch stay within kMaxPartialBytes.
+    const uint64_t most_rows = static_cast<uint64_t>(std::max(1, s.options.attention_decode_max_tokens)) * p.n_head *
+                               (p.head_dim_v + 2) * sizeof(float);
+    const int64_t fit = static_cast<int64_t>(std::max<uint64_t>(1, kMaxPartialBytes / most_rows));
+    a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kAttentionMaxSplits));
+    a.min_split_cells = decode_split_cells(s.options, std::max(p.head_dim_k, p.head_dim_v));
+    // Splits past the most any token activates would exit at once: an eager launch leaves
+    // them out (8 sequences of ~100 keys: 4 of 17). Graphs keep them for later positions.
+    if (!s.capturing && !s.step.recording) a.grid_splits = active_splits(a, a.max_span);
+}
+
 // The attention of q over k_cache/v_cache (or, with bases, each token over its own sequence's
 // caches, alike to k_cache/v_cache), checked by the caller.
 void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -74,23 +95,7 @@ void run_attention(CudaBackend::Impl& s, const Tensor& q, const Tensor& k_cache,
     const int mma_tile = decode || !s.options.attention_tensor_cores ? 0 : attention_mma_key_tile(a, s.smem_optin);
     const bool mma = mma_tile > 0;
     if (decode) {
-        // Decode blocks are short-lived and latency-bound: more of them, with fewer keys each.
-        // The splits are planned for one token, never for the launch: a token's keys are cut
-        // alike whether it is decoded alone, beside other sequences' tokens (attention_rows),
-        // checked in a speculative pass or replayed in a step graph, so its result does not
-        // depend on the batch. The kernel activates at most one split per decode_split_cells
-        // of each token's own span (active_splits), so a short history still takes few.
-        const int64_t token_blocks = int64_t{p.n_head_kv} * ((group + kDecodeHeads - 1) / kDecodeHeads);
-        const int64_t want = (int64_t{s.options.attention_decode_blocks_per_sm} * s.sm_count + token_blocks - 1) / token_blocks;
-        // Partials of the largest decode launch stay within kMaxPartialBytes.
-        const uint64_t most_rows = static_cast<uint64_t>(std::max(1, s.options.attention_decode_max_tokens)) * p.n_head *
-                                   (p.head_dim_v + 2) * sizeof(float);
-        const int64_t fit = static_cast<int64_t>(std::max<uint64_t>(1, kMaxPartialBytes / most_rows));
-        a.n_splits = static_cast<int>(std::clamp<int64_t>(std::min(want, fit), 1, kAttentionMaxSplits));
-        a.min_split_cells = decode_split_cells(s.options, std::max(p.head_dim_k, p.head_dim_v));
-        // Splits past the most any token activates would exit at once: an eager launch leaves
-        // them out (8 sequences of ~100 keys: 4 of 17). Graphs keep them for later positions.
-        if (!s.capturing && !s.step.recording) a.grid_splits = active_splits(a, a.max_span);
+        plan_decode_splits(s, p, a);
     } else {
         const int rows = mma ? attention_mma_rows() : kTiledRows;
         const int64_t gb = std::min(group, rows);

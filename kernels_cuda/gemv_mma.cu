@@ -56,6 +56,71 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], uint32_t a_lo, uint32_t a_hi
 #endif
 }
 
+// The block's end: every warp's partial sums through shared memory (the staging memory, now
+// free), added by warp 0 in warp order (the same sums for any m) and stored.
+__device__ __forceinline__ void sum_warps_and_store(const float (&acc)[4], uint4* smem, int warp, int lane,
+                                                    int64_t row0, int64_t n, int m, F32View y) {
+    __syncthreads();  // every warp is done with its staging memory
+    float4* partial = reinterpret_cast<float4*>(smem);  // [kMmaWarps][32]
+    partial[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    __syncthreads();
+    if (warp != 0) return;
+    float4 sum = partial[lane];
+#pragma unroll
+    for (int v = 1; v < kMmaWarps; ++v) {
+        const float4 p = partial[v * 32 + lane];
+        sum.x += p.x;
+        sum.y += p.y;
+        sum.z += p.z;
+        sum.w += p.w;
+    }
+    const int g = lane / 4, c0 = 2 * (lane % 4), c1 = c0 + 1;
+    const int64_t r_lo = row0 + g, r_hi = row0 + g + 8;
+    if (c0 < m) {
+        if (r_lo < n) y.row(c0)[r_lo] = sum.x;
+        if (r_hi < n) y.row(c0)[r_hi] = sum.z;
+    }
+    if (c1 < m) {
+        if (r_lo < n) y.row(c1)[r_lo] = sum.y;
+        if (r_hi < n) y.row(c1)[r_hi] = sum.w;
+    }
+}
+
+// One item's integer dots (d0: the first 16 quants, d1: the second) scaled into the lane's sums
+// (g, c0) (g, c1) (g+8, c0) (g+8, c1): Σ w·x = dx·(a0·S0 + a1·S1) + b·sx per (row, column).
+__device__ __forceinline__ void accumulate_item(float (&acc)[4], const int (&d0)[4], const int (&d1)[4], float4 s_lo,
+                                                float4 s_hi, float2 x0, float2 x1) {
+    acc[0] += x0.x * (s_lo.x * static_cast<float>(d0[0]) + s_lo.y * static_cast<float>(d1[0])) + s_lo.z * x0.y;
+    acc[1] += x1.x * (s_lo.x * static_cast<float>(d0[1]) + s_lo.y * static_cast<float>(d1[1])) + s_lo.z * x1.y;
+    acc[2] += x0.x * (s_hi.x * static_cast<float>(d0[2]) + s_hi.y * static_cast<float>(d1[2])) + s_hi.z * x0.y;
+    acc[3] += x1.x * (s_hi.x * static_cast<float>(d0[3]) + s_hi.y * static_cast<float>(d1[3])) + s_hi.z * x1.y;
+}
+
+// Lane's share of a step: item li of its row decoded into the warp's shared quants and scales
+// (past the chunk's items: zeros, which add nothing).
+template <class C>
+__device__ __forceinline__ void decode_item(const uint8_t* row, int li, int items, uint32_t (&quants)[kRowWords],
+                                            float4& scale) {
+    using S = MmaStage<C>;
+    Q8Item q{};
+    if (li < items) q = C::decode(row + (li / S::kItemsPerBlock) * C::kBlockBytes, li % S::kItemsPerBlock);
+    uint4* dst = reinterpret_cast<uint4*>(quants);
+    dst[0] = make_uint4(q.q[0], q.q[1], q.q[2], q.q[3]);
+    dst[1] = make_uint4(q.q[4], q.q[5], q.q[6], q.q[7]);
+    scale = make_float4(q.a0, q.a1, q.b, 0.0f);
+}
+
+// The chunk a lane holds in registers (`load` in the kernel) into the warp's staging rows.
+template <class C>
+__device__ __forceinline__ void stage_chunk(const uint4 (&regs)[MmaStage<C>::kVecsPerLane], uint4* stage, int lane) {
+    using S = MmaStage<C>;
+#pragma unroll
+    for (int j = 0; j < S::kVecsPerLane; ++j) {
+        const int idx = lane + 32 * j, r = idx / S::kVecs, v = idx % S::kVecs;
+        if (r < 16) stage[r * S::kRowVecs + v] = regs[j];
+    }
+}
+
 template <class C>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     gemv_q8_mma_kernel(const uint8_t* __restrict__ w, uint64_t nb1, int64_t n_items, int64_t n,
@@ -107,11 +172,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     if (warp < n_chunks) load(warp);
     for (int64_t c = warp; c < n_chunks; c += kMmaWarps) {
         __syncwarp();  // every lane is done reading the previous chunk
-#pragma unroll
-        for (int j = 0; j < S::kVecsPerLane; ++j) {
-            const int idx = lane + 32 * j, r = idx / S::kVecs, v = idx % S::kVecs;
-            if (r < 16) stage[r * S::kRowVecs + v] = regs[j];
-        }
+        stage_chunk<C>(regs, stage, lane);
         int my_mis = 0, my_nv = 0;
         chunk_at(c, dr, my_mis, my_nv);
         const uint8_t* my_row = reinterpret_cast<const uint8_t*>(stage + dr * S::kRowVecs) + my_mis;
@@ -121,16 +182,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         const int64_t first = c * kChunkItems;
         const int items = n_items - first < kChunkItems ? static_cast<int>(n_items - first) : kChunkItems;
         for (int s = 0; s < items; s += kItemsPerStep) {
-            {
-                const int li = s + dj;
-                Q8Item q{};
-                if (li < items) q = C::decode(my_row + (li / S::kItemsPerBlock) * C::kBlockBytes, li % S::kItemsPerBlock);
-                // else zero quants and scales: the missing item adds nothing
-                uint4* dst = reinterpret_cast<uint4*>(quants[dj][dr]);
-                dst[0] = make_uint4(q.q[0], q.q[1], q.q[2], q.q[3]);
-                dst[1] = make_uint4(q.q[4], q.q[5], q.q[6], q.q[7]);
-                scales[dj][dr] = make_float4(q.a0, q.a1, q.b, 0.0f);
-            }
+            decode_item<C>(my_row, s + dj, items, quants[dj][dr], scales[dj][dr]);
             __syncwarp();
 #pragma unroll
             for (int j = 0; j < kItemsPerStep; ++j) {
@@ -143,38 +195,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
                 int d0[4], d1[4];
                 mma_s8(d0, quants[j][g][t], quants[j][g + 8][t], b0);
                 mma_s8(d1, quants[j][g][4 + t], quants[j][g + 8][4 + t], b1);
-                // Σ w·x = dx·(a0·S0 + a1·S1) + b·sx per (row, column).
-                acc[0] += x0.x * (s_lo.x * static_cast<float>(d0[0]) + s_lo.y * static_cast<float>(d1[0])) + s_lo.z * x0.y;
-                acc[1] += x1.x * (s_lo.x * static_cast<float>(d0[1]) + s_lo.y * static_cast<float>(d1[1])) + s_lo.z * x1.y;
-                acc[2] += x0.x * (s_hi.x * static_cast<float>(d0[2]) + s_hi.y * static_cast<float>(d1[2])) + s_hi.z * x0.y;
-                acc[3] += x1.x * (s_hi.x * static_cast<float>(d0[3]) + s_hi.y * static_cast<float>(d1[3])) + s_hi.z * x1.y;
+                accumulate_item(acc, d0, d1, s_lo, s_hi, x0, x1);  // Σ w·x = dx·(a0·S0 + a1·S1) + b·sx
             }
             __syncwarp();  // every lane is done with the step's quants before they are overwritten
         }
     }
-    __syncthreads();  // every warp is done with its staging memory: it now holds the partials
-    float4* partial = reinterpret_cast<float4*>(smem);  // [kMmaWarps][32]
-    partial[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-    __syncthreads();
-    if (warp != 0) return;
-    float4 sum = partial[lane];
-#pragma unroll
-    for (int v = 1; v < kMmaWarps; ++v) {  // in warp order: the same sums for any m
-        const float4 p = partial[v * 32 + lane];
-        sum.x += p.x;
-        sum.y += p.y;
-        sum.z += p.z;
-        sum.w += p.w;
-    }
-    const int64_t r_lo = row0 + g, r_hi = row0 + g + 8;
-    if (c0 < m) {
-        if (r_lo < n) y.row(c0)[r_lo] = sum.x;
-        if (r_hi < n) y.row(c0)[r_hi] = sum.z;
-    }
-    if (c1 < m) {
-        if (r_lo < n) y.row(c1)[r_lo] = sum.y;
-        if (r_hi < n) y.row(c1)[r_hi] = sum.w;
-    }
+    sum_warps_and_store(acc, smem, warp, lane, row0, n, m, y);
 }
 
 }  // namespace

@@ -364,6 +364,12 @@ STRATA_DECODE_BENCH_M(q4_K_4096x4096_m8, GgmlType::Q4_K, 4096, 4096, 8, false);
 STRATA_DECODE_BENCH_M(q4_K_4096x4096_m8_mma, GgmlType::Q4_K, 4096, 4096, 8, true);
 STRATA_DECODE_BENCH_M(q6_K_4096x32000_m8, GgmlType::Q6_K, 4096, 32000, 8, false);
 STRATA_DECODE_BENCH_M(q6_K_4096x32000_m8_mma, GgmlType::Q6_K, 4096, 32000, 8, true);
+// Other codecs through the tensor-core kernel (its register use differs per codec).
+STRATA_DECODE_BENCH_M(q4_0_4096x11008_m8_mma, GgmlType::Q4_0, 4096, 11008, 8, true);
+STRATA_DECODE_BENCH_M(q5_K_4096x11008_m8_mma, GgmlType::Q5_K, 4096, 11008, 8, true);
+STRATA_DECODE_BENCH_M(q8_0_4096x11008_m8_mma, GgmlType::Q8_0, 4096, 11008, 8, true);
+STRATA_DECODE_BENCH_M(iq3_xxs_4096x11008_m8_mma, GgmlType::IQ3_XXS, 4096, 11008, 8, true);
+STRATA_DECODE_BENCH_M(iq2_s_4096x11008_m8_mma, GgmlType::IQ2_S, 4096, 11008, 8, true);
 // One row per warp at 8 tokens (the kernel before 2 rows shared each activation load there).
 #define STRATA_DECODE_BENCH_M_R1(tag, type, k, n, m) \
     BENCHMARK_CAPTURE(bm_gemv_decode, tag, type, k, n, 1, m)->UseManualTime()->Unit(benchmark::kMicrosecond)
