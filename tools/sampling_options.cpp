@@ -50,6 +50,10 @@ RuntimeOptions EngineOptions::runtime_options() const {
     r.disk_io = parse_disk_io(disk_io);
     r.n_threads = cap_threads(n_threads);
     r.session = session_params();
+    if (ship_min_batch >= 0) {
+        r.session.gpu_prefill_min_tokens = ship_min_batch;
+        r.ship_min_fixed = true;
+    }
     r.sparsity = sparsity.options();
     r.hot_neurons = sparsity.hot_neurons;
     apply_llama_options(llama, kv_type, r);
@@ -106,6 +110,11 @@ void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
                           "never register the RAM weights (prompt batches copy them through staging)")
         ->disable_flag_override()
         ->excludes(pin);
+    cmd.add_option("--ship-min-batch", o.ship_min_batch,
+                   "prompt batches of at least N tokens copy RAM/DISK weights to the GPU and multiply them"
+                   " there (0 = never; default: the smallest batch the cost model predicts faster so, at most"
+                   " 64; llama.cpp: GGML_OP_OFFLOAD_MIN_BATCH)")
+        ->check(int_in(0, kMaxContext));
     cmd.add_flag("-v,--verbose", o.verbose, "print the placement and memory accounting");
     add_sparsity_options(cmd, o.sparsity);
 }

@@ -33,6 +33,7 @@ struct EngineOptions {
     bool reprofile = false;          // --reprofile
     int pin_weights = -1;            // --pin-weights 1, --no-pin-weights 0, neither -1 (auto)
     bool batch_invariant = true;     // --no-batch-invariant
+    int64_t ship_min_batch = -1;     // --ship-min-batch; -1 = the cost model's break-even
     std::string disk_io = "auto";
     bool verbose = false;
     SparsityFlags sparsity;    // --sparsity --stats

@@ -180,7 +180,8 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     const int64_t kv_cells = n_ctx * options.session.n_sequences;
     TensorTable table = placement_table();
     const RuntimeBudgets budgets = runtime_budgets(model_->config(), table, options_.session,
-                                                   model_->weights().output.ne[1], gpu_.get(), options.ram_mem);
+                                                   model_->weights().output.ne[1], gpu_.get(), options.ram_mem,
+                                                   smallest_shipping_batch(options_.session, options.ship_min_fixed));
 
     // Measured after gpu_free was taken: what the GPU measurement keeps in the arena (the
     // matmul's scratch) is within gpu_reserved.
@@ -325,7 +326,7 @@ void Runtime::set_ship_params(const RuntimeBudgets& budgets, uint64_t ram_bytes)
 
 void Runtime::set_ship_break_even(const TensorTable& table) {
     const int64_t current = options_.session.gpu_prefill_min_tokens;
-    if (!profile_ || !gpu_ || current <= 2 || cost_params_.ship_slots == 0) return;
+    if (options_.ship_min_fixed || !profile_ || !gpu_ || current <= 2 || cost_params_.ship_slots == 0) return;
     // A pass's seconds for n prompt tokens, host weights shipped to the GPU or multiplied where
     // they are (0: not predicted).
     const auto pass_s = [&](int64_t n, bool ship) {
@@ -338,7 +339,7 @@ void Runtime::set_ship_break_even(const TensorTable& table) {
             return 0.0;  // a placement the profile cannot rate
         }
     };
-    for (int64_t n : {2, 3, 4, 6, 8, 12, 16, 24, 32, 48}) {
+    for (int64_t n : kShipBreakEvenCandidates) {
         if (n >= current) break;
         const double shipped = pass_s(n, true), local = pass_s(n, false);
         if (shipped <= 0 || local <= 0) return;
@@ -403,8 +404,12 @@ std::string Runtime::accounting(const Session* session) const {
     if (gpu_) {
         out << "prefill staging: up to " << format_bytes(options_.session.gpu_staging_limit)
             << " per session for a shipped weight (largest " << format_bytes(largest_streamed_bytes(tensor_table(*model_)))
-            << "; a larger one is computed where it lives); prompt batches of "
-            << options_.session.gpu_prefill_min_tokens << "+ tokens ship host weights\n";
+            << "; a larger one is computed where it lives); prompt batches ";
+        if (options_.session.gpu_prefill_min_tokens > 0) {
+            out << "of " << options_.session.gpu_prefill_min_tokens << "+ tokens ship host weights\n";
+        } else {
+            out << "never ship host weights\n";
+        }
         if (session != nullptr && session->program().ship_stats().bytes > 0) {
             const LayerProgram::ShipStats& s = session->program().ship_stats();
             out << "prefill shipped " << format_bytes(s.bytes) << " of host weights to the GPU through " << s.slots

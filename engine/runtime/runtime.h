@@ -59,6 +59,9 @@ struct RuntimeOptions {
     // register_ram_weights): On (--pin-weights), Off (--no-pin-weights), or Auto:
     // pins_ram_weights_by_default (runtime_budget.h).
     PinWeights pin_weights = PinWeights::Auto;
+    // --ship-min-batch: session.gpu_prefill_min_tokens is the user's, not lowered to the cost
+    // model's break-even (Runtime::set_ship_break_even).
+    bool ship_min_fixed = false;
     // Measure the hardware when no profile is cached, also when nothing is planned (a placement
     // file, Placer::Builtin), so that cost_estimate() is known. Otherwise those use the cached
     // profile if there is one.

@@ -42,10 +42,19 @@ struct RuntimeBudgets {
     uint64_t ram = 0;                 // --ram-mem, else available RAM less a margin
 };
 
+// The prompt batches from which the runtime may lower SessionParams::gpu_prefill_min_tokens
+// (Runtime::set_ship_break_even), smallest first.
+inline constexpr int64_t kShipBreakEvenCandidates[] = {2, 3, 4, 6, 8, 12, 16, 24, 32, 48};
+
+// The smallest prompt batch that may ship host weights to the GPU: the session's threshold when
+// the user fixed it (--ship-min-batch), else the smallest break-even candidate below it; 0: none.
+int64_t smallest_shipping_batch(const SessionParams& session, bool fixed);
+
 // The budgets for `table` with these session params on `gpu` (null: none), vocabulary n_vocab.
-// ram_mem: --ram-mem (0: available RAM less a margin).
+// ram_mem: --ram-mem (0: available RAM less a margin). ship_from: smallest_shipping_batch; the
+// shipping room is kept when the session's batch reaches it.
 RuntimeBudgets runtime_budgets(const ModelConfig& config, const TensorTable& table, const SessionParams& session,
-                               int64_t n_vocab, const Backend* gpu, uint64_t ram_mem);
+                               int64_t n_vocab, const Backend* gpu, uint64_t ram_mem, int64_t ship_from);
 
 // Whether the RAM weights are registered with the GPU (pinned) when the user said neither
 // --pin-weights nor --no-pin-weights: when prompt batches ship them, there are some, and they

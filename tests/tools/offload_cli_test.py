@@ -197,6 +197,16 @@ def main():
                 expect((int(batch.group(1)) <= 8) == ships and (int(batch.group(1)) == 64) != ships,
                        f"cpu x {cpu_scale}: ships from {batch.group(1)} tokens")
             expect(("prefill shipped" in err) == ships, f"cpu x {cpu_scale}: pp8 shipped? {err!r}")
+        # --ship-min-batch overrides the break-even either way (the profile above keeps 64):
+        # 4 ships a pp8, 0 ships nothing.
+        for flag, ships in (("4", True), ("0", False)):
+            rc, out, err = run(strata, "bench", "-m", model, "--gpu", "fake", "--gpu-mem", "512M", "-ngl", "0",
+                               "-c", "128", "-t", str(p["cpu_threads"]), "-p", "8", "-n", "0", "-r", "1", "-v",
+                               "--ship-min-batch", flag)
+            said = "prompt batches of 4+ tokens ship" if ships else "prompt batches never ship"
+            expect(rc == 0 and said in err and ("prefill shipped" in err) == ships,
+                   f"--ship-min-batch {flag}: {err!r}")
+        expect_error(strata, [*gen, "--ship-min-batch", "-1"], "--ship-min-batch")
         with open(profile, "w") as f:
             f.write(measured)
 

@@ -200,7 +200,8 @@ TEST_P(PlacedModelTest, StagingRoomHoldsTwoSlotsWhereTheyFit) {
     session.n_batch = 512;
     const auto budgets_at = [&](uint64_t gpu_bytes) {
         FakeDeviceBackend gpu({.budget_bytes = gpu_bytes});
-        return runtime_budgets(config(), table, session, model_->weights().output.ne[1], &gpu, 0);
+        return runtime_budgets(config(), table, session, model_->weights().output.ne[1], &gpu, 0,
+                               smallest_shipping_batch(session, false));
     };
     const uint64_t two = 4 * (2 * largest + slack), one = 4 * (largest + slack);
     for (const auto& [bytes, slots, reserve] : {std::tuple{two, 2, 2 * largest + slack},
@@ -214,9 +215,33 @@ TEST_P(PlacedModelTest, StagingRoomHoldsTwoSlotsWhereTheyFit) {
         EXPECT_EQ(b.staging_reserve, reserve) << bytes << " bytes";
         EXPECT_EQ(b.gpu_reserved, b.activation_reserve + reserve);
     }
+    // A batch below the default threshold (64) still keeps the room: the break-even, known once
+    // placed, may lower the threshold to it; not when the user fixed the threshold.
+    session.n_batch = 32;
+    EXPECT_EQ(budgets_at(two).staging_slots, 2);
+    {
+        FakeDeviceBackend gpu({.budget_bytes = two});
+        EXPECT_EQ(runtime_budgets(config(), table, session, model_->weights().output.ne[1], &gpu, 0,
+                                  smallest_shipping_batch(session, true)).staging_slots, 0);
+    }
+    session.n_batch = 1;  // one token a pass: nothing ships
+    EXPECT_EQ(budgets_at(two).staging_slots, 0);
+    session.n_batch = 512;
     session.gpu_prefill_min_tokens = 0;  // prompt batches never ship: no room kept
     EXPECT_EQ(budgets_at(two).staging_slots, 0);
     EXPECT_EQ(budgets_at(two).staging_reserve, 0u);
+}
+
+TEST(ShippingBatch, IsTheUsersOrTheSmallestBreakEven) {
+    SessionParams s;
+    s.gpu_prefill_min_tokens = 64;
+    EXPECT_EQ(smallest_shipping_batch(s, false), kShipBreakEvenCandidates[0]);
+    EXPECT_EQ(smallest_shipping_batch(s, true), 64);
+    s.gpu_prefill_min_tokens = 1;
+    EXPECT_EQ(smallest_shipping_batch(s, false), 1);
+    s.gpu_prefill_min_tokens = 0;
+    EXPECT_EQ(smallest_shipping_batch(s, false), 0);
+    EXPECT_EQ(smallest_shipping_batch(s, true), 0);
 }
 
 TEST_P(PlacedModelTest, AllOnTheGpuIsExact) {
