@@ -73,9 +73,8 @@ const ManyCase kManyCases[] = {
     {"f16_decode", {{GgmlType::F16, 40}, {GgmlType::F16, 40}}, 64, 1},
 };
 
-}  // namespace
-
-void add_fused_cases(std::vector<OpCase>& out) {
+// matmul_many over several weights of one input (the q/k/v and gate/up groups).
+void add_matmul_many_cases(std::vector<OpCase>& out) {
     for (const ManyCase& c : kManyCases) {
         std::vector<Shared> ws;
         Bound bound{0.0, 0.0};
@@ -100,6 +99,10 @@ void add_fused_cases(std::vector<OpCase>& out) {
                            return got;
                        }});
     }
+}
+
+// add_rms_norm: the residual add and the next norm in one op.
+void add_add_rms_norm_cases(std::vector<OpCase>& out) {
     // Variants: weighted; unweighted; with a post norm of delta (Gemma's sandwich norms).
     for (const NormShape& s : kNormShapes) {
         for (const char* variant : {"", "unweighted_", "post_norm_"}) {
@@ -121,6 +124,10 @@ void add_fused_cases(std::vector<OpCase>& out) {
                            }});
         }
     }
+}
+
+// attention_prologue: biases, q/k norms, RoPE and the KV store in one op.
+void add_prologue_cases(std::vector<OpCase>& out) {
     for (const PrologueShape& s : kPrologueShapes) {
         const int64_t q_row = s.head_dim * s.n_head, k_row = s.head_dim * s.n_head_kv, v_row = s.head_dim_v * s.n_head_kv;
         const Shared q = random_input({s.head_dim, s.n_head, s.n}, -2.0f, 2.0f);
@@ -171,6 +178,14 @@ void add_fused_cases(std::vector<OpCase>& out) {
                            return got;
                        }});
     }
+}
+
+}  // namespace
+
+void add_fused_cases(std::vector<OpCase>& out) {
+    add_matmul_many_cases(out);
+    add_add_rms_norm_cases(out);
+    add_prologue_cases(out);
 }
 
 }  // namespace strata::backend_ops

@@ -282,10 +282,24 @@ TEST(CostModel, SmallOpsAndProductFloorsAreCounted) {
     const double with_tiny = estimate(all, t, tiny, params).gpu_s;
     EXPECT_LT(with_tiny, g.gpu_s);
     EXPECT_GT(with_tiny, g.gpu_s - (n * 7 + 1) * 3e-6);
+}
 
-    // The attention measured for this model's shape (on the line through its two points, the
-    // KV bytes included) takes the place of one small op and the KV bytes per layer; another
-    // shape's measurement is not used.
+// The attention measured for this model's shape (on the line through its two points, the KV
+// bytes included) takes the place of one small op and the KV bytes per layer; another shape's
+// measurement is not used.
+TEST(CostModel, AttentionOfTheModelsShapeReplacesASmallOp) {
+    const TensorTable t = make_llama_table(mid_shape());
+    Placement all = first_layers(t, t.n_layer, Tier::Ram);
+    set_tier(all, "output.weight", Tier::Gpu);
+    set_tier(all, "token_embd.weight", Tier::Gpu);
+    CostParams params;
+    params.overhead_s = 0;
+    HardwareProfile costly = laptop();
+    costly.gpu_op_us = 5;
+    costly.gpu_gemv_floor_us = costly.gpu_gemv_tiny_floor_us = 4;
+    costly.gpu_graph_node_us = 7;
+    const double n = t.n_layer;
+    const CostEstimate g = estimate(all, t, costly, params);
     TensorTable shaped = t;
     shaped.n_head = 16;
     shaped.n_head_kv = 4;

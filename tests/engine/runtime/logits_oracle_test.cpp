@@ -59,6 +59,63 @@ int32_t argmax(const float* v, int64_t n) {
     return static_cast<int32_t>(std::max_element(v, v + n) - v);
 }
 
+// What the prompts of one case add up to.
+struct OracleTally {
+    int64_t positions = 0, agree = 0, greedy_total = 0, greedy_same = 0, greedy_ties = 0;
+    double max_err = 0;
+};
+
+// One fixture prompt: its logits at every position against transformers' top-k, then (where the
+// case asks) the greedy continuation from the cached prompt against transformers' tokens.
+void score_prompt(LayerProgram& program, const ModelConfig& config, const PlacedModel& placed, const OracleCase& oc,
+                  const nlohmann::json& p, OracleTally& out) {
+    const int64_t n_vocab = program.n_vocab();
+    const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> greedy = p["greedy"].get<std::vector<int32_t>>();
+    const int64_t n = static_cast<int64_t>(ids.size());
+    KvCache kv(config, n + static_cast<int64_t>(greedy.size()) + 1, oc.kv_type, placed.kv_backends());
+    std::vector<int32_t> rows(static_cast<size_t>(n));
+    std::iota(rows.begin(), rows.end(), 0);
+    std::vector<float> hidden, logits(static_cast<size_t>(n_vocab * n));
+    program.forward(ids, kv, rows, hidden);
+    program.logits(hidden.data(), n, logits.data());
+    for (int64_t t = 0; t < n; ++t) {
+        const float* row = logits.data() + t * n_vocab;
+        const auto& top_ids = p["top_ids"][static_cast<size_t>(t)];
+        const auto& top_logits = p["top_logits"][static_cast<size_t>(t)];
+        out.agree += argmax(row, n_vocab) == top_ids[0].get<int32_t>();
+        for (size_t j = 0; j < top_ids.size(); ++j) {
+            const double d = std::fabs(row[top_ids[j].get<int32_t>()] - top_logits[j].get<double>());
+            out.max_err = std::max(out.max_err, d);
+        }
+        ++out.positions;
+    }
+    if (!oc.greedy_must_match) return;
+    // Greedy continuation from the cached prompt.
+    int32_t next = argmax(logits.data() + (n - 1) * n_vocab, n_vocab);
+    const int32_t last_row = 0;
+    const size_t n_greedy = std::min(greedy.size(), oc.greedy_tokens);
+    for (size_t i = 0; i < n_greedy; ++i) {
+        ++out.greedy_total;
+        if (next != greedy[i]) {
+            // A different argmax is only acceptable at a tie within float noise (random
+            // synthetic weights give flat logits); the continuations part ways there.
+            const float gap = logits[static_cast<size_t>(next)] - logits[static_cast<size_t>(greedy[i])];
+            if (gap < kTieGap) {
+                ++out.greedy_ties;
+                out.greedy_total += static_cast<int64_t>(n_greedy - i - 1);
+                out.greedy_same += static_cast<int64_t>(n_greedy - i);
+            }
+            break;
+        }
+        ++out.greedy_same;
+        const int32_t tok = next;
+        program.forward({&tok, 1}, kv, {&last_row, 1}, hidden);
+        program.logits(hidden.data(), 1, logits.data());
+        next = argmax(logits.data(), n_vocab);
+    }
+}
+
 class LogitsOracle : public ::testing::TestWithParam<OracleCase> {};
 
 TEST_P(LogitsOracle, MatchesTransformers) {
@@ -82,7 +139,6 @@ TEST_P(LogitsOracle, MatchesTransformers) {
         model_path = env;
     }
     const Model model(model_path);
-    const ModelConfig& config = model.config();
     // STRATA_ORACLE_BACKEND=cuda runs the same cases with every weight on the GPU.
     std::unique_ptr<Backend> backend;
     const char* which = std::getenv("STRATA_ORACLE_BACKEND");
@@ -102,71 +158,24 @@ TEST_P(LogitsOracle, MatchesTransformers) {
     }
     const PlacedModel placed(model, *backend);
     LayerProgram program(placed);
-    const int64_t n_vocab = program.n_vocab();
 
-    int64_t positions = 0, agree = 0, greedy_total = 0, greedy_same = 0, greedy_ties = 0;
-    double max_err = 0;
-    for (const auto& p : fx["prompts"]) {
-        const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
-        const std::vector<int32_t> greedy = p["greedy"].get<std::vector<int32_t>>();
-        const int64_t n = static_cast<int64_t>(ids.size());
-        KvCache kv(config, n + static_cast<int64_t>(greedy.size()) + 1, oc.kv_type, placed.kv_backends());
-        std::vector<int32_t> rows(static_cast<size_t>(n));
-        std::iota(rows.begin(), rows.end(), 0);
-        std::vector<float> hidden, logits(static_cast<size_t>(n_vocab * n));
-        program.forward(ids, kv, rows, hidden);
-        program.logits(hidden.data(), n, logits.data());
-        for (int64_t t = 0; t < n; ++t) {
-            const float* row = logits.data() + t * n_vocab;
-            const auto& top_ids = p["top_ids"][static_cast<size_t>(t)];
-            const auto& top_logits = p["top_logits"][static_cast<size_t>(t)];
-            agree += argmax(row, n_vocab) == top_ids[0].get<int32_t>();
-            for (size_t j = 0; j < top_ids.size(); ++j) {
-                const double d = std::fabs(row[top_ids[j].get<int32_t>()] - top_logits[j].get<double>());
-                max_err = std::max(max_err, d);
-            }
-            ++positions;
-        }
-        if (!oc.greedy_must_match) continue;
-        // Greedy continuation from the cached prompt.
-        int32_t next = argmax(logits.data() + (n - 1) * n_vocab, n_vocab);
-        const int32_t last_row = 0;
-        const size_t n_greedy = std::min(greedy.size(), oc.greedy_tokens);
-        for (size_t i = 0; i < n_greedy; ++i) {
-            ++greedy_total;
-            if (next != greedy[i]) {
-                // A different argmax is only acceptable at a tie within float noise (random
-                // synthetic weights give flat logits); the continuations part ways there.
-                const float gap = logits[static_cast<size_t>(next)] - logits[static_cast<size_t>(greedy[i])];
-                if (gap < kTieGap) {
-                    ++greedy_ties;
-                    greedy_total += static_cast<int64_t>(n_greedy - i - 1);
-                    greedy_same += static_cast<int64_t>(n_greedy - i);
-                }
-                break;
-            }
-            ++greedy_same;
-            const int32_t tok = next;
-            program.forward({&tok, 1}, kv, {&last_row, 1}, hidden);
-            program.logits(hidden.data(), 1, logits.data());
-            next = argmax(logits.data(), n_vocab);
-        }
-    }
-    const double top1 = static_cast<double>(agree) / static_cast<double>(positions);
+    OracleTally t;
+    for (const auto& p : fx["prompts"]) score_prompt(program, model.config(), placed, oc, p, t);
+    const double top1 = static_cast<double>(t.agree) / static_cast<double>(t.positions);
     std::printf("[ oracle   ] %s kv=%s%s: top-1 agreement %.4f (%lld/%lld), max |dlogit| on HF top-%d %.5f, "
                 "greedy %lld/%lld tokens identical (%lld prompts parted at a tie < %.0e)\n",
                 oc.fixture, std::string(type_traits(oc.kv_type).name).c_str(),
                 oc.quantized_activations ? " q8-activations" : "", top1,
-                static_cast<long long>(agree), static_cast<long long>(positions),
-                fx["top_k"].get<int>(), max_err, static_cast<long long>(greedy_same),
-                static_cast<long long>(greedy_total), static_cast<long long>(greedy_ties),
+                static_cast<long long>(t.agree), static_cast<long long>(t.positions),
+                fx["top_k"].get<int>(), t.max_err, static_cast<long long>(t.greedy_same),
+                static_cast<long long>(t.greedy_total), static_cast<long long>(t.greedy_ties),
                 static_cast<double>(kTieGap));
     EXPECT_GE(top1, oc.min_top1);
     // On the GPU, batches of more than 8 tokens (every prompt here) go through cuBLAS on f16
     // tiles of the weights and activations: 11-bit significands move logits by up to ~1e-2.
-    EXPECT_LE(max_err, on_gpu ? std::max(oc.max_logit_error, 2e-2) : oc.max_logit_error);
+    EXPECT_LE(t.max_err, on_gpu ? std::max(oc.max_logit_error, 2e-2) : oc.max_logit_error);
     if (oc.greedy_must_match) {
-        EXPECT_EQ(greedy_same, greedy_total);
+        EXPECT_EQ(t.greedy_same, t.greedy_total);
     }
 }
 
