@@ -293,3 +293,21 @@ bars("prefill_predicted_27.png", "70B prefill on the H200: measured vs predicted
      {"measured": [93.67, 187.93, 375.46, 671.35, 1194.44, 1850.02, 488.22, 507.29, 764.81, 50.99],
       "predicted": [92.92, 182.16, 350.39, 650.84, 1138.26, 1640.21, 489.47, 532.72, 768.48, 45.19]},
      ["#1b4f72", "#7fb3d5"], top=2100)
+
+# Twenty-eighth session, H200 machine (calls g121 / g122): 70B at 6 GiB, prompt tok/s of small
+# batches on the CPU (--ship-min-batch 0), shipped (--ship-min-batch 2), the default before the
+# staging room was kept below 64 tokens and after it (fresh machine), llama.cpp -ngl 10.
+bars("ship_break_even_28.png", "70B at 6 GiB on the H200: small prompt batches, tok/s (higher is better)",
+     "tokens/s", ["pp8", "pp16", "pp32", "pp48"],
+     {"CPU (--ship-min-batch 0)": [10.57, 12.47, 12.94, 12.94],
+      "shipped (--ship-min-batch 2)": [10.89, 22.12, 40.20, 63.06],
+      "default before (no room)": [10.76, 11.87, 12.45, 12.82],
+      "default now (break-even 12)": [9.89, 21.83, 40.58, 60.30],
+      "llama.cpp -ngl 10": [4.13, None, 7.36, None]},
+     ["#bbbbbb", "#2a7ab9", "#d9822b", "#1b9e77", "#999999"], top=75)
+
+# qwen3-30b-a3b synth at 6 GiB, H200 (g121, one machine): Strata vs llama.cpp -ncmoe 36.
+bars("moe_6g_28.png", "qwen3-30b-a3b synth at 6 GiB on the H200, tok/s (higher is better)", "tokens/s",
+     ["pp512", "tg32 (x10)"],
+     {"llama.cpp -ngl 99 -fa 1 -ncmoe 36": [676.14, 520.8], "Strata --gpu-mem 6G": [2167.28, 769.1]},
+     ["#999999", "#2a7ab9"])
