@@ -109,6 +109,34 @@ void bm_prefill_backend(benchmark::State& state, bool dnnl) {
     state.counters["threads"] = backend.n_threads();
 }
 
+// Our integer GEMM at one batch over W of k inputs and the same weight count (16M weights:
+// [4096 -> 4096], [16384 -> 1024], [28672 -> 585]): the activation rows of a group of 8 outgrow
+// L1 from k = 8192 (8 x 320 bytes per 256 inputs), so wide products (a 70B's FFN down) may run
+// slower per multiply-add than the profile's [4096 -> n]. from_ram: each call takes the next of
+// copies of W that together pass 512 MB, so W streams from RAM as a model's weights do (the
+// profile's 9 MiB matrix stays in a server's L3). Args: k, batch m, from_ram, n_threads.
+void bm_prefill_width(benchmark::State& state) {
+    const int64_t k = state.range(0), m = state.range(1), n = (int64_t{4096} * 4096) / k;
+    const bool from_ram = state.range(2) != 0;
+    CpuBackend backend(threads_arg(state.range(3)));
+    set_kernel_variant(KernelVariant::Auto);
+    const HostTensor w = random_block_weights(GgmlType::Q4_K, k, n);
+    const size_t copies = from_ram ? (512ull << 20) / w.t.n_bytes() + 1 : 1;
+    std::vector<HostTensor> pool(copies - 1, w);
+    const HostTensor x = test::random_f32({k, m});
+    HostTensor y(GgmlType::F32, {n, m});
+    size_t next = 0;
+    for (auto _ : state) {
+        const size_t i = next++ % copies;
+        backend.matmul(i == 0 ? w.t : pool[i - 1].t, x.t, y.t);
+        benchmark::ClobberMemory();
+    }
+    state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(k * n * m) *
+                                                 static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
+    state.counters["threads"] = backend.n_threads();
+}
+
 #if defined(STRATA_BENCH_DNNL)
 enum class DnnlMode { F32Packed, F32Dequant, Bf16Packed, Bf16Dequant };
 
@@ -221,3 +249,9 @@ STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, bf16_dequant_per_call, DnnlM
 
 STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, ours, false));
 STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, dnnl, true));
+
+BENCHMARK(bm_prefill_width)
+    ->ArgNames({"k", "batch", "from_ram", "threads"})
+    ->ArgsProduct({{4096, 8192, 16384, 28672}, {8, 32, 64}, {0, 1}, {0}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
