@@ -4,7 +4,6 @@
 // of 16. Both give exactly the bytes / integer of the scalar versions.
 #include "kernels_cpu/iq_decode.h"
 
-#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <cstring>
@@ -59,16 +58,3 @@ IqIsumFn iq_isum_avx2() {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64
-
-namespace strata::cpu {
-IqFinishFn iq_finish_avx2() {
-    return nullptr;
-}
-IqIsumFn iq_isum_avx2() {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

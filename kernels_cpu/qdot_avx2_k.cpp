@@ -6,7 +6,6 @@
 // qdot_scalar_k.cpp, with a different float summation order.
 #include "kernels_cpu/qdot.h"
 
-#if defined(__x86_64__)
 #include <type_traits>
 
 #include "kernels_cpu/simd_x86.h"
@@ -178,13 +177,3 @@ QDotFn qdot_avx2_k(GgmlType type) {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64: no AVX2 kernels
-
-namespace strata::cpu {
-QDotFn qdot_avx2_k(GgmlType) {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

@@ -3,7 +3,6 @@
 // maddubs/madd gives the exact int32 block sum.
 #include "kernels_cpu/qdot.h"
 
-#if defined(__x86_64__)
 #include <type_traits>
 
 #include "kernels_cpu/simd_x86.h"
@@ -35,13 +34,3 @@ QDotFn qdot_avx2_legacy(GgmlType type) {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64: no AVX2 kernels
-
-namespace strata::cpu {
-QDotFn qdot_avx2_legacy(GgmlType) {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

@@ -7,7 +7,6 @@
 // another float summation order. The weight unpacking is shared by up to 8 activation rows.
 #include "kernels_cpu/qdot.h"
 
-#if defined(__x86_64__)
 #include <array>
 #include <type_traits>
 
@@ -215,16 +214,3 @@ QuantizeFn qdot_avx512_k_acts(GgmlType type) {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64: no AVX-512 kernels
-
-namespace strata::cpu {
-QDotFn qdot_avx512_k(GgmlType) {
-    return nullptr;
-}
-QuantizeFn qdot_avx512_k_acts(GgmlType) {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

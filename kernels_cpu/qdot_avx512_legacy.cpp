@@ -9,7 +9,6 @@
 // one vpdpbusd per block, up to 8 activation rows (32 vector registers).
 #include "kernels_cpu/qdot.h"
 
-#if defined(__x86_64__)
 #include <type_traits>
 
 #include "kernels_cpu/act_lanes.h"
@@ -107,16 +106,3 @@ QuantizeFn qdot_avx512_legacy_acts(GgmlType type) {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64: no AVX-512 kernels
-
-namespace strata::cpu {
-QDotFn qdot_avx512_legacy(GgmlType) {
-    return nullptr;
-}
-QuantizeFn qdot_avx512_legacy_acts(GgmlType) {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

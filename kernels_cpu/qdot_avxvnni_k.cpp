@@ -10,7 +10,6 @@
 // AVX-VNNI (qdot.cpp); Q6_K keeps the AVX2 kernel.
 #include "kernels_cpu/qdot.h"
 
-#if defined(__x86_64__)
 #include <type_traits>
 
 #include "kernels_cpu/act_lanes.h"
@@ -119,13 +118,3 @@ QDotFn qdot_avxvnni_k(GgmlType type) {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64: no AVX-VNNI kernels
-
-namespace strata::cpu {
-QDotFn qdot_avxvnni_k(GgmlType) {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

@@ -6,7 +6,6 @@
 
 #include "kernels_cpu/cpu_features.h"
 
-#if defined(__x86_64__)
 #include <cmath>
 #include <cstring>
 
@@ -136,13 +135,3 @@ QuantizeFn fast_act_quantizer(GgmlType act_type) {
 }  // namespace strata::cpu
 
 #pragma GCC pop_options
-
-#else  // not x86-64
-
-namespace strata::cpu {
-QuantizeFn fast_act_quantizer(GgmlType) {
-    return nullptr;
-}
-}  // namespace strata::cpu
-
-#endif

@@ -2,7 +2,6 @@
 // compiled for those features per function (pragma below).
 #include "kernels_cpu/row_ops.h"
 
-#if defined(__x86_64__)
 // Standard headers first: what they define must stay baseline code (see simd_f32_avx2.h).
 #include <cstdint>
 #include <limits>
@@ -24,11 +23,3 @@ const strata::cpu::RowOps* strata::cpu::row_ops_avx2() {
 }
 
 #pragma GCC pop_options
-
-#else  // not x86-64
-
-const strata::cpu::RowOps* strata::cpu::row_ops_avx2() {
-    return nullptr;
-}
-
-#endif
