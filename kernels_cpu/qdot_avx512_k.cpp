@@ -48,6 +48,31 @@ inline __m512i lane_sums(const __m512i (&w)[4], const BlockQ8KLanes& x) {
     return s;
 }
 
+// The loop of every kernel below: per weight super-block (prefetched Step::kAhead blocks on), its
+// operands unpacked once (Step::unpack returns what the rows then need of the block), then
+// acc[c] = Step::row(acc[c], operands, unpacked, x_c's block) for each of the C activation rows;
+// each row's 16 lanes summed at the end.
+template <typename Step, int C, typename Block>
+inline void over_blocks(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
+    const BlockQ8KLanes* xb[C];
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) {
+        xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
+        acc[c] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const Block& wb = w[b];
+        x86::prefetch_ahead(&wb, Step::kAhead);
+        __m512i wv[4];
+        const typename Step::Unpacked unpacked = Step::unpack(wb, wv);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            acc[c] = Step::row(acc[c], wv, unpacked, xb[c][b]);
+    }
+    for (int c = 0; c < C; ++c)
+        out[c] = SimdAvx512::hsum(acc[c]);
+}
+
 // ---- Q4_K / Q5_K (Lanes::K4) ------------------------------------------------------------------
 // Group p's operand: qword q = 2i + h (sub-block q) is qs[32i + 8p .. +7], low nibbles (h = 0)
 // or high nibbles (h = 1): elements 32q + 8p + (0..7), as act_lanes.h's K4 order has them.
@@ -71,37 +96,27 @@ inline void unpack_k4(const Block& wb, __m512i (&w)[4]) {
     }
 }
 
-template <typename Block, bool HasHigh, int C>
-void dot_cols_k4(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
-    const BlockQ8KLanes* xb[C];
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) {
-        xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
-        acc[c] = _mm512_setzero_ps();
-    }
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const Block& wb = w[b];
-        x86::prefetch_ahead(&wb, 3);
-        __m512i wv[4];
+template <typename Block, bool HasHigh>
+struct K4Step {
+    static constexpr int kAhead = 3;
+    struct Unpacked {
+        __m512 dsc, dmm;
+    };
+    static Unpacked unpack(const Block& wb, __m512i (&wv)[4]) {
         unpack_k4<Block, HasHigh>(wb, wv);
         const x86::ScalesMinsK4 sm = x86::unpack_scales_mins_k4(wb.scales);
         const __m128i sc8 = _mm_cvtsi64_si128(static_cast<int64_t>(sm.sc));
         // Lane L: d·sc[L/2]; dmin·m[L] for L < 8 against aux[L] (the lanes only need to add up).
-        const __m512 dsc = _mm512_mul_ps(to_float(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(sc8, sc8))),
-                                         _mm512_set1_ps(f16(wb.d)));
-        const __m512 dmm = _mm512_mul_ps(to_float(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sm.m)))),
-                                         _mm512_set1_ps(f16(wb.dmin)));
-#pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) {
-            const BlockQ8KLanes& xc = xb[c][b];
-            __m512 t = _mm512_mul_ps(to_float(lane_sums(wv, xc)), dsc);
-            t = _mm512_fnmadd_ps(dmm, _mm512_loadu_ps(xc.aux), t);
-            acc[c] = _mm512_fmadd_ps(t, _mm512_set1_ps(xc.aux[kLanesD]), acc[c]);
-        }
+        return {_mm512_mul_ps(to_float(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(sc8, sc8))), _mm512_set1_ps(f16(wb.d))),
+                _mm512_mul_ps(to_float(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sm.m)))),
+                              _mm512_set1_ps(f16(wb.dmin)))};
     }
-    for (int c = 0; c < C; ++c)
-        out[c] = SimdAvx512::hsum(acc[c]);
-}
+    static __m512 row(__m512 acc, const __m512i (&wv)[4], const Unpacked& u, const BlockQ8KLanes& xc) {
+        __m512 t = _mm512_mul_ps(to_float(lane_sums(wv, xc)), u.dsc);
+        t = _mm512_fnmadd_ps(u.dmm, _mm512_loadu_ps(xc.aux), t);
+        return _mm512_fmadd_ps(t, _mm512_set1_ps(xc.aux[kLanesD]), acc);
+    }
+};
 
 // ---- Q6_K (Lanes::K6) -------------------------------------------------------------------------
 // Lane L = 4k + s of group p holds sub-block 4s + k, elements 4p .. 4p+3: the low (s even) or
@@ -147,42 +162,32 @@ inline __m512i unpack_q6_k(const BlockQ6_K& wb, __m512i (&w)[4]) {
     return _mm512_sub_epi32(_mm512_setzero_si512(), sum);
 }
 
-template <int C>
-void dot_cols_q6_k(const BlockQ6_K* w, const QDotActs& x, int64_t n_blocks, float* out) {
-    const BlockQ8KLanes* xb[C];
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) {
-        xb[c] = reinterpret_cast<const BlockQ8KLanes*>(x.row(c));
-        acc[c] = _mm512_setzero_ps();
-    }
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const BlockQ6_K& wb = w[b];
-        x86::prefetch_ahead(&wb, 4);
-        __m512i wv[4];
+struct Q6Step {
+    static constexpr int kAhead = 4;
+    struct Unpacked {
+        __m512i bias;
+        __m512 dsc;
+    };
+    static Unpacked unpack(const BlockQ6_K& wb, __m512i (&wv)[4]) {
         const __m512i bias = unpack_q6_k(wb, wv);
         const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
-        const __m512 dsc = _mm512_mul_ps(to_float(_mm512_permutexvar_epi32(load(kQ6.scale), sc)),
-                                         _mm512_set1_ps(f16(wb.d)));
-#pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) {
-            const BlockQ8KLanes& xc = xb[c][b];
-            __m512i s = bias;
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p)  // unsigned activations, signed weights
-                s = _mm512_dpbusd_epi32(s, load(xc.qs + 64 * p), wv[p]);
-            acc[c] = _mm512_fmadd_ps(to_float(s), _mm512_mul_ps(dsc, _mm512_set1_ps(xc.aux[kLanesD])), acc[c]);
-        }
+        return {bias, _mm512_mul_ps(to_float(_mm512_permutexvar_epi32(load(kQ6.scale), sc)), _mm512_set1_ps(f16(wb.d)))};
     }
-    for (int c = 0; c < C; ++c)
-        out[c] = SimdAvx512::hsum(acc[c]);
-}
+    static __m512 row(__m512 acc, const __m512i (&wv)[4], const Unpacked& u, const BlockQ8KLanes& xc) {
+        __m512i s = u.bias;
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)  // unsigned activations, signed weights
+            s = _mm512_dpbusd_epi32(s, load(xc.qs + 64 * p), wv[p]);
+        return _mm512_fmadd_ps(to_float(s), _mm512_mul_ps(u.dsc, _mm512_set1_ps(xc.aux[kLanesD])), acc);
+    }
+};
 
 template <typename Block, int C>
 void dot_cols(const Block* w, const QDotActs& x, int64_t n_blocks, float* out) {
     if constexpr (std::is_same_v<Block, BlockQ6_K>)
-        dot_cols_q6_k<C>(w, x, n_blocks, out);
+        over_blocks<Q6Step, C>(w, x, n_blocks, out);
     else
-        dot_cols_k4<Block, std::is_same_v<Block, BlockQ5_K>, C>(w, x, n_blocks, out);
+        over_blocks<K4Step<Block, std::is_same_v<Block, BlockQ5_K>>, C>(w, x, n_blocks, out);
 }
 
 template <typename Block>
