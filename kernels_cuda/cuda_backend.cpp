@@ -219,15 +219,18 @@ DeviceTensor CudaBackend::upload(const Tensor& host, std::string_view what) {
 
 namespace {
 
-// A host-to-device copy's operands: a host source, a device destination, both contiguous, of one
-// type and shape.
-void check_host_to_device(std::string_view what, const Tensor& host, const Tensor& device) {
+// A copy's operands between host and device: `host` in host memory, `device` on the device,
+// both contiguous, of one type and shape; the message names them in the copy's direction.
+void check_transfer(std::string_view what, const Tensor& host, const Tensor& device, bool to_device) {
+    const Tensor& src = to_device ? host : device;
+    const Tensor& dst = to_device ? device : host;
     if (host.memory == MemoryKind::Device || device.memory != MemoryKind::Device) {
-        throw ArgumentError(cat(what, ": needs a host source and a device destination, got ", host.shape_string(),
-                                " -> ", device.shape_string()));
+        throw ArgumentError(cat(what, to_device ? ": needs a host source and a device destination, got "
+                                                : ": needs a device source and a host destination, got ",
+                                src.shape_string(), " -> ", dst.shape_string()));
     }
     if (!host.is_contiguous() || !device.is_contiguous() || host.type != device.type || host.ne != device.ne) {
-        throw ArgumentError(cat(what, ": ", host.shape_string(), " -> ", device.shape_string(),
+        throw ArgumentError(cat(what, ": ", src.shape_string(), " -> ", dst.shape_string(),
                                 " needs two contiguous tensors of one type and shape"));
     }
 }
@@ -247,21 +250,14 @@ bool CudaBackend::Impl::upload_on(const Tensor& host, Tensor& device, cudaStream
 
 void CudaBackend::copy_to_device(const Tensor& host, Tensor& device) {
     impl_->forget_quantized_x();
-    check_host_to_device("copy_to_device", host, device);
+    check_transfer("copy_to_device", host, device, true);
     if (host.n_bytes() == 0) return;
     // The caller may reuse pinned `host` at once.
     if (impl_->upload_on(host, device, impl_->stream)) CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 
 void CudaBackend::download(const Tensor& device, Tensor& host) {
-    if (device.memory != MemoryKind::Device || host.memory == MemoryKind::Device) {
-        throw ArgumentError(cat("download: needs a device source and a host destination, got ",
-                                device.shape_string(), " -> ", host.shape_string()));
-    }
-    if (!host.is_contiguous() || !device.is_contiguous() || host.type != device.type || host.ne != device.ne) {
-        throw ArgumentError(cat("download: ", device.shape_string(), " -> ", host.shape_string(),
-                                " needs two contiguous tensors of one type and shape"));
-    }
+    check_transfer("download", host, device, false);
     if (device.n_bytes() == 0) return;
     impl_->bulk->to_host(device.data, host.data, device.n_bytes(), impl_->stream);
     if (impl_->timer != nullptr) impl_->timer->collect();  // the stream has drained
@@ -307,7 +303,7 @@ void CudaBackend::ship_in(const Tensor& src, Tensor& dst, int slot) {
         copy_in(src, dst);  // in order on the stream: after every earlier reader of the slot
         return;
     }
-    check_host_to_device("ship_in", src, dst);
+    check_transfer("ship_in", src, dst, true);
     if (src.n_bytes() == 0) return;
     const auto s = static_cast<size_t>(slot);
     cudaStream_t copies = impl_->copy_stream;
