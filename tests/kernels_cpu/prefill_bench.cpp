@@ -9,10 +9,15 @@
 // kernels_cpu_bench; not in ctest.
 #include <benchmark/benchmark.h>
 #include <omp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,13 +119,14 @@ void bm_prefill_backend(benchmark::State& state, bool dnnl) {
 // L1 from k = 8192 (8 x 320 bytes per 256 inputs), so wide products (a 70B's FFN down) may run
 // slower per multiply-add than the profile's [4096 -> n]. from_ram: each call takes the next of
 // copies of W that together pass 512 MB, so W streams from RAM as a model's weights do (the
-// profile's 9 MiB matrix stays in a server's L3). Args: k, batch m, from_ram, n_threads.
+// profile's 9 MiB matrix stays in a server's L3). type: 0 q4_K, 1 q6_K (a Q4_K_M file's ffn_down
+// and attn_v in half its layers). Args: k, batch m, from_ram, type, n_threads.
 void bm_prefill_width(benchmark::State& state) {
     const int64_t k = state.range(0), m = state.range(1), n = (int64_t{4096} * 4096) / k;
     const bool from_ram = state.range(2) != 0;
-    CpuBackend backend(threads_arg(state.range(3)));
+    CpuBackend backend(threads_arg(state.range(4)));
     set_kernel_variant(KernelVariant::Auto);
-    const HostTensor w = random_block_weights(GgmlType::Q4_K, k, n);
+    const HostTensor w = random_block_weights(state.range(3) == 0 ? GgmlType::Q4_K : GgmlType::Q6_K, k, n);
     const size_t copies = from_ram ? (512ull << 20) / w.t.n_bytes() + 1 : 1;
     std::vector<HostTensor> pool(copies - 1, w);
     const HostTensor x = test::random_f32({k, m});
@@ -133,6 +139,84 @@ void bm_prefill_width(benchmark::State& state) {
     }
     state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(k * n * m) *
                                                  static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
+    state.counters["threads"] = backend.n_threads();
+}
+
+// Where W's pages come from: a model's CPU weights are pages of its mapped file (4 KiB each),
+// the profile's and the load-time copies' are huge pages (CpuBackend::allocate). A pool of
+// copies of W passing 1 GiB, in one region of `kind`: 0 anonymous 4 KiB pages
+// (MADV_NOHUGEPAGE), 1 anonymous huge pages (MADV_HUGEPAGE, 2 MiB aligned), 2 a file's pages
+// (written to $TMPDIR or /tmp, mapped read-only and shared, as gguf_file maps a model).
+class WeightPool {
+public:
+    WeightPool(const Tensor& w, int kind) : slot_((w.n_bytes() + 4095) / 4096 * 4096) {
+        copies_ = (1ull << 30) / slot_ + 1;
+        bytes_ = (copies_ * slot_ + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+        if (kind == 2) {
+            const char* dir = std::getenv("TMPDIR");
+            std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/strata-bench-XXXXXX";
+            const int fd = ::mkstemp(path.data());
+            if (fd < 0) throw std::runtime_error("mkstemp failed");
+            ::unlink(path.c_str());
+            for (size_t i = 0; i < copies_; ++i) {
+                if (::pwrite(fd, w.data, w.n_bytes(), static_cast<off_t>(i * slot_)) !=
+                    static_cast<ssize_t>(w.n_bytes())) {
+                    ::close(fd);
+                    throw std::runtime_error("cannot write the weight file");
+                }
+            }
+            base_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
+            ::close(fd);
+            if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+            ::madvise(base_, bytes_, MADV_WILLNEED);
+        } else {
+            base_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+            ::madvise(base_, bytes_, kind == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+            for (size_t i = 0; i < copies_; ++i) std::memcpy(slot(i), w.data, w.n_bytes());
+        }
+        tensor_ = w;
+    }
+    WeightPool(const WeightPool&) = delete;
+    WeightPool& operator=(const WeightPool&) = delete;
+    ~WeightPool() { ::munmap(base_, bytes_); }
+
+    Tensor at(size_t i) const {
+        Tensor t = tensor_;
+        t.data = slot(i % copies_);
+        return t;
+    }
+
+private:
+    uint8_t* slot(size_t i) const { return static_cast<uint8_t*>(base_) + i * slot_; }
+    size_t slot_, copies_ = 0, bytes_ = 0;
+    void* base_ = nullptr;
+    Tensor tensor_;
+};
+
+// Our products over W [8192 -> 2048] q4_K from a pool of `kind` pages (WeightPool), one copy a
+// call, so the reads go to RAM through that page size: does the page size of a model's mapped
+// weights cost what the profile's huge-page matrices do not show? Args: kind, batch m (1: the
+// decode GEMV), n_threads.
+void bm_weight_pages(benchmark::State& state) {
+    constexpr int64_t k = 8192, n = 2048;
+    const int64_t m = state.range(1);
+    CpuBackend backend(threads_arg(state.range(2)));
+    set_kernel_variant(KernelVariant::Auto);
+    const HostTensor w = random_block_weights(GgmlType::Q4_K, k, n);
+    const WeightPool pool(w.t, static_cast<int>(state.range(0)));
+    const HostTensor x = test::random_f32({k, m});
+    HostTensor y(GgmlType::F32, {n, m});
+    size_t next = 0;
+    for (auto _ : state) {
+        backend.matmul(pool.at(next++), x.t, y.t);
+        benchmark::ClobberMemory();
+    }
+    const double iters = static_cast<double>(state.iterations());
+    state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(k * n * m) * iters,
+                                                 benchmark::Counter::kIsRate);
+    state.counters["bytes"] = benchmark::Counter(static_cast<double>(w.t.n_bytes()) * iters,
                                                  benchmark::Counter::kIsRate);
     state.counters["threads"] = backend.n_threads();
 }
@@ -251,7 +335,13 @@ STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, ours, false));
 STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, dnnl, true));
 
 BENCHMARK(bm_prefill_width)
-    ->ArgNames({"k", "batch", "from_ram", "threads"})
-    ->ArgsProduct({{4096, 8192, 16384, 28672}, {8, 32, 64}, {0, 1}, {0}})
+    ->ArgNames({"k", "batch", "from_ram", "type", "threads"})
+    ->ArgsProduct({{4096, 8192, 16384, 28672}, {8, 32, 64}, {0, 1}, {0, 1}, {0}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(bm_weight_pages)
+    ->ArgNames({"pages", "batch", "threads"})
+    ->ArgsProduct({{0, 1, 2}, {1, 8, 64}, {0}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
