@@ -116,8 +116,10 @@ void CostModel::add_weight(Walk& w, int tensor, double bytes, Tier tier, int hom
         const double gpu_flops = profile_.gpu_prefill_gflops * kGiga;
         // A pass reads the weight at least once: at a few tokens its bytes, not its FLOPs, bound it.
         const double rate = proc == kGpu ? ti.gpu_rate : ti.cpu_rate;
-        pf = std::max(flops / ((proc == kGpu ? profile_.gpu_prefill_gflops : profile_.cpu_prefill_gflops) * kGiga),
-                      rate > 0 ? bytes / (rate * n) : 0.0);
+        const double pf_flops = proc == kGpu ? gpu_flops
+                                             : cpu_prefill_rate(profile_.cpu_prefill_gflops, profile_.cpu_prefill_grid,
+                                                                type_traits(t.type).name, t.ne[0], n);
+        pf = std::max(flops / pf_flops, rate > 0 ? bytes / (rate * n) : 0.0);
         // A batch that ships host weights multiplies them on the GPU, each copied once per batch
         // (not the output matrix: a prompt pass takes the logits of its last token only).
         const double ship_gbs = tier == Tier::Ram && params_.ship_registered ? profile_.h2d_gbs : staged_h2d_gbs();

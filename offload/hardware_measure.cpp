@@ -52,8 +52,7 @@ struct Matmul {
     Tensor tw, tx, ty;
 };
 
-Matmul make_matmul(Backend& cpu, GgmlType type, uint64_t weight_bytes, int n_tokens) {
-    constexpr int64_t k = 4096;
+Matmul make_matmul(Backend& cpu, GgmlType type, uint64_t weight_bytes, int n_tokens, int64_t k = kPrefillInputs) {
     const size_t row = row_bytes(type, k);
     const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(weight_bytes / row));
     Matmul m;
@@ -181,13 +180,106 @@ double measure_attention_us(Backend& backend, const AttentionShape& shape, int c
     return s / kReps * 1e6;
 }
 
-double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options) {
-    const int n_tokens = options.n_tokens > 1 ? options.n_tokens : 64;
-    Matmul m = make_matmul(cpu, type, options.weight_bytes, n_tokens);
-    const double s = best_time([&] { cpu.matmul(m.tw, m.tx, m.ty); }, options.budget);
-    const double flops = 2.0 * static_cast<double>(m.tw.ne[0] * m.tw.ne[1]) * n_tokens;
-    return flops / s / 1e9;
+namespace {
+
+// A sample of a prompt-pass rate lasts at least this long: products over consecutive slices
+// until it has passed, so it rates what a pass over many matrices sustains rather than the
+// luckiest single product (0.3 ms each at 8 tokens on the GPU machine's host). On that host the
+// two kinds of sample rated the 70B's CPU passes alike, within its noise between calls (±15%).
+constexpr double kPrefillSampleSeconds = 0.02;
+
+// GFLOP/s of `cpu`'s products over `m`'s weights at each of `tokens` (at most m's columns of
+// x), a slice of at most kPrefillSliceBytes per product, the next slice each product: the best
+// sample (kPrefillSampleSeconds or one product, whichever is longer) within `budget`.
+std::vector<double> prefill_gflops(Backend& cpu, Matmul& m, std::initializer_list<int> tokens,
+                                   std::chrono::duration<double> budget) {
+    const int64_t k = m.tw.ne[0];
+    const int64_t row = static_cast<int64_t>(m.tw.n_bytes()) / m.tw.ne[1];
+    const int64_t rows = std::clamp<int64_t>(static_cast<int64_t>(kPrefillSliceBytes) / row, 1, m.tw.ne[1]);
+    const int64_t n_slices = m.tw.ne[1] / rows;
+    std::vector<double> out;
+    int64_t next = 0;
+    for (const int n : tokens) {
+        const Tensor x = Tensor::contiguous(GgmlType::F32, m.tx.as<float>(), {k, n});
+        Tensor y = Tensor::contiguous(GgmlType::F32, m.ty.as<float>(), {rows, n});
+        const auto product = [&] { cpu.matmul(m.tw.rows((next++ % n_slices) * rows, rows), x, y); };
+        product();  // warm-up
+        double best = 0;
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 3 || seconds_since(t0) < budget.count(); ++i) {
+            const auto t = Clock::now();
+            int done = 0;
+            double s = 0;
+            do {
+                product();
+                ++done;
+                s = seconds_since(t);
+            } while (s < kPrefillSampleSeconds);
+            best = std::max(best, 2.0 * static_cast<double>(k * rows) * n * done / s / 1e9);
+        }
+        out.push_back(best);
+    }
+    return out;
 }
+
+}  // namespace
+
+double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options) {
+    const int n_tokens = options.n_tokens > 1 ? options.n_tokens : kPrefillBatch;
+    Matmul m = make_matmul(cpu, type, options.weight_bytes, n_tokens, options.inputs);
+    return prefill_gflops(cpu, m, {n_tokens}, options.budget)[0];
+}
+
+double cpu_prefill_rate(double gflops, const CpuPrefillGrid& grid, std::string_view type, int64_t inputs,
+                        double tokens) {
+    const auto or_base = [&](double v) { return v > 0 ? v : gflops; };
+    const double wide = or_base(grid.wide), small = or_base(grid.small);
+    const double small_wide = grid.small_wide > 0 ? grid.small_wide : (gflops > 0 ? wide * small / gflops : 0.0);
+    const auto share = [](double x, double lo, double hi) {
+        return std::clamp(std::log2(std::max(x, 1.0) / lo) / std::log2(hi / lo), 0.0, 1.0);
+    };
+    const double fw = share(static_cast<double>(inputs), kPrefillInputs, kPrefillWideInputs);
+    const double fb = share(tokens, kPrefillSmallBatch, kPrefillBatch);
+    const double at_small = small + fw * (small_wide - small), at_full = gflops + fw * (wide - gflops);
+    const auto t = grid.by_type.find(std::string(type));
+    const double by_type = t != grid.by_type.end() && t->second > 0 && gflops > 0 ? t->second / gflops : 1.0;
+    return (at_small + fb * (at_full - at_small)) * by_type * 1e9;
+}
+
+namespace {
+
+// cpu_prefill_gflops and its grid, each product over slices of a matrix of options.gemv_bytes
+// (read from RAM; a slice per call), half the step budget each.
+void measure_cpu_prefill(HardwareProfile& p, Backend& cpu, const CpuProfileOptions& options,
+                         const std::function<void(std::string_view)>& step) {
+    const auto budget = options.budget_per_step / 2;
+    step("cpu prefill q4_K");
+    {
+        Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.gemv_bytes, kPrefillBatch, kPrefillInputs);
+        const std::vector<double> r = prefill_gflops(cpu, m, {kPrefillBatch, kPrefillSmallBatch}, budget);
+        p.cpu_prefill_gflops = r[0];
+        p.cpu_prefill_grid.small = r[1];
+    }
+    {
+        Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.gemv_bytes, kPrefillBatch, kPrefillWideInputs);
+        const std::vector<double> r = prefill_gflops(cpu, m, {kPrefillBatch, kPrefillSmallBatch}, budget);
+        p.cpu_prefill_grid.wide = r[0];
+        p.cpu_prefill_grid.small_wide = r[1];
+    }
+    for (GgmlType type : options.types) {
+        const std::string name(type_traits(type).name);
+        if (type == GgmlType::Q4_K || !p.cpu_gemv_gbs.contains(name)) continue;
+        step(cat("cpu prefill ", name));
+        try {
+            p.cpu_prefill_grid.by_type[name] =
+                measure_cpu_prefill_gflops(cpu, type, {options.gemv_bytes, kPrefillBatch, budget});
+        } catch (const UnsupportedError&) {
+            // Left out: q4_K's rate stands for it.
+        }
+    }
+}
+
+}  // namespace
 
 HardwareProfile measure_cpu_profile(Backend& cpu, const CpuProfileOptions& options) {
     const auto step = [&](std::string_view what) {
@@ -221,9 +313,7 @@ HardwareProfile measure_cpu_profile(Backend& cpu, const CpuProfileOptions& optio
         p.cpu_gemv_floor_us = c.gemv_floor_us;
         p.cpu_gemv_tiny_floor_us = c.gemv_tiny_floor_us;
     }
-    step("cpu prefill");
-    p.cpu_prefill_gflops = measure_cpu_prefill_gflops(
-        cpu, GgmlType::Q4_K, {std::min<uint64_t>(options.gemv_bytes, 16ull << 20), 64, options.budget_per_step});
+    measure_cpu_prefill(p, cpu, options, step);
     if (!options.disk_path.empty()) {
         step("disk read");
         set_disk(p, measure_disk_read_gbs(options.disk_path, options.disk));

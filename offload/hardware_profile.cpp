@@ -100,6 +100,10 @@ void put_rates(Json& j, const CpuRates& r) {
     j["cpu_attention_us"] = r.cpu_attention_us;
     j["cpu_attention_long_us"] = r.cpu_attention_long_us;
     j["cpu_prefill_gflops"] = r.cpu_prefill_gflops;
+    j["cpu_prefill_wide_gflops"] = r.cpu_prefill_grid.wide;
+    j["cpu_prefill_small_gflops"] = r.cpu_prefill_grid.small;
+    j["cpu_prefill_small_wide_gflops"] = r.cpu_prefill_grid.small_wide;
+    j["cpu_prefill_type_gflops"] = r.cpu_prefill_grid.by_type;
 }
 
 CpuRates read_rates(const Reader& r) {
@@ -112,6 +116,10 @@ CpuRates read_rates(const Reader& r) {
     c.cpu_attention_us = r.per_shape("cpu_attention_us");
     c.cpu_attention_long_us = r.per_shape("cpu_attention_long_us");
     c.cpu_prefill_gflops = r.rate("cpu_prefill_gflops");
+    c.cpu_prefill_grid.wide = r.rate("cpu_prefill_wide_gflops");
+    c.cpu_prefill_grid.small = r.rate("cpu_prefill_small_gflops");
+    c.cpu_prefill_grid.small_wide = r.rate("cpu_prefill_small_wide_gflops");
+    c.cpu_prefill_grid.by_type = r.rates("cpu_prefill_type_gflops");
     return c;
 }
 
@@ -124,6 +132,7 @@ void set_cpu_rates(HardwareProfile& p, const CpuRates& c) {
     p.cpu_attention_us = c.cpu_attention_us;
     p.cpu_attention_long_us = c.cpu_attention_long_us;
     p.cpu_prefill_gflops = c.cpu_prefill_gflops;
+    p.cpu_prefill_grid = c.cpu_prefill_grid;
 }
 
 constexpr int kMaxThreads = 1 << 20;
@@ -282,7 +291,8 @@ CpuRates cpu_rates(const HardwareProfile& p) {
             .cpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us,
             .cpu_attention_us = p.cpu_attention_us,
             .cpu_attention_long_us = p.cpu_attention_long_us,
-            .cpu_prefill_gflops = p.cpu_prefill_gflops};
+            .cpu_prefill_gflops = p.cpu_prefill_gflops,
+            .cpu_prefill_grid = p.cpu_prefill_grid};
 }
 
 std::optional<HardwareProfile> at_threads(const HardwareProfile& p, int threads) {

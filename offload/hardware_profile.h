@@ -22,6 +22,33 @@ namespace strata {
 
 class Backend;
 
+// The shapes of the CPU's prompt-pass rates. A product's rate falls with its width (a group's
+// activation rows outgrow L1: q4_K 28% slower at 28672 inputs than at 4096 on the GPU machine's
+// host) and at few tokens (the weights' reads show), and differs by type (q6_K 10-16% below
+// q4_K); one 4096-wide q4_K rate made a 70B's CPU passes 25-52% optimistic.
+constexpr int64_t kPrefillInputs = 4096;
+constexpr int64_t kPrefillWideInputs = 28672;
+constexpr int kPrefillBatch = 64;
+constexpr int kPrefillSmallBatch = 8;
+
+// The CPU's prompt-pass rates beside cpu_prefill_gflops (q4_K, kPrefillInputs wide,
+// kPrefillBatch tokens), GFLOP/s, weights read from RAM as a model's are: q4_K wide, at a small
+// batch, both; and each other profiled type narrow at the full batch. 0 / absent: not measured
+// (cpu_prefill_rate then keeps cpu_prefill_gflops there).
+struct CpuPrefillGrid {
+    double wide = 0;
+    double small = 0;
+    double small_wide = 0;
+    std::map<std::string, double> by_type;  // ggml type name -> GFLOP/s
+    bool operator==(const CpuPrefillGrid&) const = default;
+};
+// FLOP/s of a CPU product of `type` (a ggml type name), `inputs` wide, over `tokens` tokens:
+// bilinear in log2(inputs) between kPrefillInputs and kPrefillWideInputs and in log2(tokens)
+// between kPrefillSmallBatch and kPrefillBatch (clamped outside), scaled by the type's rate over
+// q4_K's. `gflops` is cpu_prefill_gflops.
+double cpu_prefill_rate(double gflops, const CpuPrefillGrid& grid, std::string_view type, int64_t inputs,
+                        double tokens);
+
 // The CPU's rates at one thread count: the HardwareProfile fields of the same names.
 struct CpuRates {
     double host_read_gbs = 0;
@@ -32,11 +59,12 @@ struct CpuRates {
     std::map<std::string, double> cpu_attention_us;
     std::map<std::string, double> cpu_attention_long_us;
     double cpu_prefill_gflops = 0;
+    CpuPrefillGrid cpu_prefill_grid;
     bool operator==(const CpuRates&) const = default;
 };
 
 struct HardwareProfile {
-    static constexpr int kSchemaVersion = 4;
+    static constexpr int kSchemaVersion = 5;
     int schema_version = kSchemaVersion;
 
     std::string cpu_name;
@@ -87,6 +115,7 @@ struct HardwareProfile {
     std::map<std::string, double> gpu_attention_long_us;
 
     double cpu_prefill_gflops = 0;  // quantized matmul of a batch; 0: not measured
+    CpuPrefillGrid cpu_prefill_grid;  // schema 5
     double gpu_prefill_gflops = 0;
 
     // The CPU rates above at other thread counts than cpu_threads (runs with -t N), measured
@@ -145,6 +174,7 @@ struct MatmulMeasureOptions {
     uint64_t weight_bytes = 1ull << 30;
     int n_tokens = 1;                      // 1: decode GEMV; more: a prefill batch
     std::chrono::duration<double> budget{0.5};
+    int64_t inputs = kPrefillInputs;       // the matrix's width (prefill)
 };
 // The per-op costs of `cpu`, µs: an add of one 4096-float row repeated, and q4_K GEMVs of 4.7
 // and 0.6 MB rotating over slices of a matrix larger than the caches, less their bytes at
@@ -174,9 +204,13 @@ double measure_attention_us(Backend& backend, const AttentionShape& shape, int c
 // quantized from random floats, repeated), one token: the decode rate. UnsupportedError when
 // the backend cannot multiply the type.
 double measure_cpu_gemv_gbs(Backend& cpu, GgmlType type, const MatmulMeasureOptions& options = {});
-// GFLOP/s (2 per weight and token) of a batch of options.n_tokens (64 when left at 1).
+// GFLOP/s (2 per weight and token) of a batch of options.n_tokens (kPrefillBatch when left at
+// 1) over options.inputs inputs: each product takes the next slice of kPrefillSliceBytes (less
+// when options.weight_bytes is less) of a matrix of options.weight_bytes, so that a matrix past
+// the caches is read from RAM as a model's weights are.
+constexpr uint64_t kPrefillSliceBytes = 16ull << 20;
 double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type,
-                                  const MatmulMeasureOptions& options = {16ull << 20, 64, {}});
+                                  const MatmulMeasureOptions& options = {kPrefillSliceBytes, kPrefillBatch, {}});
 
 struct CpuProfileOptions {
     std::string disk_path;     // the model file or its folder; empty: no disk measurement

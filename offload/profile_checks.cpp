@@ -23,6 +23,12 @@ void check_rate(std::string_view source, const std::string& key, double value) {
 void check_cpu_rates(std::string_view source, const std::string& prefix, const CpuRates& c) {
     check_rate(source, prefix + "host_read_gbs", c.host_read_gbs);
     check_rate(source, prefix + "cpu_prefill_gflops", c.cpu_prefill_gflops);
+    check_rate(source, prefix + "cpu_prefill_wide_gflops", c.cpu_prefill_grid.wide);
+    check_rate(source, prefix + "cpu_prefill_small_gflops", c.cpu_prefill_grid.small);
+    check_rate(source, prefix + "cpu_prefill_small_wide_gflops", c.cpu_prefill_grid.small_wide);
+    for (const auto& [type, value] : c.cpu_prefill_grid.by_type) {
+        check_rate(source, cat(prefix, "cpu_prefill_type_gflops.", type), value);
+    }
     for (const auto& [type, value] : c.cpu_gemv_gbs) check_rate(source, cat(prefix, "cpu_gemv_gbs.", type), value);
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "engine/core/error.h"
@@ -201,6 +202,37 @@ TEST(CostModel, SlidingWindowLayersReadOnlyTheirWindow) {
               estimate(p, full, laptop(), long_ctx).decode_s_per_token);
     EXPECT_DOUBLE_EQ(estimate(p, swa, laptop(), short_ctx).decode_s_per_token,
                      estimate(p, full, laptop(), short_ctx).decode_s_per_token);
+}
+
+// A prompt pass on the CPU rates each product at its own width and type (the profile's grid):
+// only ffn_down, the one product wider than 4096 inputs (5632), takes longer with a slower wide
+// rate, by its FLOPs at the rate interpolated for its width; with q6_K measured at half q4_K's
+// rate, the q6_K products take twice their time. Batches of 512 tokens: FLOPs bind, nothing
+// shipped.
+TEST(CostModel, CpuPrefillRatesEachProductAtItsWidthAndType) {
+    const TensorTable t = make_llama_table(mid_shape());  // 2048 wide; ffn_down 5632
+    CostParams params;
+    params.n_prompt = 512;
+    params.ship_slots = 0;
+    params.overhead_s = 0;
+    const Placement on_cpu = first_layers(t, 0, Tier::Ram);
+    const HardwareProfile flat = laptop();  // cpu_prefill_gflops 300, no grid
+    HardwareProfile wide_slow = laptop();
+    wide_slow.cpu_prefill_grid.wide = 150;
+    const double base = estimate(on_cpu, t, flat, params).prefill_s_per_token;
+    const double down_flops = 2.0 * 2048 * 5632 * t.n_layer;
+    const double f = std::log2(5632.0 / 4096.0) / std::log2(28672.0 / 4096.0);
+    const double want = down_flops * (1.0 / ((300 - f * 150) * 1e9) - 1.0 / 300e9);
+    EXPECT_NEAR(estimate(on_cpu, t, wide_slow, params).prefill_s_per_token - base, want, want * 1e-9);
+
+    // attn_v and ffn_down are q6_K here, as in a Q4_K_M file (the output too, but a prompt pass
+    // multiplies only its last token there).
+    const LlamaShape s = mid_shape();
+    const double v_flops = 2.0 * s.n_embd * (s.n_embd / s.n_head * s.n_head_kv) * t.n_layer;
+    HardwareProfile q6_half = laptop();
+    q6_half.cpu_prefill_grid.by_type["q6_K"] = 150;
+    const double q6_extra = (down_flops + v_flops) / 300e9;
+    EXPECT_NEAR(estimate(on_cpu, t, q6_half, params).prefill_s_per_token - base, q6_extra, q6_extra * 1e-9);
 }
 
 TEST(CostModel, RefusesWhatItCannotRate) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +49,7 @@ HardwareProfile sample_profile() {
     p.gpu_attention_us = {{"32x8x128", 11.75}};
     p.gpu_attention_long_us = {{"32x8x128", 14.5}};
     p.cpu_prefill_gflops = 310.0;
+    p.cpu_prefill_grid = {.wide = 225.5, .small = 280.25, .small_wide = 240.0, .by_type = {{"q6_K", 270.75}}};
     p.gpu_prefill_gflops = 14000.0;
     // At 4 threads: half the bandwidth, other shapes measured.
     CpuRates four = cpu_rates(p);
@@ -114,7 +116,10 @@ TEST(HardwareProfile, RefusesCorruptFiles) {
     expect_format_error(edited("host_read_gbs", ""), "$.host_read_gbs: missing");
     expect_format_error(edited("host_read_gbs", "\"fast\""), "$.host_read_gbs: must be a number");
     expect_format_error(edited("disk_read_gbs", "-1.5"), "$.disk_read_gbs: must be >= 0");
-    expect_format_error(edited("schema_version", "2"), "this Strata reads 4");
+    expect_format_error(edited("schema_version", "4"), "this Strata reads 5");
+    expect_format_error(edited("cpu_prefill_small_wide_gflops", ""), "$.cpu_prefill_small_wide_gflops: missing");
+    expect_format_error(edited("cpu_prefill_type_gflops", "{\"q6_K\": -1}"), "$.cpu_prefill_type_gflops.q6_K: must be >= 0");
+    expect_format_error(edited("cpu_prefill_type_gflops", "{\"q9_K\": 1}"), "$.cpu_prefill_type_gflops.q9_K");
     expect_format_error(edited("gpu_op_us", ""), "$.gpu_op_us: missing");
     expect_format_error(edited("cpu_gemv_floor_us", "-2"), "$.cpu_gemv_floor_us: must be >= 0");
     expect_format_error(edited("gpu_attention_us", "{\"32x8\": 3}"), "$.gpu_attention_us.32x8: is not an attention shape");
@@ -261,6 +266,53 @@ TEST(HardwareProfile, CpuMatmulRatesArePlausible) {
     const double gflops = measure_cpu_prefill_gflops(cpu, GgmlType::Q4_K, o);
     EXPECT_GT(gflops, 0.01);
     EXPECT_LT(gflops, 1e6);
+}
+
+// The prompt-pass rate of a product: cpu_prefill_gflops at 4096 inputs and 64 tokens, the grid's
+// measured corners at 28672 inputs and 8 tokens, on lines in log2 between (clamped outside), by
+// the type's rate over q4_K's; corners not measured take cpu_prefill_gflops.
+TEST(HardwareProfile, CpuPrefillRateFollowsWidthBatchAndType) {
+    const CpuPrefillGrid g{.wide = 100, .small = 200, .small_wide = 50, .by_type = {{"q6_K", 150}}};
+    const auto at = [&](std::string_view type, int64_t inputs, double tokens) {
+        return cpu_prefill_rate(300, g, type, inputs, tokens) / 1e9;
+    };
+    EXPECT_DOUBLE_EQ(at("q4_K", 4096, 64), 300);
+    EXPECT_DOUBLE_EQ(at("q4_K", 1024, 512), 300);
+    EXPECT_DOUBLE_EQ(at("q4_K", 28672, 64), 100);
+    EXPECT_DOUBLE_EQ(at("q4_K", 65536, 2048), 100);
+    EXPECT_DOUBLE_EQ(at("q4_K", 4096, 8), 200);
+    EXPECT_DOUBLE_EQ(at("q4_K", 4096, 2), 200);
+    EXPECT_DOUBLE_EQ(at("q4_K", 28672, 8), 50);
+    // 4096 * sqrt(7) inputs: halfway in log2; 8 * sqrt(8) tokens: halfway.
+    const int64_t mid_k = std::llround(4096 * std::sqrt(7.0));
+    EXPECT_NEAR(at("q4_K", mid_k, 64), 200, 0.01);
+    EXPECT_NEAR(at("q4_K", 4096, 8 * std::sqrt(8.0)), 250, 1e-9);
+    EXPECT_NEAR(at("q4_K", mid_k, 8 * std::sqrt(8.0)), (200 + 125) / 2.0, 0.01);
+    // q6_K at half q4_K's narrow rate: half everywhere; an unmeasured type: q4_K's.
+    EXPECT_DOUBLE_EQ(at("q6_K", 28672, 8), 25);
+    EXPECT_DOUBLE_EQ(at("q8_0", 28672, 8), 50);
+    // An empty grid: cpu_prefill_gflops at every shape.
+    EXPECT_DOUBLE_EQ(cpu_prefill_rate(300, {}, "q6_K", 28672, 8), 300e9);
+    const CpuPrefillGrid only_wide{.wide = 150};
+    EXPECT_DOUBLE_EQ(cpu_prefill_rate(300, only_wide, "q4_K", 28672, 8), 150e9);
+}
+
+// The profile's prompt-pass grid on this machine: every corner and each multiplied type measured
+// and plausible.
+TEST(HardwareProfile, CpuPrefillGridIsMeasured) {
+    cpu::CpuBackend cpu(2);
+    CpuProfileOptions o;
+    o.budget_per_step = std::chrono::duration<double>(0.02);
+    o.gemv_bytes = 8ull << 20;
+    o.types = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+    const HardwareProfile p = measure_cpu_profile(cpu, o);
+    for (const double r : {p.cpu_prefill_gflops, p.cpu_prefill_grid.wide, p.cpu_prefill_grid.small,
+                           p.cpu_prefill_grid.small_wide}) {
+        EXPECT_GT(r, 0.01);
+        EXPECT_LT(r, 1e6);
+    }
+    EXPECT_EQ(p.cpu_prefill_grid.by_type.size(), 2u);
+    for (const auto& [type, r] : p.cpu_prefill_grid.by_type) EXPECT_GT(r, 0.01) << type;
 }
 
 TEST(HardwareProfile, CpuOpCostsArePlausible) {

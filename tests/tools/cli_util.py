@@ -28,7 +28,9 @@ def pin_profile(path, gpu_speedup=20.0, gpu_op_speedup=10.0):
 
     def pin_cpu(c):
         c.update(host_read_gbs=8.0, cpu_op_us=1.3, cpu_gemv_floor_us=0.0, cpu_gemv_tiny_floor_us=0.0,
-                 cpu_prefill_gflops=80.0)
+                 cpu_prefill_gflops=80.0, cpu_prefill_wide_gflops=80.0, cpu_prefill_small_gflops=80.0,
+                 cpu_prefill_small_wide_gflops=80.0)
+        c["cpu_prefill_type_gflops"] = {t: 80.0 for t in c.get("cpu_prefill_type_gflops", {})}
         c["cpu_gemv_gbs"] = {t: {"f16": 1.0, "q5_K": 21.0, "q6_K": 23.0, "q8_0": 28.0}.get(t, 17.0)
                              for t in c.get("cpu_gemv_gbs", {})}
         c["cpu_attention_us"] = {k: 3.0 for k in c.get("cpu_attention_us", {})}

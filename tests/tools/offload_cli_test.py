@@ -184,7 +184,10 @@ def main():
         measured = open(profile).read()
         for cpu_scale, ships in ((1e-3, True), (1e3, False)):
             p = json.loads(measured)
-            p["cpu_prefill_gflops"] *= cpu_scale
+            for key in ("cpu_prefill_gflops", "cpu_prefill_wide_gflops", "cpu_prefill_small_gflops",
+                        "cpu_prefill_small_wide_gflops"):
+                p[key] *= cpu_scale
+            p["cpu_prefill_type_gflops"] = {k: v * cpu_scale for k, v in p["cpu_prefill_type_gflops"].items()}
             p["cpu_gemv_gbs"] = {k: v * cpu_scale for k, v in p["cpu_gemv_gbs"].items()}
             p["cpu_at_threads"] = {}
             with open(profile, "w") as f:
