@@ -311,3 +311,26 @@ bars("moe_6g_28.png", "qwen3-30b-a3b synth at 6 GiB on the H200, tok/s (higher i
      ["pp512", "tg32 (x10)"],
      {"llama.cpp -ngl 99 -fa 1 -ncmoe 36": [676.14, 520.8], "Strata --gpu-mem 6G": [2167.28, 769.1]},
      ["#999999", "#2a7ab9"])
+
+# Twenty-ninth session, H200 machine: the 70B at 6 GiB, CPU prompt passes (--ship-min-batch 0),
+# measured tok/s over predicted: one 4096-wide rate (g121), the CPU prefill grid with the best
+# single product (g127; g132 on one machine beside the next), and with 20 ms samples (g131, g132).
+bars("prefill_grid_29.png", "70B at 6 GiB, CPU prompt passes: measured / predicted (1 = exact)",
+     "measured / predicted", ["pp8", "pp16", "pp32", "pp48"],
+     {"one 4096-wide rate (g121)": [0.66, 0.77, 0.80, 0.80],
+      "grid, best product (g127)": [0.79, 0.97, 1.04, 1.04],
+      "grid, best product (g132)": [0.92, 1.09, 1.16, 1.07],
+      "grid, 20 ms samples (g131)": [0.99, 1.14, 1.14, 1.20],
+      "grid, 20 ms samples (g132)": [0.86, 1.05, 1.08, 1.11]},
+     ["#bbbbbb", "#7fb3d5", "#2a7ab9", "#f0b27a", "#d9822b"], top=1.6)
+
+# mixtral-8x7b synth at 6 GiB, H200 (g126, one call): decode beside llama.cpp's best -ncmoe; and
+# qwen3-30b-a3b with a routing skew of 0.5: the built-in placement against the plan made from
+# routing statistics (two rounds each, measured and predicted).
+bars("moe_29.png", "MoE at 6 GiB on the H200, decode tok/s (higher is better)", "tokens/s",
+     ["mixtral-8x7b tg32", "qwen3-30b-a3b skew 0.5:\nbuilt-in placement", "qwen3-30b-a3b skew 0.5:\nplan from --stats"],
+     {"llama.cpp -ncmoe 26": [12.35, None, None],
+      "Strata, measured (round 1)": [16.68, 74.89, 86.44],
+      "Strata, measured (round 2)": [None, 73.30, 91.96],
+      "Strata, predicted": [None, 71.76, 97.02]},
+     ["#999999", "#2a7ab9", "#1b4f72", "#d9822b"], top=115)
