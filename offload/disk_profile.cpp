@@ -29,6 +29,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kAlign = kDiskAlign;
 constexpr uint64_t kMaxRead = 8 * kMiB;
 constexpr uint64_t kProbeBytes = 256 * kMiB;
+constexpr int kConfirmReads = 2;  // regions the chosen point reads again for its rate
 
 uint64_t round_up(uint64_t x, uint64_t to) {
     return (x + to - 1) / to * to;
@@ -207,9 +208,24 @@ DiskReadMeasurement measure_on(const Target& target, const DiskMeasureOptions& o
         out.sweep.push_back({options.grid[i].queue_depth, options.grid[i].block_bytes, bytes_per_s / 1e9});
     }
     const DiskPoint best = choose_disk_point(out.sweep);
-    out.gbs = best.gbs;
     out.queue_depth = best.queue_depth;
     out.block_bytes = best.block_bytes;
+    // The fastest of several noisy points is luckier than the point itself (on the GPU machine's
+    // disk the sweep read 1.04-1.35 GB/s, and decode from disk ran 24% below what 1.35 GB/s
+    // predicts): the chosen point is read again, and that independent read is its rate.
+    size_t chosen = 0;  // the sweep holds the grid's first points, in its order
+    while (out.sweep[chosen].queue_depth != best.queue_depth || out.sweep[chosen].block_bytes != best.block_bytes) {
+        ++chosen;
+    }
+    const PointLayout& l = layouts[chosen];
+    double seconds = 0;
+    for (int r = 0; r < kConfirmReads; ++r) {
+        if (offset + l.region() > target.size) offset = 0;
+        const double bytes_per_s = time_point(target.file, offset, options.grid[chosen], l, deadline, false);
+        offset += l.region();
+        seconds += static_cast<double>(l.read * static_cast<uint64_t>(l.measured)) / bytes_per_s;
+    }
+    out.gbs = static_cast<double>(l.read * static_cast<uint64_t>(l.measured)) * kConfirmReads / seconds / 1e9;
     return out;
 }
 

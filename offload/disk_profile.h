@@ -40,7 +40,7 @@ struct DiskMeasureOptions {
 };
 
 struct DiskReadMeasurement {
-    double gbs = 0;          // the chosen point's rate (mmap: the one rate)
+    double gbs = 0;          // the chosen point's rate, read again after the sweep (mmap: the one rate)
     bool direct_io = false;  // O_DIRECT (else through mmap, page cache dropped first)
     int queue_depth = 0;     // the chosen point; 0 in mmap mode
     uint64_t block_bytes = 0;
