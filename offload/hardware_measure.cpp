@@ -202,22 +202,16 @@ std::vector<double> prefill_gflops(Backend& cpu, Matmul& m, std::initializer_lis
     for (const int n : tokens) {
         const Tensor x = Tensor::contiguous(GgmlType::F32, m.tx.as<float>(), {k, n});
         Tensor y = Tensor::contiguous(GgmlType::F32, m.ty.as<float>(), {rows, n});
-        const auto product = [&] { cpu.matmul(m.tw.rows((next++ % n_slices) * rows, rows), x, y); };
-        product();  // warm-up
-        double best = 0;
-        const auto t0 = Clock::now();
-        for (int i = 0; i < 3 || seconds_since(t0) < budget.count(); ++i) {
+        const auto sample = [&] {  // FLOPs of the products within one sample
             const auto t = Clock::now();
             int done = 0;
-            double s = 0;
             do {
-                product();
+                cpu.matmul(m.tw.rows((next++ % n_slices) * rows, rows), x, y);
                 ++done;
-                s = seconds_since(t);
-            } while (s < kPrefillSampleSeconds);
-            best = std::max(best, 2.0 * static_cast<double>(k * rows) * n * done / s / 1e9);
-        }
-        out.push_back(best);
+            } while (seconds_since(t) < kPrefillSampleSeconds);
+            return 2.0 * static_cast<double>(k * rows) * n * done;
+        };
+        out.push_back(best_rate(sample, budget) / 1e9);
     }
     return out;
 }
@@ -230,22 +224,6 @@ double measure_cpu_prefill_gflops(Backend& cpu, GgmlType type, const MatmulMeasu
     return prefill_gflops(cpu, m, {n_tokens}, options.budget)[0];
 }
 
-double cpu_prefill_rate(double gflops, const CpuPrefillGrid& grid, std::string_view type, int64_t inputs,
-                        double tokens) {
-    const auto or_base = [&](double v) { return v > 0 ? v : gflops; };
-    const double wide = or_base(grid.wide), small = or_base(grid.small);
-    const double small_wide = grid.small_wide > 0 ? grid.small_wide : (gflops > 0 ? wide * small / gflops : 0.0);
-    const auto share = [](double x, double lo, double hi) {
-        return std::clamp(std::log2(std::max(x, 1.0) / lo) / std::log2(hi / lo), 0.0, 1.0);
-    };
-    const double fw = share(static_cast<double>(inputs), kPrefillInputs, kPrefillWideInputs);
-    const double fb = share(tokens, kPrefillSmallBatch, kPrefillBatch);
-    const double at_small = small + fw * (small_wide - small), at_full = gflops + fw * (wide - gflops);
-    const auto t = grid.by_type.find(std::string(type));
-    const double by_type = t != grid.by_type.end() && t->second > 0 && gflops > 0 ? t->second / gflops : 1.0;
-    return (at_small + fb * (at_full - at_small)) * by_type * 1e9;
-}
-
 namespace {
 
 // cpu_prefill_gflops and its grid, each product over slices of a matrix of options.gemv_bytes
@@ -254,17 +232,11 @@ void measure_cpu_prefill(HardwareProfile& p, Backend& cpu, const CpuProfileOptio
                          const std::function<void(std::string_view)>& step) {
     const auto budget = options.budget_per_step / 2;
     step("cpu prefill q4_K");
-    {
-        Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.gemv_bytes, kPrefillBatch, kPrefillInputs);
+    for (const int64_t inputs : {kPrefillInputs, kPrefillWideInputs}) {
+        Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.gemv_bytes, kPrefillBatch, inputs);
         const std::vector<double> r = prefill_gflops(cpu, m, {kPrefillBatch, kPrefillSmallBatch}, budget);
-        p.cpu_prefill_gflops = r[0];
-        p.cpu_prefill_grid.small = r[1];
-    }
-    {
-        Matmul m = make_matmul(cpu, GgmlType::Q4_K, options.gemv_bytes, kPrefillBatch, kPrefillWideInputs);
-        const std::vector<double> r = prefill_gflops(cpu, m, {kPrefillBatch, kPrefillSmallBatch}, budget);
-        p.cpu_prefill_grid.wide = r[0];
-        p.cpu_prefill_grid.small_wide = r[1];
+        (inputs == kPrefillInputs ? p.cpu_prefill_gflops : p.cpu_prefill_grid.wide) = r[0];
+        (inputs == kPrefillInputs ? p.cpu_prefill_grid.small : p.cpu_prefill_grid.small_wide) = r[1];
     }
     for (GgmlType type : options.types) {
         const std::string name(type_traits(type).name);

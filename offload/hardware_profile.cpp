@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -350,6 +351,22 @@ bool profile_matches(const HardwareProfile& profile, std::string_view gpu_name,
 std::string attention_key(const AttentionShape& s) {
     if (s.n_head <= 0 || s.n_head_kv <= 0 || s.head_dim <= 0) return "";
     return cat(s.n_head, "x", s.n_head_kv, "x", s.head_dim);
+}
+
+double cpu_prefill_rate(double gflops, const CpuPrefillGrid& grid, std::string_view type, int64_t inputs,
+                        double tokens) {
+    const auto or_base = [&](double v) { return v > 0 ? v : gflops; };
+    const double wide = or_base(grid.wide), small = or_base(grid.small);
+    const double small_wide = grid.small_wide > 0 ? grid.small_wide : (gflops > 0 ? wide * small / gflops : 0.0);
+    const auto share = [](double x, double lo, double hi) {
+        return std::clamp(std::log2(std::max(x, 1.0) / lo) / std::log2(hi / lo), 0.0, 1.0);
+    };
+    const double fw = share(static_cast<double>(inputs), kPrefillInputs, kPrefillWideInputs);
+    const double fb = share(tokens, kPrefillSmallBatch, kPrefillBatch);
+    const double at_small = small + fw * (small_wide - small), at_full = gflops + fw * (wide - gflops);
+    const auto t = grid.by_type.find(std::string(type));
+    const double by_type = t != grid.by_type.end() && t->second > 0 && gflops > 0 ? t->second / gflops : 1.0;
+    return (at_small + fb * (at_full - at_small)) * by_type * 1e9;
 }
 
 }  // namespace strata
