@@ -1,7 +1,10 @@
 // The fake device's registry entry (fake_device.h): made inside --gpu-mem, rated from the host.
 #include <memory>
+#include <string>
 
 #include "backends/fake_device.h"
+#include "engine/core/error.h"
+#include "quant/ggml_type.h"
 
 namespace strata {
 namespace {
@@ -30,6 +33,15 @@ DeviceRates host_rates_times(Backend& backend, const DeviceRateOptions& options)
     return r;
 }
 
+// A type the host's rates lack (a model's type measured on the CPU first) gets no rate.
+double host_gemv_times(Backend&, GgmlType type, const DeviceRateOptions& options) {
+    const auto it = options.host.gemv_gbs.find(std::string(type_traits(type).name));
+    if (it == options.host.gemv_gbs.end()) {
+        throw UnsupportedError(cat("fake gpu: no host rate for ", type_traits(type).name, " to derive its own from"));
+    }
+    return it->second * kSpeedup;
+}
+
 }  // namespace
 
 void register_fake_backend(BackendRegistry& registry) {
@@ -44,6 +56,7 @@ void register_fake_backend(BackendRegistry& registry) {
         return std::make_unique<FakeDeviceBackend>(o);
     };
     e.measure_rates = host_rates_times;
+    e.measure_gemv = host_gemv_times;
     registry.add(std::move(e));
 }
 

@@ -41,9 +41,13 @@ std::unique_ptr<Backend> make(const BackendConfig& config) {
     return std::make_unique<CudaBackend>(o);
 }
 
-DeviceRates measure(Backend& backend, const DeviceRateOptions& options) {
+CudaBackend& measured(Backend& backend) {
     auto* cuda_backend = dynamic_cast<CudaBackend*>(&backend);  // the entry measures what it made
     if (cuda_backend == nullptr) throw ArgumentError(cat("the cuda entry cannot measure a ", backend.name(), " backend"));
+    return *cuda_backend;
+}
+
+GpuProfileOptions profile_options(const DeviceRateOptions& options) {
     GpuProfileOptions o;
     o.progress = options.progress;
     if (options.quick) {
@@ -51,7 +55,15 @@ DeviceRates measure(Backend& backend, const DeviceRateOptions& options) {
         o.transfer_bytes = 16ull << 20;
         o.budget_per_step = std::chrono::duration<double>(0.01);
     }
-    return measure_gpu_profile(*cuda_backend, o);
+    return o;
+}
+
+DeviceRates measure(Backend& backend, const DeviceRateOptions& options) {
+    return measure_gpu_profile(measured(backend), profile_options(options));
+}
+
+double measure_gemv(Backend& backend, GgmlType type, const DeviceRateOptions& options) {
+    return measure_gpu_gemv_gbs(measured(backend), type, profile_options(options));
 }
 
 }  // namespace
@@ -65,6 +77,7 @@ void register_cuda_backend(BackendRegistry& registry) {
     e.unavailable = [] { return list_devices().empty() ? std::string("no CUDA device is visible") : std::string(); };
     e.create = make;
     e.measure_rates = measure;
+    e.measure_gemv = measure_gemv;
     registry.add(std::move(e));
 }
 

@@ -239,25 +239,47 @@ void measure_floors_and_prefill(const Measuring& m, const Tensor& w, const Tenso
     p.prefill_gflops = 2.0 * static_cast<double>(k * rows * tokens) / s / 1e9;
 }
 
+// A GEMV of `type` over a matrix of m.matrix_bytes [4096, n], timed; the buffers stay for the
+// floors. UnsupportedError when the backend cannot multiply the type.
+struct Gemv {
+    DeviceTensor w, x, y;
+    double gbs = 0;
+};
+Gemv timed_gemv(const Measuring& m, GgmlType type) {
+    constexpr int64_t k = 4096;
+    const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(m.matrix_bytes / row_bytes(type, k)));
+    Gemv g{random_matrix(m.backend, m.stream, type, k, n), random_input(m.backend, k, 1),
+           m.backend.allocate(GgmlType::F32, {n, 1}, "gpu profile output")};
+    const double s = matmul_seconds(m.backend, g.w.tensor, g.x.tensor, g.y.tensor, 10, m.options.budget_per_step);
+    g.gbs = static_cast<double>(g.w.tensor.n_bytes()) / s / 1e9;
+    return g;
+}
+
 // The GEMV rate of each type (a type the backend cannot multiply is left out: the cost model
 // falls back to the read rate for it); Q4_K also gives the floors and the prefill rate.
 void measure_gemvs(const Measuring& m, GpuProfile& p) {
-    constexpr int64_t k = 4096;
     for (GgmlType type : m.options.types) {
         const std::string name(type_traits(type).name);
         m.step(cat("gpu gemv ", name));
-        const int64_t n = std::max<int64_t>(256, static_cast<int64_t>(m.matrix_bytes / row_bytes(type, k)));
-        DeviceTensor w = random_matrix(m.backend, m.stream, type, k, n);
-        DeviceTensor x = random_input(m.backend, k, 1);
-        DeviceTensor y = m.backend.allocate(GgmlType::F32, {n, 1}, "gpu profile output");
         try {
-            const double s = matmul_seconds(m.backend, w.tensor, x.tensor, y.tensor, 10, m.options.budget_per_step);
-            p.gemv_gbs[name] = static_cast<double>(w.tensor.n_bytes()) / s / 1e9;
+            Gemv g = timed_gemv(m, type);
+            p.gemv_gbs[name] = g.gbs;
+            if (type == GgmlType::Q4_K) measure_floors_and_prefill(m, g.w.tensor, g.x.tensor, g.y.tensor, g.gbs, p);
         } catch (const UnsupportedError&) {
             continue;
         }
-        if (type == GgmlType::Q4_K) measure_floors_and_prefill(m, w.tensor, x.tensor, y.tensor, p.gemv_gbs[name], p);
     }
+}
+
+// The room in the arena for a matrix (or two copy buffers) plus its input and output.
+Measuring measuring(CudaBackend& backend, const GpuProfileOptions& options, const Stream& stream) {
+    const uint64_t room = backend.arena().largest_free() / 3;
+    const Measuring m{backend, options, stream, std::min(options.matrix_bytes, room), std::min(options.transfer_bytes, room)};
+    if (m.matrix_bytes < (4ull << 20)) {
+        throw BudgetError(cat("cannot profile the GPU: its arena has ", backend.arena().largest_free() >> 20,
+                              " MiB free in one block; at least 12 MiB is needed (raise --gpu-mem)"));
+    }
+    return m;
 }
 
 }  // namespace
@@ -271,15 +293,8 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
     p.name = prop.name;
     p.total_bytes = prop.totalGlobalMem;
 
-    // Room in the arena: a matrix (or two copy buffers) plus its input and output.
-    const uint64_t room = backend.arena().largest_free() / 3;
     const Stream stream;
-    const Measuring m{backend, options, stream, std::min(options.matrix_bytes, room),
-                      std::min(options.transfer_bytes, room)};
-    if (m.matrix_bytes < (4ull << 20)) {
-        throw BudgetError(cat("cannot profile the GPU: its arena has ", backend.arena().largest_free() >> 20,
-                              " MiB free in one block; at least 12 MiB is needed (raise --gpu-mem)"));
-    }
+    const Measuring m = measuring(backend, options, stream);
     measure_read(m, p);
     measure_transfers(m, p);
     measure_transfer_latency(m, p);
@@ -287,6 +302,14 @@ GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& op
     measure_gemvs(m, p);
     backend.synchronize();
     return p;
+}
+
+double measure_gpu_gemv_gbs(CudaBackend& backend, GgmlType type, const GpuProfileOptions& options) {
+    CUDA_CHECK(cudaSetDevice(backend.options().device));
+    const Stream stream;
+    const double gbs = timed_gemv(measuring(backend, options, stream), type).gbs;
+    backend.synchronize();
+    return gbs;
 }
 
 }  // namespace strata::cuda

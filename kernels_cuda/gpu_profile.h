@@ -39,4 +39,9 @@ struct GpuProfileOptions {
 // thread (Backend's rule). SystemError on CUDA failures.
 GpuProfile measure_gpu_profile(CudaBackend& backend, const GpuProfileOptions& options = {});
 
+// The GEMV rate (weight GB/s, one token) of one `type`, as measure_gpu_profile measures each of
+// options.types: for a model's type the profile lacks. UnsupportedError when the backend cannot
+// multiply the type; BudgetError as measure_gpu_profile.
+double measure_gpu_gemv_gbs(CudaBackend& backend, GgmlType type, const GpuProfileOptions& options = {});
+
 }  // namespace strata::cuda

@@ -314,6 +314,7 @@ void keep_view(HardwareProfile& p, const HardwareProfile& view) {
     }
     p.gpu_attention_us = view.gpu_attention_us;
     p.gpu_attention_long_us = view.gpu_attention_long_us;
+    p.gpu_gemv_gbs = view.gpu_gemv_gbs;
 }
 
 void save_profile(const HardwareProfile& profile, const std::string& path) {

@@ -132,7 +132,7 @@ CpuRates cpu_rates(const HardwareProfile& p);
 // (itself for threads <= 0 or cpu_threads); nullopt when the count is not measured.
 std::optional<HardwareProfile> at_threads(const HardwareProfile& p, int threads);
 // Keeps the CPU rates of `view` (at_threads of `p`, measured further) in `p`, under the view's
-// thread count, with the GPU's attention costs.
+// thread count, with the GPU's attention costs and GEMV rates.
 void keep_view(HardwareProfile& p, const HardwareProfile& view);
 
 // --- The file (JSON, one object with the fields above; cpu_at_threads maps "8" to an object

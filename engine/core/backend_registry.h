@@ -38,6 +38,10 @@ struct BackendEntry {
     std::function<std::unique_ptr<Backend>(const BackendConfig&)> create;
     // Measures a backend it made, for the planner; null: it has no device rates to measure.
     std::function<DeviceRates(Backend&, const DeviceRateOptions&)> measure_rates;
+    // The GEMV rate (weight GB/s, one token) of one weight type on a backend it made, for a
+    // model whose types measure_rates did not cover; UnsupportedError when it cannot multiply
+    // the type. Null: measure_rates covers every type it has.
+    std::function<double(Backend&, GgmlType, const DeviceRateOptions&)> measure_gemv;
 };
 
 class BackendRegistry {

@@ -1,6 +1,7 @@
 // The cached or freshly measured hardware profile of this machine (hardware.h).
 #include "engine/runtime/hardware.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +109,21 @@ std::string summary(const HardwareProfile& p) {
     return s;
 }
 
+// The CPU measurements' options: full, or short on small buffers.
+CpuProfileOptions cpu_options(bool quick, StepLog& steps) {
+    CpuProfileOptions o;
+    o.progress = std::ref(steps);
+    if (quick) {
+        o.budget_per_step = Seconds(0.02);
+        o.gemv_bytes = 8ull << 20;
+        o.disk.grid = {{4, 256ull << 10, 0}, {8, 1ull << 20, 0}};
+        o.disk.point_bytes = 4ull << 20;
+        o.disk.mmap_bytes = 16ull << 20;
+        o.disk.budget = Seconds(0.5);
+    }
+    return o;
+}
+
 // Measures request.attention's shape on the CPU (and GPU) backend where `p` lacks it; whether
 // it measured anything.
 bool add_attention(HardwareProfile& p, const ProfileRequest& request, bool quick, StepLog& steps) {
@@ -131,19 +147,54 @@ bool add_attention(HardwareProfile& p, const ProfileRequest& request, bool quick
     return measured;
 }
 
-// The CPU measurements' options: full, or short on small buffers.
-CpuProfileOptions cpu_options(bool quick, StepLog& steps) {
-    CpuProfileOptions o;
-    o.progress = std::ref(steps);
-    if (quick) {
-        o.budget_per_step = Seconds(0.02);
-        o.gemv_bytes = 8ull << 20;
-        o.disk.grid = {{4, 256ull << 10, 0}, {8, 1ull << 20, 0}};
-        o.disk.point_bytes = 4ull << 20;
-        o.disk.mmap_bytes = 16ull << 20;
-        o.disk.budget = Seconds(0.5);
+bool can_multiply(const Backend& b, GgmlType type) {
+    const std::vector<GgmlType>& types = b.capabilities().weight_types;
+    return std::find(types.begin(), types.end(), type) != types.end();
+}
+
+// Runs measure(type, name) for each of `types` that `rates` lacks and `b` can multiply, as the
+// step "<what> <name>"; a type `measure` turns down (UnsupportedError) stays unrated. Whether
+// it ran any.
+bool measure_missing(const std::vector<GgmlType>& types, const std::map<std::string, double>& rates, const Backend& b,
+                     std::string_view what, StepLog& steps,
+                     const std::function<void(GgmlType, const std::string&)>& measure) {
+    bool measured = false;
+    for (GgmlType type : types) {
+        const std::string name(type_traits(type).name);
+        if (rates.contains(name) || !can_multiply(b, type)) continue;
+        steps(cat(what, " ", name));
+        measured = true;
+        try {
+            measure(type, name);
+        } catch (const UnsupportedError&) {
+        }
     }
-    return o;
+    return measured;
+}
+
+// Measures the GEMV rate of each of request.weight_types that `p` lacks on the CPU (and its
+// prefill rate) and on the GPU backend, where they can multiply it; whether it measured any.
+// A type left unrated keeps the cost model's fallback (a share of the read rate).
+bool add_weight_types(HardwareProfile& p, const ProfileRequest& request, bool quick, StepLog& steps) {
+    if (request.cpu == nullptr) return false;
+    const CpuProfileOptions o = cpu_options(quick, steps);
+    Backend& cpu = *request.cpu;
+    bool measured = measure_missing(request.weight_types, p.cpu_gemv_gbs, cpu, "cpu gemv", steps,
+                                    [&](GgmlType type, const std::string& name) {
+        p.cpu_gemv_gbs[name] = measure_cpu_gemv_gbs(cpu, type, {o.gemv_bytes, 1, o.budget_per_step});
+        p.cpu_prefill_grid.by_type[name] =
+            measure_cpu_prefill_gflops(cpu, type, {o.gemv_bytes, kPrefillBatch, o.budget_per_step / 2});
+    });
+    const BackendEntry* entry = request.gpu != nullptr ? builtin_backends().find(request.gpu->name()) : nullptr;
+    if (entry == nullptr || !entry->measure_gemv || !p.has_gpu()) return measured;
+    DeviceRateOptions d;
+    d.quick = quick;
+    d.host = host_rates(p);
+    measured |= measure_missing(request.weight_types, p.gpu_gemv_gbs, *request.gpu, "gpu gemv", steps,
+                                [&](GgmlType type, const std::string& name) {
+        p.gpu_gemv_gbs[name] = entry->measure_gemv(*request.gpu, type, d);
+    });
+    return measured;
 }
 
 // The threads the run's CPU backend uses; 0 when unknown (the profile's own count applies).
@@ -157,8 +208,8 @@ HardwareProfile measure_cpu(const CpuProfileOptions& o, int threads) {
     return measure_cpu_profile(*cpu, o);
 }
 
-// `p` as the run sees it (at_threads of its CPU threads), measuring the CPU rates at that count
-// and the model's attention where `p` lacks them, kept in `p`; `measured` says whether any was.
+// `p` as the run sees it (at_threads of its CPU threads), measuring the CPU rates at that count,
+// the model's attention and its weight types' GEMVs where `p` lacks them, kept in `p`; `measured` says whether any was.
 HardwareProfile run_view(HardwareProfile& p, const ProfileRequest& request, bool quick, StepLog& steps,
                          bool& measured) {
     const int threads = run_threads(request);
@@ -169,7 +220,8 @@ HardwareProfile run_view(HardwareProfile& p, const ProfileRequest& request, bool
         view = at_threads(p, threads);
         measured = true;
     }
-    if (add_attention(*view, request, quick, steps)) {
+    const bool shapes = add_attention(*view, request, quick, steps);
+    if (add_weight_types(*view, request, quick, steps) || shapes) {
         keep_view(p, *view);
         measured = true;
     }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "engine/core/backend.h"
 #include "offload/hardware_profile.h"
@@ -26,6 +27,9 @@ struct ProfileRequest {
     // The model's attention: measured on `cpu` (and `gpu`) when the profile lacks its shape,
     // and saved with it. Nothing when the shape is incomplete or `cpu` is null.
     AttentionShape attention;
+    // The model's weight matrix types: each the profile has no GEMV rate for is measured on
+    // `cpu` (with its prefill rate) and on `gpu`, where they can multiply it, and saved with it.
+    std::vector<GgmlType> weight_types;
     // The run's CPU backend: the profile is returned at its thread count (capabilities().host_threads).
     Backend* cpu = nullptr;
     // Called before each measurement ("host read", "cpu gemv q4_K", "disk read" ...) instead of
@@ -52,7 +56,8 @@ std::optional<HardwareProfile> cached_profile(const Backend* gpu, int threads = 
 // lacks has its CPU rates measured (a few seconds, once per count and machine) and saved in
 // cpu_at_threads. A profile used as it is still gets the attention of request.attention's
 // shape measured on request.cpu and saved when it lacks it (a fraction of a second, once per
-// shape, thread count and machine).
+// shape, thread count and machine), and so are the GEMV rates of request.weight_types it lacks
+// (an i-quant, say: about a second each, once per type, thread count and machine).
 // The disk rate is 0 when the model's folder cannot be measured, and the profile is used unsaved
 // when the cache cannot be written (both said on `log`); other errors of the measurements pass
 // through.

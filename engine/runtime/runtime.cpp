@@ -187,7 +187,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     // matmul's scratch) is within gpu_reserved.
     std::ostream null_log(nullptr);
     std::ostream& log = options.log != nullptr ? *options.log : null_log;
-    find_profile(model_path, log);
+    find_profile(model_path, table, log);
     // The routing the placer plans for, and every estimate of the placement (a built-in or
     // file placement's too) assumes.
     if (model_->config().is_moe()) {

@@ -145,7 +145,7 @@ class Runtime {
     // The constructor's steps, in order (runtime.cpp; the placement's in runtime_placement.cpp).
     void make_gpu(const RuntimeOptions& options);
     int64_t settle_session();  // the batch within the context; returns the context
-    void find_profile(const std::string& model_path, std::ostream& log);
+    void find_profile(const std::string& model_path, const TensorTable& table, std::ostream& log);
     void calibrate(int64_t n_ctx, std::ostream& log);
     void place_from_file(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets);
     void place_weights(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);

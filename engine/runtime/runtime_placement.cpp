@@ -16,7 +16,20 @@
 
 namespace strata {
 
-void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
+namespace {
+
+// The types of the model's weight matrices (every tensor of more than one row), once each.
+std::vector<GgmlType> matrix_types(const TensorTable& table) {
+    std::vector<GgmlType> types;
+    for (const TensorEntry& t : table.tensors) {
+        if (t.ne[1] > 1 && std::find(types.begin(), types.end(), t.type) == types.end()) types.push_back(t.type);
+    }
+    return types;
+}
+
+}  // namespace
+
+void Runtime::find_profile(const std::string& model_path, const TensorTable& table, std::ostream& log) {
     const bool planning = options_.plan_path.empty() && options_.placer == Placer::Plan;
     if (planning || options_.reprofile || options_.want_estimate) {
         try {
@@ -25,6 +38,7 @@ void Runtime::find_profile(const std::string& model_path, std::ostream& log) {
             request.attention = {static_cast<int>(c.n_head.at(0)), static_cast<int>(c.n_head_kv.at(0)),
                                  static_cast<int>(c.head_dim_k)};
             request.cpu = cpu_.get();
+            request.weight_types = matrix_types(table);
             uint64_t n_steps = 0;
             if (options_.progress) {
                 request.on_step = [&](std::string_view step) {

@@ -173,14 +173,20 @@ TEST(HardwareProfile, RatesAtOtherThreadCounts) {
     EXPECT_EQ(four->gpu_gemv_gbs, p.gpu_gemv_gbs);  // the GPU half is the same
     EXPECT_EQ(four->disk_read_gbs, p.disk_read_gbs);
 
-    // What a run at 4 threads measures further goes back under 4; the GPU's attention too.
+    // What a run at 4 threads measures further goes back under 4; the GPU's attention and a
+    // model's weight type on the GPU too.
     HardwareProfile view = *four;
     view.cpu_attention_us["4x1x256"] = 12.5;
     view.gpu_attention_us["4x1x256"] = 30.0;
+    view.cpu_gemv_gbs["iq2_xs"] = 11.5;
+    view.gpu_gemv_gbs["iq2_xs"] = 950.0;
     HardwareProfile kept = p;
     keep_view(kept, view);
     EXPECT_EQ(kept.cpu_at_threads.at(4).cpu_attention_us.at("4x1x256"), 12.5);
     EXPECT_EQ(kept.gpu_attention_us.at("4x1x256"), 30.0);
+    EXPECT_EQ(kept.cpu_at_threads.at(4).cpu_gemv_gbs.at("iq2_xs"), 11.5);
+    EXPECT_FALSE(kept.cpu_gemv_gbs.contains("iq2_xs"));
+    EXPECT_EQ(kept.gpu_gemv_gbs.at("iq2_xs"), 950.0);
     EXPECT_EQ(cpu_rates(kept), cpu_rates(p));  // the 8-thread rates untouched
     EXPECT_EQ(cpu_rates(*at_threads(kept, 4)), cpu_rates(view));
     // A view at the profile's own count writes the top-level rates.

@@ -81,6 +81,30 @@ def main():
         expect("vram (fake" in acc, f"no fake-device accounting: {err}")
         expect("weights" in acc and "gpu 0 B" not in acc.get("weights", ""), f"nothing on the GPU: {err}")
 
+        # A model of a type the profile has no rate for (an i-quant): its GEMV is measured on the
+        # CPU (with its prefill rate) and on the GPU once, kept in the profile, and not again.
+        iq = os.path.join(tmp, "tiny-iq2.gguf")
+        rc, _, err = run(strata, "synth", "--preset", "tiny", "--type", "iq2_xs", "-o", iq)
+        expect(rc == 0, f"synth iq2_xs: {err}")
+        def at_two_threads(p):  # the CPU rates a -t 2 run uses
+            return p if p["cpu_threads"] == 2 else p["cpu_at_threads"].get("2", {})
+
+        before = json.load(open(profile))
+        expect("iq2_xs" not in at_two_threads(before).get("cpu_gemv_gbs", {}) and "iq2_xs" not in before["gpu_gemv_gbs"],
+               f"the profile rates iq2_xs before any model of it: {before}")
+        iq_plan = ["plan", "-m", iq, "--gpu", "fake", "--gpu-mem", "512M", "-c", "128", "-t", "2",
+                   "-o", os.path.join(tmp, "iq.plan.json")]
+        rc, _, err = run(strata, *iq_plan)
+        expect(rc == 0 and "cpu gemv iq2_xs" in err and "gpu gemv iq2_xs" in err, f"iq2_xs not measured: {err!r}")
+        after = json.load(open(profile))
+        cpu_after = at_two_threads(after)
+        for rates, key in ((cpu_after, "cpu_gemv_gbs"), (cpu_after, "cpu_prefill_type_gflops"), (after, "gpu_gemv_gbs")):
+            expect(rates.get(key, {}).get("iq2_xs", 0) > 0, f"{key} has no iq2_xs rate: {rates.get(key)}")
+        expect(cpu_after["cpu_gemv_gbs"]["q4_K"] == at_two_threads(before)["cpu_gemv_gbs"]["q4_K"],
+               "the other rates were measured again")
+        rc, _, err = run(strata, *iq_plan)
+        expect(rc == 0 and "profil" not in err, f"iq2_xs measured again: {err!r}")
+
         # A plan that streams FFNs from disk, read back by run, in both I/O modes.
         plan = os.path.join(tmp, "tiny.plan.json")
         rc, out, err = run(strata, "plan", "-m", model, "--gpu", "none", "--ram-mem", "1600K", "-c", "128", "-o", plan)
