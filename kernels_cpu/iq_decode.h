@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels_cpu/qdot.h"
 #include "quant/ggml_type.h"
 
 namespace strata::cpu {
@@ -49,5 +50,10 @@ int32_t iq_isum_scalar(const IqDecoded& w, const int8_t* x);
 // The AVX2 twins (qdot_avx2_iq.cpp): the same bytes, the same integer; nullptr off x86-64.
 IqFinishFn iq_finish_avx2();
 IqIsumFn iq_isum_avx2();
+
+// IQ2_XS's dot product decoded in registers (qdot_avx2_iq.cpp): the gather, finish and integer
+// sum above fused, each 32-element group met with every activation row. The same integers and
+// the same float sums as the generic path (qdot_iq.cpp); nullptr off x86-64.
+QDotFn iq2_xs_dot_avx2();
 
 }  // namespace strata::cpu

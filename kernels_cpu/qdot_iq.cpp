@@ -53,7 +53,8 @@ QDotFn qdot_scalar_iq(GgmlType type) {
 }
 
 QDotFn qdot_avx2_iq(GgmlType type) {
-    return iq_isum_avx2() != nullptr ? find<true>(type) : nullptr;
+    if (iq_isum_avx2() == nullptr) return nullptr;
+    return type == GgmlType::IQ2_XS ? iq2_xs_dot_avx2() : find<true>(type);
 }
 
 }  // namespace strata::cpu
