@@ -334,3 +334,14 @@ bars("moe_29.png", "MoE at 6 GiB on the H200, decode tok/s (higher is better)", 
       "Strata, measured (round 2)": [None, 73.30, 91.96],
       "Strata, predicted": [None, 71.76, 97.02]},
      ["#999999", "#2a7ab9", "#1b4f72", "#d9822b"], top=115)
+
+# Thirtieth session: IQ2_XS decode, tok/s. Dev box (2 EPYC cores, 7B IQ2_XS synth, CPU only,
+# three alternating rounds, mean) beside llama.cpp; the H200 host's 70B IQ2_XS at 6 GiB (decode
+# runs on the host's 16 cores) before and after the fused AVX2 kernel, with the predictions.
+bars("iq2_xs_30.png", "IQ2_XS decode, tok/s (higher is better)", "tokens/s",
+     ["7B, dev box CPU, 2 threads", "70B at 6 GiB, H200 host"],
+     {"Strata before (generic i-quant path)": [0.86, 0.78],
+      "Strata after (fused IQ2_XS AVX2)": [1.80, 1.67],
+      "Strata predicted (after)": [None, 1.65],
+      "llama.cpp (same file, same threads)": [2.29, None]},
+     ["#bbbbbb", "#2a7ab9", "#d9822b", "#999999"], top=2.8)
