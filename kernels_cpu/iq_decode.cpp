@@ -221,6 +221,10 @@ IqGatherFn find_iq_gather(GgmlType type) {
     }
 }
 
+const uint64_t* iq_sign_masks7() {
+    return kMask7.data();
+}
+
 void iq_finish_scalar(const IqGathered& g, IqDecoded& out) {
     for (int l = 0; l < 32; ++l) {
         for (int j = 0; j < 8; ++j) {

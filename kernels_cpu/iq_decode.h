@@ -51,9 +51,14 @@ int32_t iq_isum_scalar(const IqDecoded& w, const int8_t* x);
 IqFinishFn iq_finish_avx2();
 IqIsumFn iq_isum_avx2();
 
-// IQ2_XS's dot product decoded in registers (qdot_avx2_iq.cpp): the gather, finish and integer
-// sum above fused, each 32-element group met with every activation row. The same integers and
-// the same float sums as the generic path (qdot_iq.cpp); nullptr off x86-64.
-QDotFn iq2_xs_dot_avx2();
+// The byte masks of IQ2_XXS / IQ2_XS / IQ3_XXS's 7-bit sign indices (128 entries; the 8th
+// sign makes the count of minus signs even), for kernels that gather in registers.
+const uint64_t* iq_sign_masks7();
+
+// The AVX2 dot product of IQ2_XS, IQ2_XXS or IQ3_XXS decoded in registers (qdot_avx2_iq.cpp):
+// the gather, finish and integer sum above fused, each 32-element group met with every
+// activation row. The same integers and float sums as the generic path (qdot_iq.cpp); nullptr
+// for other types and off x86-64.
+QDotFn iq_fused_dot_avx2(GgmlType type);
 
 }  // namespace strata::cpu

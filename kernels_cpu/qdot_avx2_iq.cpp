@@ -1,8 +1,9 @@
 // AVX2 twins of iq_decode.h's finish and integer sum. The finish turns four gathered 8-byte
 // groups at a time into bytes (_mm256_sign_epi8 with the sign masks, or a bytewise subtract);
 // the sum takes maddubs(|q|, sign(x, q)) pair sums and madd's them with the two sub-block scales
-// of 16. Both give exactly the bytes / integer of the scalar versions. IQ2_XS (the 2-bit 70B
-// file) also has all three fused: its grid entries and signs go straight into registers.
+// of 16. Both give exactly the bytes / integer of the scalar versions. IQ2_XS, IQ2_XXS and
+// IQ3_XXS (the 2-3 bit 70B files) have gather, finish and sum fused: grid entries and signs go
+// straight into registers.
 #include "kernels_cpu/iq_decode.h"
 
 #include <immintrin.h>
@@ -149,6 +150,85 @@ void iq2_xs_dot(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, 
     for (int c = 0; c < n_cols; ++c) out[c] = sum[c];
 }
 
+// IQ2_XXS and IQ3_XXS: each 32-element group has one word of four 7-bit sign indices and a
+// 4-bit scale (for both its halves); the layouts say where it and the group's grid indices are.
+struct Iq2XxsLayout {
+    static constexpr size_t kBlockBytes = sizeof(BlockIq2Xxs);
+    static constexpr float kDw = 0.125f;
+    static uint32_t signs_and_scale(const uint8_t* p, int j) {
+        uint32_t aux;
+        std::memcpy(&aux, p + offsetof(BlockIq2Xxs, qs) + 8 * j + 4, sizeof(aux));
+        return aux;
+    }
+    static __m256i grid(const uint8_t* p, int j) {  // four 8-byte points, one byte index each
+        const uint8_t* i = p + offsetof(BlockIq2Xxs, qs) + 8 * j;
+        return _mm256_set_epi64x(static_cast<int64_t>(kIq2xxsGrid[i[3]]), static_cast<int64_t>(kIq2xxsGrid[i[2]]),
+                                 static_cast<int64_t>(kIq2xxsGrid[i[1]]), static_cast<int64_t>(kIq2xxsGrid[i[0]]));
+    }
+};
+struct Iq3XxsLayout {
+    static constexpr size_t kBlockBytes = sizeof(BlockIq3Xxs);
+    static constexpr float kDw = 0.25f;
+    static uint32_t signs_and_scale(const uint8_t* p, int j) {
+        uint32_t aux;
+        std::memcpy(&aux, p + offsetof(BlockIq3Xxs, qs) + 64 + 4 * j, sizeof(aux));
+        return aux;
+    }
+    static __m256i grid(const uint8_t* p, int j) {  // eight 4-byte points, one byte index each
+        const uint8_t* i = p + offsetof(BlockIq3Xxs, qs) + 8 * j;
+        return _mm256_setr_epi32(static_cast<int>(kIq3xxsGrid[i[0]]), static_cast<int>(kIq3xxsGrid[i[1]]),
+                                 static_cast<int>(kIq3xxsGrid[i[2]]), static_cast<int>(kIq3xxsGrid[i[3]]),
+                                 static_cast<int>(kIq3xxsGrid[i[4]]), static_cast<int>(kIq3xxsGrid[i[5]]),
+                                 static_cast<int>(kIq3xxsGrid[i[6]]), static_cast<int>(kIq3xxsGrid[i[7]]));
+    }
+};
+
+// One block of such a layout against n_cols rows (Cols > 0: known when compiled): the group's
+// sign masks looked up four to a register, maddubs(grid, x with the weight's signs).
+template <class Layout, int Cols>
+void packed_signs_block(const uint8_t* p, const QDotActs& x, int64_t block, int n_cols, float* sum) {
+    const int cols = Cols > 0 ? Cols : n_cols;
+    const uint64_t* masks = iq_sign_masks7();
+    __m256i acc[kQDotMaxCols];
+    for (int c = 0; c < cols; ++c) acc[c] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+        const uint32_t aux = Layout::signs_and_scale(p, j);
+        const __m256i grid = Layout::grid(p, j);
+        const __m256i sign = _mm256_or_si256(
+            _mm256_set_epi64x(static_cast<int64_t>(masks[(aux >> 21) & 127]), static_cast<int64_t>(masks[(aux >> 14) & 127]),
+                              static_cast<int64_t>(masks[(aux >> 7) & 127]), static_cast<int64_t>(masks[aux & 127])),
+            _mm256_set1_epi8(1));
+        const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(2 * (aux >> 28) + 1));
+        for (int c = 0; c < cols; ++c) {
+            const auto* xq = reinterpret_cast<const BlockQ8_K*>(x.row(c))[block].qs + 32 * j;
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+            acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(grid, _mm256_sign_epi8(xv, sign)), sc));
+        }
+    }
+    uint16_t d;
+    std::memcpy(&d, p, sizeof(d));
+    const float dw = fp16_to_fp32(d) * Layout::kDw;
+    for (int c = 0; c < cols; ++c) {
+        const float xd = reinterpret_cast<const BlockQ8_K*>(x.row(c))[block].d;
+        sum[c] += xd * (dw * static_cast<float>(hsum_epi32(acc[c])));
+    }
+}
+
+template <class Layout>
+void packed_signs_dot(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
+    float sum[kQDotMaxCols] = {};
+    const auto* wb = static_cast<const uint8_t*>(w);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* p = wb + static_cast<size_t>(b) * Layout::kBlockBytes;
+        if (n_cols == 1) {
+            packed_signs_block<Layout, 1>(p, x, b, 1, sum);
+        } else {
+            packed_signs_block<Layout, 0>(p, x, b, n_cols, sum);
+        }
+    }
+    for (int c = 0; c < n_cols; ++c) out[c] = sum[c];
+}
+
 }  // namespace
 
 IqFinishFn iq_finish_avx2() {
@@ -159,8 +239,13 @@ IqIsumFn iq_isum_avx2() {
     return isum_avx2;
 }
 
-QDotFn iq2_xs_dot_avx2() {
-    return iq2_xs_dot;
+QDotFn iq_fused_dot_avx2(GgmlType type) {
+    switch (type) {
+        case GgmlType::IQ2_XS: return iq2_xs_dot;
+        case GgmlType::IQ2_XXS: return packed_signs_dot<Iq2XxsLayout>;
+        case GgmlType::IQ3_XXS: return packed_signs_dot<Iq3XxsLayout>;
+        default: return nullptr;
+    }
 }
 
 }  // namespace strata::cpu

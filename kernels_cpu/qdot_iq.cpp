@@ -54,7 +54,8 @@ QDotFn qdot_scalar_iq(GgmlType type) {
 
 QDotFn qdot_avx2_iq(GgmlType type) {
     if (iq_isum_avx2() == nullptr) return nullptr;
-    return type == GgmlType::IQ2_XS ? iq2_xs_dot_avx2() : find<true>(type);
+    if (const QDotFn fused = iq_fused_dot_avx2(type)) return fused;
+    return find<true>(type);
 }
 
 }  // namespace strata::cpu

@@ -9,7 +9,7 @@ namespace strata::cpu {
 
 IqFinishFn iq_finish_avx2() { return nullptr; }
 IqIsumFn iq_isum_avx2() { return nullptr; }
-QDotFn iq2_xs_dot_avx2() { return nullptr; }
+QDotFn iq_fused_dot_avx2(GgmlType) { return nullptr; }
 QDotFn qdot_avx2_legacy(GgmlType) { return nullptr; }
 QDotFn qdot_avx2_k(GgmlType) { return nullptr; }
 QDotFn qdot_avxvnni_k(GgmlType) { return nullptr; }
