@@ -114,13 +114,15 @@ void iq2_xs_block(const uint8_t* p, const QDotActs& x, int64_t block, int n_cols
         }
     };
     for (int half = 0; half < 2; ++half) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(BlockIq2Xs, qs) + 32 * half));
+        const uint8_t* qs = p + offsetof(BlockIq2Xs, qs) + 32 * half;
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
         alignas(32) uint16_t index[16];
         _mm256_store_si256(reinterpret_cast<__m256i*>(index), _mm256_and_si256(q, _mm256_set1_epi16(511)));
         const __m256i signs = iq2_sign_bytes(q);
         const auto grid = [&](int g) {
-            return _mm256_set_epi64x(static_cast<int64_t>(kIq2xsGrid[index[4 * g + 3]]), static_cast<int64_t>(kIq2xsGrid[index[4 * g + 2]]),
-                                     static_cast<int64_t>(kIq2xsGrid[index[4 * g + 1]]), static_cast<int64_t>(kIq2xsGrid[index[4 * g]]));
+            const uint16_t* i = index + 4 * g;
+            return _mm256_set_epi64x(static_cast<int64_t>(kIq2xsGrid[i[3]]), static_cast<int64_t>(kIq2xsGrid[i[2]]),
+                                     static_cast<int64_t>(kIq2xsGrid[i[1]]), static_cast<int64_t>(kIq2xsGrid[i[0]]));
         };
         group(4 * half, grid(0), iq2_group_signs<0>(signs));
         group(4 * half + 1, grid(1), iq2_group_signs<1>(signs));

@@ -209,7 +209,8 @@ HardwareProfile measure_cpu(const CpuProfileOptions& o, int threads) {
 }
 
 // `p` as the run sees it (at_threads of its CPU threads), measuring the CPU rates at that count,
-// the model's attention and its weight types' GEMVs where `p` lacks them, kept in `p`; `measured` says whether any was.
+// the model's attention and its weight types' GEMVs where `p` lacks them, kept in `p`;
+// `measured` says whether any was.
 HardwareProfile run_view(HardwareProfile& p, const ProfileRequest& request, bool quick, StepLog& steps,
                          bool& measured) {
     const int threads = run_threads(request);
