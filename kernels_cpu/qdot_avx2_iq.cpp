@@ -138,20 +138,6 @@ void iq2_xs_block(const uint8_t* p, const QDotActs& x, int64_t block, int n_cols
     }
 }
 
-void iq2_xs_dot(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
-    float sum[kQDotMaxCols] = {};
-    const auto* wb = static_cast<const uint8_t*>(w);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* p = wb + static_cast<size_t>(b) * sizeof(BlockIq2Xs);
-        if (n_cols == 1) {
-            iq2_xs_block<1>(p, x, b, 1, sum);
-        } else {
-            iq2_xs_block<0>(p, x, b, n_cols, sum);
-        }
-    }
-    for (int c = 0; c < n_cols; ++c) out[c] = sum[c];
-}
-
 // IQ2_XXS and IQ3_XXS: each 32-element group has one word of four 7-bit sign indices and a
 // 4-bit scale (for both its halves); the layouts say where it and the group's grid indices are.
 struct Iq2XxsLayout {
@@ -216,16 +202,19 @@ void packed_signs_block(const uint8_t* p, const QDotActs& x, int64_t block, int 
     }
 }
 
-template <class Layout>
-void packed_signs_dot(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
+// A row of `Bytes`-byte blocks, each through `Block` (its one-row instance when there is one
+// row: the decode GEMV), then the sums out.
+using FusedBlockFn = void (*)(const uint8_t* p, const QDotActs& x, int64_t block, int n_cols, float* sum);
+template <FusedBlockFn One, FusedBlockFn Any, size_t Bytes>
+void fused_dot(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
     float sum[kQDotMaxCols] = {};
     const auto* wb = static_cast<const uint8_t*>(w);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* p = wb + static_cast<size_t>(b) * Layout::kBlockBytes;
+        const uint8_t* p = wb + static_cast<size_t>(b) * Bytes;
         if (n_cols == 1) {
-            packed_signs_block<Layout, 1>(p, x, b, 1, sum);
+            One(p, x, b, 1, sum);
         } else {
-            packed_signs_block<Layout, 0>(p, x, b, n_cols, sum);
+            Any(p, x, b, n_cols, sum);
         }
     }
     for (int c = 0; c < n_cols; ++c) out[c] = sum[c];
@@ -243,9 +232,11 @@ IqIsumFn iq_isum_avx2() {
 
 QDotFn iq_fused_dot_avx2(GgmlType type) {
     switch (type) {
-        case GgmlType::IQ2_XS: return iq2_xs_dot;
-        case GgmlType::IQ2_XXS: return packed_signs_dot<Iq2XxsLayout>;
-        case GgmlType::IQ3_XXS: return packed_signs_dot<Iq3XxsLayout>;
+        case GgmlType::IQ2_XS: return fused_dot<iq2_xs_block<1>, iq2_xs_block<0>, sizeof(BlockIq2Xs)>;
+        case GgmlType::IQ2_XXS:
+            return fused_dot<packed_signs_block<Iq2XxsLayout, 1>, packed_signs_block<Iq2XxsLayout, 0>, Iq2XxsLayout::kBlockBytes>;
+        case GgmlType::IQ3_XXS:
+            return fused_dot<packed_signs_block<Iq3XxsLayout, 1>, packed_signs_block<Iq3XxsLayout, 0>, Iq3XxsLayout::kBlockBytes>;
         default: return nullptr;
     }
 }
