@@ -221,9 +221,7 @@ IqGatherFn find_iq_gather(GgmlType type) {
     }
 }
 
-const uint64_t* iq_sign_masks7() {
-    return kMask7.data();
-}
+const std::array<uint64_t, 128> kIqSignMasks7 = kMask7;
 
 void iq_finish_scalar(const IqGathered& g, IqDecoded& out) {
     for (int l = 0; l < 32; ++l) {

@@ -5,6 +5,7 @@
 // then one generic finish to bytes, scalar or AVX2 (qdot_avx2_iq.cpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "kernels_cpu/qdot.h"
@@ -53,9 +54,9 @@ IqIsumFn iq_isum_avx2();
 
 // The byte masks of IQ2_XXS / IQ2_XS / IQ3_XXS's 7-bit sign indices (128 entries; the 8th
 // sign makes the count of minus signs even), for kernels that gather in registers.
-const uint64_t* iq_sign_masks7();
+extern const std::array<uint64_t, 128> kIqSignMasks7;
 
-// The AVX2 dot product of IQ2_XS, IQ2_XXS or IQ3_XXS decoded in registers (qdot_avx2_iq.cpp):
+// The AVX2 dot product of an i-quant (IQ1_S .. IQ3_S) decoded in registers (qdot_avx2_iq.cpp):
 // the gather, finish and integer sum above fused, each 32-element group met with every
 // activation row. The same integers and float sums as the generic path (qdot_iq.cpp); nullptr
 // for other types and off x86-64.

@@ -81,6 +81,7 @@ STRATA_QDOT(q4_1, GgmlType::Q4_1);
 STRATA_QDOT(iq4_nl, GgmlType::IQ4_NL);
 STRATA_QDOT(iq2_xxs, GgmlType::IQ2_XXS);
 STRATA_QDOT(iq2_xs, GgmlType::IQ2_XS);
+STRATA_QDOT(iq2_s, GgmlType::IQ2_S);
 STRATA_QDOT(iq3_xxs, GgmlType::IQ3_XXS);
 STRATA_QDOT(iq3_s, GgmlType::IQ3_S);
 STRATA_QDOT(iq1_s, GgmlType::IQ1_S);
