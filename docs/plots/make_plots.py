@@ -345,3 +345,12 @@ bars("iq2_xs_30.png", "IQ2_XS decode, tok/s (higher is better)", "tokens/s",
       "Strata predicted (after)": [None, 1.65],
       "llama.cpp (same file, same threads)": [2.29, None]},
      ["#bbbbbb", "#2a7ab9", "#d9822b", "#999999"], top=2.8)
+
+# Thirty-first session: 7B i-quant synth decode on the H200 host's 16 cores, CPU only, two rounds
+# in one call (mean), Strata beside llama.cpp on the same files, with Strata's prediction.
+bars("iq_31.png", "7B i-quant decode on 16 Xeon cores, tok/s (higher is better)", "tokens/s",
+     ["iq3_s", "iq2_s", "iq2_xs", "iq1_s", "iq1_m"],
+     {"Strata (fused AVX2 kernels)": [14.10, 9.44, 12.49, 11.59, 8.71],
+      "Strata predicted": [12.09, 9.84, 13.35, 13.99, 7.60],
+      "llama.cpp (same file, same threads)": [9.92, 12.54, 14.72, 15.37, 14.81]},
+     ["#2a7ab9", "#d9822b", "#999999"], top=19)
