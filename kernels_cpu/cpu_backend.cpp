@@ -5,6 +5,7 @@
 #include "kernels_cpu/op_args.h"
 #include "kernels_cpu/ops.h"
 #include "kernels_cpu/predicted_ffn.h"
+#include "kernels_cpu/qdot.h"
 #include "quant/ggml_type.h"
 
 namespace strata::cpu {
@@ -15,6 +16,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options)
     : n_threads_(resolve_threads(options.n_threads)), options_(options) {
     capabilities_.device_name = cpu_model_name();
     capabilities_.weight_types = reference_weight_types();
+    capabilities_.kernel_revisions = qdot_kernel_revisions();
     capabilities_.sparse_ffn = true;
     capabilities_.sparse_activation = true;
     capabilities_.predicted_ffn = true;

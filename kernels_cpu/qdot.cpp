@@ -127,6 +127,14 @@ bool same_acts(const QDotKernel& a, const QDotKernel& b) {
            a.quantize == b.quantize;
 }
 
+std::map<GgmlType, int> qdot_kernel_revisions() {
+    std::map<GgmlType, int> r;
+    for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                       GgmlType::IQ1_S, GgmlType::IQ1_M})
+        r[t] = 2;
+    return r;
+}
+
 const QDotKernel* find_qdot_kernel(GgmlType type, KernelVariant v) {
     static const Table table = build_table();
     const int vi = variant_index(v);

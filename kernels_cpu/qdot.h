@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <type_traits>
 
 #include "kernels_cpu/kernel_variant.h"
@@ -92,6 +93,11 @@ GgmlType qdot_partner_type(GgmlType type);
 // variant has none; matmul then keeps the f32 dequantize path. Never null for Scalar where
 // qdot_partner_type(type) is not F32.
 const QDotKernel* find_qdot_kernel(GgmlType type, KernelVariant v);
+
+// The CPU dot kernels' revisions per weight type (BackendCapabilities::kernel_revisions): 2 for
+// the i-quants decoded in registers (IQ2_XS/IQ2_XXS/IQ3_XXS and IQ2_S/IQ3_S/IQ1_S/IQ1_M, from
+// 2026-12-02); the other types are at 1. Raise a type's entry when its kernel's speed changes.
+std::map<GgmlType, int> qdot_kernel_revisions();
 
 // Per-file tables behind find_qdot_kernel; each returns nullptr for types it does not cover.
 QDotFn qdot_scalar_legacy(GgmlType type);  // qdot_scalar_legacy.cpp: 32-element formats

@@ -272,6 +272,7 @@ HardwareProfile measure_cpu_profile(Backend& cpu, const CpuProfileOptions& optio
         try {
             p.cpu_gemv_gbs[name] =
                 measure_cpu_gemv_gbs(cpu, type, {options.gemv_bytes, 1, options.budget_per_step});
+            p.cpu_gemv_revisions[name] = cpu.capabilities().kernel_revision(type);
         } catch (const UnsupportedError&) {
             // Left out: the cost model falls back to the host read rate for it.
         }

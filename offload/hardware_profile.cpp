@@ -59,6 +59,20 @@ class Reader {
         }
         return out;
     }
+    // An object of ggml type names to kernel revisions (>= 1); absent: none recorded (a profile
+    // written before revisions were: every rate counts as revision 1).
+    std::map<std::string, int> revisions(const char* key) const {
+        std::map<std::string, int> out;
+        if (!has(key)) return out;
+        for (const auto& [type, value] : field(key, &Json::is_object, "an object").items()) {
+            const std::string path = cat(key, ".", type);
+            if (find_type_traits_by_name(type) == nullptr) fail(path, "is not a ggml type name");
+            const int64_t v = integer(path, value);
+            if (v < 1 || v > 1000000) fail(path, cat("must be a revision from 1, got ", v));
+            out[type] = static_cast<int>(v);
+        }
+        return out;
+    }
     // An object of attention shapes ("32x8x128") to non-negative numbers.
     std::map<std::string, double> per_shape(const char* key) const {
         std::map<std::string, double> out;
@@ -95,6 +109,7 @@ class Reader {
 void put_rates(Json& j, const CpuRates& r) {
     j["host_read_gbs"] = r.host_read_gbs;
     j["cpu_gemv_gbs"] = r.cpu_gemv_gbs;
+    j["cpu_gemv_revisions"] = r.cpu_gemv_revisions;
     j["cpu_op_us"] = r.cpu_op_us;
     j["cpu_gemv_floor_us"] = r.cpu_gemv_floor_us;
     j["cpu_gemv_tiny_floor_us"] = r.cpu_gemv_tiny_floor_us;
@@ -111,6 +126,7 @@ CpuRates read_rates(const Reader& r) {
     CpuRates c;
     c.host_read_gbs = r.rate("host_read_gbs");
     c.cpu_gemv_gbs = r.rates("cpu_gemv_gbs");
+    c.cpu_gemv_revisions = r.revisions("cpu_gemv_revisions");
     c.cpu_op_us = r.rate("cpu_op_us");
     c.cpu_gemv_floor_us = r.rate("cpu_gemv_floor_us");
     c.cpu_gemv_tiny_floor_us = r.rate("cpu_gemv_tiny_floor_us");
@@ -127,6 +143,7 @@ CpuRates read_rates(const Reader& r) {
 void set_cpu_rates(HardwareProfile& p, const CpuRates& c) {
     p.host_read_gbs = c.host_read_gbs;
     p.cpu_gemv_gbs = c.cpu_gemv_gbs;
+    p.cpu_gemv_revisions = c.cpu_gemv_revisions;
     p.cpu_op_us = c.cpu_op_us;
     p.cpu_gemv_floor_us = c.cpu_gemv_floor_us;
     p.cpu_gemv_tiny_floor_us = c.cpu_gemv_tiny_floor_us;
@@ -287,6 +304,7 @@ HardwareProfile profile_from_json(std::string_view text, std::string_view source
 CpuRates cpu_rates(const HardwareProfile& p) {
     return {.host_read_gbs = p.host_read_gbs,
             .cpu_gemv_gbs = p.cpu_gemv_gbs,
+            .cpu_gemv_revisions = p.cpu_gemv_revisions,
             .cpu_op_us = p.cpu_op_us,
             .cpu_gemv_floor_us = p.cpu_gemv_floor_us,
             .cpu_gemv_tiny_floor_us = p.cpu_gemv_tiny_floor_us,

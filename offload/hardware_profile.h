@@ -53,6 +53,7 @@ double cpu_prefill_rate(double gflops, const CpuPrefillGrid& grid, std::string_v
 struct CpuRates {
     double host_read_gbs = 0;
     std::map<std::string, double> cpu_gemv_gbs;
+    std::map<std::string, int> cpu_gemv_revisions;
     double cpu_op_us = 0;
     double cpu_gemv_floor_us = 0;
     double cpu_gemv_tiny_floor_us = 0;
@@ -72,6 +73,10 @@ struct HardwareProfile {
     uint64_t ram_total_bytes = 0;
     double host_read_gbs = 0;                   // streaming read, all cpu_threads
     std::map<std::string, double> cpu_gemv_gbs;  // ggml type name -> weight bytes/s, 1 token
+    // The CPU kernel's revision each of those rates (and the type's prefill rate) was measured
+    // with (BackendCapabilities::kernel_revisions; absent: 1); a run whose backend has another
+    // measures the type again.
+    std::map<std::string, int> cpu_gemv_revisions;
     // The fixed cost of one op beside its bytes, µs: a small op (an add of one activation row;
     // norms, RoPE, KV stores and adds cost about this), and what one GEMV takes beyond
     // bytes / cpu_gemv_gbs (thread start-up, the last rows' tail) at 4.7 MB and at 0.6 MB

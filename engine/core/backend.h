@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -215,8 +216,14 @@ struct BackendCapabilities {
     // Device bytes its ops keep as scratch beyond the activations (the cuBLAS path's f16 weight
     // tile, attention partials, argument buffers), to reserve before placing weights.
     uint64_t op_scratch_bytes = 0;
+    // The revision of the kernel that multiplies each weight type, raised when a kernel's speed
+    // changes (absent: 1). A hardware profile keeps the revision each rate was measured with
+    // and measures a rate again when the backend's differs, so a new kernel is not planned at
+    // the old one's speed.
+    std::map<GgmlType, int> kernel_revisions;
 
     bool runs_weight_type(GgmlType type) const;
+    int kernel_revision(GgmlType type) const;
 };
 
 // The types quant/ has a reference dequantizer for: what a backend that dequantizes any

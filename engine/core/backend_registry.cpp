@@ -1,4 +1,4 @@
-// Backends by name (backend_registry.h), and BackendCapabilities' helper (backend.h).
+// Backends by name (backend_registry.h), and BackendCapabilities' helpers (backend.h).
 #include "engine/core/backend_registry.h"
 
 #include <algorithm>
@@ -9,6 +9,11 @@ namespace strata {
 
 bool BackendCapabilities::runs_weight_type(GgmlType type) const {
     return std::find(weight_types.begin(), weight_types.end(), type) != weight_types.end();
+}
+
+int BackendCapabilities::kernel_revision(GgmlType type) const {
+    const auto it = kernel_revisions.find(type);
+    return it != kernel_revisions.end() ? it->second : 1;
 }
 
 std::vector<GgmlType> reference_weight_types() {

@@ -147,25 +147,31 @@ bool add_attention(HardwareProfile& p, const ProfileRequest& request, bool quick
     return measured;
 }
 
-bool can_multiply(const Backend& b, GgmlType type) {
-    const std::vector<GgmlType>& types = b.capabilities().weight_types;
-    return std::find(types.begin(), types.end(), type) != types.end();
-}
-
-// Runs measure(type, name) for each of `types` that `rates` lacks and `b` can multiply, as the
-// step "<what> <name>"; a type `measure` turns down (UnsupportedError) stays unrated. Whether
-// it ran any.
-bool measure_missing(const std::vector<GgmlType>& types, const std::map<std::string, double>& rates, const Backend& b,
-                     std::string_view what, StepLog& steps,
+// Runs measure(type, name) for each of `types` that `b` can multiply and `rates` lacks, or
+// holds from another kernel revision than b's (`revisions`: the profile's record of them, absent
+// entries 1; null: none kept), as the step "<what> <name>"; records b's revision where
+// `revisions` is kept. A type `measure` turns down (UnsupportedError) stays unrated. Whether it
+// ran any.
+bool measure_missing(const std::vector<GgmlType>& types, const std::map<std::string, double>& rates,
+                     std::map<std::string, int>* revisions, const Backend& b, std::string_view what, StepLog& steps,
                      const std::function<void(GgmlType, const std::string&)>& measure) {
     bool measured = false;
     for (GgmlType type : types) {
         const std::string name(type_traits(type).name);
-        if (rates.contains(name) || !can_multiply(b, type)) continue;
-        steps(cat(what, " ", name));
+        if (!b.capabilities().runs_weight_type(type)) continue;
+        const int revision = b.capabilities().kernel_revision(type);
+        int measured_with = 1;
+        if (revisions != nullptr) {
+            if (const auto it = revisions->find(name); it != revisions->end()) measured_with = it->second;
+        }
+        const bool stale = revisions != nullptr && rates.contains(name) && measured_with != revision;
+        if (rates.contains(name) && !stale) continue;
+        steps(stale ? cat(what, " ", name, " (kernel revision ", revision, ", the profile's ", measured_with, ")")
+                    : cat(what, " ", name));
         measured = true;
         try {
             measure(type, name);
+            if (revisions != nullptr) (*revisions)[name] = revision;
         } catch (const UnsupportedError&) {
         }
     }
@@ -179,7 +185,7 @@ bool add_weight_types(HardwareProfile& p, const ProfileRequest& request, bool qu
     if (request.cpu == nullptr) return false;
     const CpuProfileOptions o = cpu_options(quick, steps);
     Backend& cpu = *request.cpu;
-    bool measured = measure_missing(request.weight_types, p.cpu_gemv_gbs, cpu, "cpu gemv", steps,
+    bool measured = measure_missing(request.weight_types, p.cpu_gemv_gbs, &p.cpu_gemv_revisions, cpu, "cpu gemv", steps,
                                     [&](GgmlType type, const std::string& name) {
         p.cpu_gemv_gbs[name] = measure_cpu_gemv_gbs(cpu, type, {o.gemv_bytes, 1, o.budget_per_step});
         p.cpu_prefill_grid.by_type[name] =
@@ -190,7 +196,7 @@ bool add_weight_types(HardwareProfile& p, const ProfileRequest& request, bool qu
     DeviceRateOptions d;
     d.quick = quick;
     d.host = host_rates(p);
-    measured |= measure_missing(request.weight_types, p.gpu_gemv_gbs, *request.gpu, "gpu gemv", steps,
+    measured |= measure_missing(request.weight_types, p.gpu_gemv_gbs, nullptr, *request.gpu, "gpu gemv", steps,
                                 [&](GgmlType type, const std::string& name) {
         p.gpu_gemv_gbs[name] = entry->measure_gemv(*request.gpu, type, d);
     });

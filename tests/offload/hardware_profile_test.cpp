@@ -25,6 +25,7 @@ HardwareProfile sample_profile() {
     p.ram_total_bytes = 33554432000;
     p.host_read_gbs = 61.25;
     p.cpu_gemv_gbs = {{"q4_K", 48.5}, {"q6_K", 41.0}, {"f16", 30.125}};
+    p.cpu_gemv_revisions = {{"q4_K", 1}, {"iq2_xs", 2}};
     p.cpu_op_us = 2.75;
     p.cpu_gemv_floor_us = 6.5;
     p.cpu_gemv_tiny_floor_us = 3.5;
@@ -55,6 +56,7 @@ HardwareProfile sample_profile() {
     CpuRates four = cpu_rates(p);
     four.host_read_gbs = 40.5;
     four.cpu_gemv_gbs = {{"q4_K", 30.25}, {"f16", 20.0}};
+    four.cpu_gemv_revisions = {{"f16", 3}};
     four.cpu_attention_us = {{"32x8x128", 35.5}};
     four.cpu_prefill_gflops = 160.0;
     p.cpu_at_threads[4] = four;
@@ -159,6 +161,18 @@ TEST(HardwareProfile, StagedCopyRateIsOptionalButChecked) {
     EXPECT_EQ(profile_from_json(edited("h2d_staged_gbs", "31.5")).h2d_staged_gbs, 31.5);
     expect_format_error(edited("h2d_staged_gbs", "-1"), "$.h2d_staged_gbs: must be >= 0");
     expect_format_error(edited("h2d_staged_gbs", "\"fast\""), "$.h2d_staged_gbs: must be a number");
+}
+
+// cpu_gemv_revisions (kept since the thirty-first session) may be absent: an older profile
+// reads as no revisions, which count as 1. Present, each is a type name to a revision >= 1.
+TEST(HardwareProfile, KernelRevisionsAreOptionalButChecked) {
+    EXPECT_TRUE(profile_from_json(edited("cpu_gemv_revisions", "")).cpu_gemv_revisions.empty());
+    EXPECT_EQ(profile_from_json(edited("cpu_gemv_revisions", "{\"iq1_m\": 4}")).cpu_gemv_revisions,
+              (std::map<std::string, int>{{"iq1_m", 4}}));
+    expect_format_error(edited("cpu_gemv_revisions", "{\"iq1_m\": 0}"), "$.cpu_gemv_revisions.iq1_m: must be a revision from 1");
+    expect_format_error(edited("cpu_gemv_revisions", "{\"iq1_m\": 1.5}"), "$.cpu_gemv_revisions.iq1_m: must be an integer");
+    expect_format_error(edited("cpu_gemv_revisions", "{\"q4_Z\": 1}"), "$.cpu_gemv_revisions.q4_Z: is not a ggml type name");
+    expect_format_error(edited("cpu_gemv_revisions", "[1]"), "$.cpu_gemv_revisions: must be an object");
 }
 
 TEST(HardwareProfile, RatesAtOtherThreadCounts) {

@@ -104,6 +104,25 @@ def main():
                "the other rates were measured again")
         rc, _, err = run(strata, *iq_plan)
         expect(rc == 0 and "profil" not in err, f"iq2_xs measured again: {err!r}")
+        # Each CPU rate keeps the revision of the kernel that measured it: a rate from an older
+        # kernel (as an upgrade leaves behind) is measured again, alone; one whose revision is
+        # absent (a profile written before revisions) counts as revision 1.
+        revs = cpu_after.get("cpu_gemv_revisions", {})
+        expect(revs.get("iq2_xs", 0) >= 2 and revs.get("q4_K") == 1, f"revisions not recorded: {revs}")
+        stale = json.load(open(profile))
+        stale_cpu = at_two_threads(stale)
+        del stale_cpu["cpu_gemv_revisions"]["iq2_xs"]
+        stale_cpu["cpu_gemv_gbs"]["iq2_xs"] = 0.001  # the old kernel's rate, whatever it was
+        with open(profile, "w") as f:
+            json.dump(stale, f)
+        rc, _, err = run(strata, *iq_plan)
+        expect(rc == 0 and f"cpu gemv iq2_xs (kernel revision {revs['iq2_xs']}, the profile's 1)" in err
+               and "cpu gemv q4_K" not in err and "gpu gemv" not in err, f"the stale iq2_xs rate: {err!r}")
+        fresh = at_two_threads(json.load(open(profile)))
+        expect(fresh["cpu_gemv_gbs"]["iq2_xs"] > 0.001 and fresh["cpu_gemv_revisions"].get("iq2_xs") == revs["iq2_xs"]
+               and fresh["cpu_gemv_gbs"]["q4_K"] == cpu_after["cpu_gemv_gbs"]["q4_K"], f"not re-measured alone: {fresh}")
+        rc, _, err = run(strata, *iq_plan)
+        expect(rc == 0 and "profil" not in err, f"iq2_xs measured again after its revision was kept: {err!r}")
 
         # A plan that streams FFNs from disk, read back by run, in both I/O modes.
         plan = os.path.join(tmp, "tiny.plan.json")
