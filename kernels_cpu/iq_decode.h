@@ -33,6 +33,7 @@ struct IqDecoded {
     alignas(32) int8_t q[256];
     alignas(32) int16_t sc[16];
     float dw;
+    int32_t bias;  // 128 · Σ_e sc[e / 16] · q[e], for sums over x + 128 (set by decoded rows only)
 };
 
 // Gathers the block at `block` (any alignment).

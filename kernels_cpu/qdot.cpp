@@ -64,6 +64,16 @@ Table build_table() {
             table[t][2] = QDotKernel{act, lanes, fns[2], sizeof(BlockQ8KLanes), 1};
         if (const QuantizeFn pairs = qdot_avx512_legacy_acts(type); pairs != nullptr)
             table[t][2] = QDotKernel{act, pairs, fns[2], sizeof(BlockQ8_0Pair), kPairBlocks};
+        // The lattice i-quants' rows are decoded once per prompt pass (QDotKernel::decode_row);
+        // on AVX-512 the decoded rows meet the activations 64 bytes at a time.
+        if (const QDotDecoded d = qdot_avx2_iq_decoded(type); d.decode_row != nullptr) {
+            const QDotFn wide = qdot_avx512_iq_decoded();
+            for (size_t v = 1; v < kNumVariants; ++v) {
+                table[t][v].decode_row = d.decode_row;
+                table[t][v].dot_decoded = v == 2 && wide != nullptr ? wide : d.dot;
+                table[t][v].decoded_block_bytes = d.block_bytes;
+            }
+        }
         // With AVX-VNNI the AVX2 variant's Q4_K / Q5_K kernels are the AVX-512 ones in 256-bit
         // halves, on the same layout.
         if (const QDotFn vnni = cpu_features().avxvnni ? qdot_avxvnni_k(type) : nullptr; vnni != nullptr)
@@ -131,7 +141,7 @@ std::map<GgmlType, int> qdot_kernel_revisions() {
     std::map<GgmlType, int> r;
     for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
                        GgmlType::IQ1_S, GgmlType::IQ1_M})
-        r[t] = 2;
+        r[t] = 3;
     return r;
 }
 

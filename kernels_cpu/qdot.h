@@ -63,6 +63,9 @@ void with_group_size(int n_cols, F&& f) {
     }
 }
 
+// A weight row of n_blocks blocks decoded to `out` (64-byte aligned scratch) for dot_decoded.
+using QDecodeRowFn = void (*)(const void* w, int64_t n_blocks, void* out);
+
 struct QDotKernel {
     GgmlType act_type;    // partner format the activations must be quantized to
     QuantizeFn quantize;  // to act_type: quant/'s reference for Scalar, its bit-identical SIMD
@@ -71,6 +74,14 @@ struct QDotKernel {
     QDotFn dot;
     size_t act_block_bytes;  // bytes per act_group partner blocks as `quantize` writes them
     int act_group = 1;       // partner blocks per act_block_bytes (a row's last group may be short)
+    // Optional, for weights whose blocks cost more to decode than to meet a row (the lattice
+    // i-quants): decode_row writes a row's blocks, decoded_block_bytes each, and dot_decoded
+    // meets that decoded row with activation rows as `dot` meets the encoded one (the same
+    // bits). quantized_matmul decodes a unit's rows once when it meets more activation rows
+    // than one call takes (prompt passes), instead of once per kQDotMaxCols of them.
+    QDecodeRowFn decode_row = nullptr;
+    QDotFn dot_decoded = nullptr;
+    size_t decoded_block_bytes = 0;
 };
 
 // Bytes of one activation row of k elements as kernel.quantize writes it.
@@ -94,9 +105,9 @@ GgmlType qdot_partner_type(GgmlType type);
 // qdot_partner_type(type) is not F32.
 const QDotKernel* find_qdot_kernel(GgmlType type, KernelVariant v);
 
-// The CPU dot kernels' revisions per weight type (BackendCapabilities::kernel_revisions): 2 for
-// the i-quants decoded in registers (IQ2_XS/IQ2_XXS/IQ3_XXS and IQ2_S/IQ3_S/IQ1_S/IQ1_M, from
-// 2026-12-02); the other types are at 1. Raise a type's entry when its kernel's speed changes.
+// The CPU dot kernels' revisions per weight type (BackendCapabilities::kernel_revisions): 3 for
+// the lattice i-quants (2: decoded in registers, 3: rows decoded once per prompt pass, both
+// 2026-12-02); the other types are at 1. Raise a type's entry when its kernels' speed changes.
 std::map<GgmlType, int> qdot_kernel_revisions();
 
 // Per-file tables behind find_qdot_kernel; each returns nullptr for types it does not cover.
@@ -112,5 +123,15 @@ QDotFn qdot_avx512_k(GgmlType type);       // qdot_avx512_k.cpp
 QuantizeFn qdot_avx512_k_acts(GgmlType type);  // its activation layouts' quantizers
 QDotFn qdot_scalar_iq(GgmlType type);      // qdot_iq.cpp: i-quants and ternary, decoded blocks
 QDotFn qdot_avx2_iq(GgmlType type);        // qdot_iq.cpp (also used by the Avx512 variant)
+// The lattice i-quants' decoded rows (QDotKernel::decode_row): the decoder and its AVX2 dot
+// (qdot_avx2_iq.cpp; empty for other types), and the AVX-512BW dot over the same rows
+// (qdot_avx512_iq.cpp).
+struct QDotDecoded {
+    QDecodeRowFn decode_row = nullptr;
+    QDotFn dot = nullptr;
+    size_t block_bytes = 0;
+};
+QDotDecoded qdot_avx2_iq_decoded(GgmlType type);
+QDotFn qdot_avx512_iq_decoded();
 
 }  // namespace strata::cpu

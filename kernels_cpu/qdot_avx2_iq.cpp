@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 
@@ -334,7 +335,80 @@ constexpr QDotFn grouped() {
     return fused_dot<group_block<Layout, 1>, group_block<Layout, 0>, Layout::kBlockBytes>;
 }
 
+// A row's blocks gathered and finished into IqDecoded, with the bias the AVX-512 sum needs.
+const int8_t* ones256() {
+    static const std::array<int8_t, 256> ones = [] {
+        std::array<int8_t, 256> a{};
+        a.fill(1);
+        return a;
+    }();
+    return ones.data();
+}
+
+// A row's blocks gathered and finished into IqDecoded, with the bias the AVX-512 sum needs
+// (IQ2_XS, whose fused kernel does not go a group at a time).
+template <GgmlType T>
+void decode_row(const void* w, int64_t n_blocks, void* out) {
+    static const IqGatherFn gather = find_iq_gather(T);
+    const size_t bytes = type_traits(T).type_size;
+    auto* dec = static_cast<IqDecoded*>(out);
+    IqGathered g;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        gather(static_cast<const uint8_t*>(w) + static_cast<size_t>(b) * bytes, g);
+        finish_avx2(g, dec[b]);
+        dec[b].bias = 128 * isum_avx2(dec[b], ones256());
+    }
+}
+
+// The same from a group layout's registers: q = |q| with its signs, the scale words' first and
+// ninth lanes the group's two scales.
+template <class Layout>
+void decode_row_grouped(const void* w, int64_t n_blocks, void* out) {
+    auto* dec = static_cast<IqDecoded*>(out);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* p = static_cast<const uint8_t*>(w) + static_cast<size_t>(b) * Layout::kBlockBytes;
+        IqDecoded& d = dec[b];
+        for (int j = 0; j < 8; ++j) {
+            const Group g = Layout::group(p, j);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(d.q + 32 * j), _mm256_sign_epi8(g.mag, g.sign));
+            d.sc[2 * j] = static_cast<int16_t>(_mm256_extract_epi16(g.sc, 0));
+            d.sc[2 * j + 1] = static_cast<int16_t>(_mm256_extract_epi16(g.sc, 8));
+        }
+        d.dw = Layout::dw(p);
+        d.bias = 128 * isum_avx2(d, ones256());
+    }
+}
+
+// A decoded row against n_cols rows: each block's integer sum as isum_avx2 takes it, the float
+// sums as the fused kernels add them (the same bits).
+void dot_decoded_avx2(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
+    float sum[kQDotMaxCols] = {};
+    const auto* dec = static_cast<const IqDecoded*>(w);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const float dw = dec[b].dw;
+        for (int c = 0; c < n_cols; ++c) {
+            const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x.row(c))[b];
+            sum[c] += xb.d * (dw * static_cast<float>(isum_avx2(dec[b], xb.qs)));
+        }
+    }
+    for (int c = 0; c < n_cols; ++c) out[c] = sum[c];
+}
+
 }  // namespace
+
+QDotDecoded qdot_avx2_iq_decoded(GgmlType type) {
+    const auto with = [](QDecodeRowFn decode) { return QDotDecoded{decode, dot_decoded_avx2, sizeof(IqDecoded)}; };
+    switch (type) {
+        case GgmlType::IQ2_XS: return with(decode_row<GgmlType::IQ2_XS>);
+        case GgmlType::IQ2_XXS: return with(decode_row_grouped<Iq2XxsLayout>);
+        case GgmlType::IQ2_S: return with(decode_row_grouped<Iq2SLayout>);
+        case GgmlType::IQ3_XXS: return with(decode_row_grouped<Iq3XxsLayout>);
+        case GgmlType::IQ3_S: return with(decode_row_grouped<Iq3SLayout>);
+        case GgmlType::IQ1_S: return with(decode_row_grouped<Iq1SLayout>);
+        case GgmlType::IQ1_M: return with(decode_row_grouped<Iq1MLayout>);
+        default: return {};
+    }
+}
 
 IqFinishFn iq_finish_avx2() {
     return finish_avx2;

@@ -1,7 +1,8 @@
 // Quantized matmul driver (qmatmul.h). Work unit = a chunk of W rows (at most kChunkBytes, so
 // it stays in L2) × a block of up to kColBlock activation rows; units are handed out
 // dynamically, W-chunk-major so the threads stream W from memory about once. Inside a unit each
-// W row meets kQDotMaxCols activation rows per kernel call.
+// W row meets kQDotMaxCols activation rows per kernel call; rows of a kernel with decoded rows
+// (the i-quants) are decoded once per unit when it has more activation rows than that.
 #include "kernels_cpu/qmatmul.h"
 
 #include <algorithm>
@@ -47,15 +48,30 @@ struct Plan {
     int64_t n_col_units;   // units along m
 };
 
-// One unit: W rows [r0, r1) against activation rows [c0, c1).
+// One unit: W rows [r0, r1) against activation rows [c0, c1). A kernel with decoded rows
+// (QDotKernel::decode_row) decodes the unit's rows once, into this thread's scratch, when they
+// meet more activation rows than one call takes.
 void run_unit(const Tensor& w, const QDotActs& acts, Tensor& y, const Plan& p,
               const QDotKernel& kernel, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const bool decoded = kernel.decode_row != nullptr && c1 - c0 > kQDotMaxCols;
+    const size_t decoded_row_bytes = decoded ? static_cast<size_t>(p.n_blocks) * kernel.decoded_block_bytes : 0;
+    uint8_t* rows = nullptr;
+    if (decoded) {
+        thread_local ThreadScratch scratch;
+        rows = scratch.get(decoded_row_bytes * static_cast<size_t>(r1 - r0));
+        for (int64_t r = r0; r < r1; ++r)
+            kernel.decode_row(row_ptr(w, r), p.n_blocks, rows + static_cast<size_t>(r - r0) * decoded_row_bytes);
+    }
     float out[kQDotMaxCols];
     for (int64_t c = c0; c < c1; c += kQDotMaxCols) {
         const int n_cols = static_cast<int>(std::min<int64_t>(kQDotMaxCols, c1 - c));
         const QDotActs xc = acts.from_row(c);
         for (int64_t r = r0; r < r1; ++r) {
-            kernel.dot(row_ptr(w, r), xc, p.n_blocks, n_cols, out);
+            if (decoded) {
+                kernel.dot_decoded(rows + static_cast<size_t>(r - r0) * decoded_row_bytes, xc, p.n_blocks, n_cols, out);
+            } else {
+                kernel.dot(row_ptr(w, r), xc, p.n_blocks, n_cols, out);
+            }
             for (int j = 0; j < n_cols; ++j)
                 f32_row(y, c + j)[r] = out[j];
         }

@@ -10,6 +10,8 @@ namespace strata::cpu {
 IqFinishFn iq_finish_avx2() { return nullptr; }
 IqIsumFn iq_isum_avx2() { return nullptr; }
 QDotFn iq_fused_dot_avx2(GgmlType) { return nullptr; }
+QDotDecoded qdot_avx2_iq_decoded(GgmlType) { return {}; }
+QDotFn qdot_avx512_iq_decoded() { return nullptr; }
 QDotFn qdot_avx2_legacy(GgmlType) { return nullptr; }
 QDotFn qdot_avx2_k(GgmlType) { return nullptr; }
 QDotFn qdot_avxvnni_k(GgmlType) { return nullptr; }

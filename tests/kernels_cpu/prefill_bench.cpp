@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,28 +83,38 @@ const HostTensor& backend_weights(int64_t n) {
     return w11008;
 }
 
-// Args: W rows n (4096 or 11008), batch m, n_threads (0 = physical cores). `dnnl` forces the
-// oneDNN path from m = 1 on any CPU oneDNN supports; otherwise dnnl_min_rows = 0 keeps ours.
+// The backend of a matmul benchmark: ours (dnnl_min_rows = 0), or with `dnnl` the oneDNN path
+// from m = 1 on any CPU oneDNN supports; null, the benchmark skipped, where that is missing.
+std::unique_ptr<CpuBackend> prefill_backend(benchmark::State& state, bool dnnl, int64_t threads) {
+    if (dnnl && !dnnl_matmul_available()) {
+        state.SkipWithError("oneDNN path not available (no libdnnl-dev, STRATA_DNNL=0 or no bf16)");
+        return nullptr;
+    }
+    CpuBackendOptions options;
+    options.n_threads = threads_arg(threads);
+    options.dnnl_min_rows = dnnl ? 1 : 0;
+    options.dnnl_require_amx = false;
+    set_kernel_variant(KernelVariant::Auto);
+    return std::make_unique<CpuBackend>(options);
+}
+
+std::string path_label(bool dnnl) {
+    return dnnl ? (cpu_features().amx_bf16 ? "onednn bf16 amx" : "onednn bf16 no-amx")
+                : std::string(kernel_variant_name(active_kernel_variant()));
+}
+
+// Args: W rows n (4096 or 11008), batch m, n_threads (0 = physical cores); ours or oneDNN's.
 void bm_prefill_backend(benchmark::State& state, bool dnnl) {
     const PrefillInputs& in = PrefillInputs::get();
     const int64_t n = state.range(0), m = state.range(1);
-    if (dnnl && !dnnl_matmul_available()) {
-        state.SkipWithError("oneDNN path not available (no libdnnl-dev, STRATA_DNNL=0 or no bf16)");
-        return;
-    }
-    CpuBackendOptions options;
-    options.n_threads = threads_arg(state.range(2));
-    options.dnnl_min_rows = dnnl ? 1 : 0;
-    options.dnnl_require_amx = false;
-    CpuBackend backend(options);
-    set_kernel_variant(KernelVariant::Auto);
-    state.SetLabel(dnnl ? (cpu_features().amx_bf16 ? "onednn bf16 amx" : "onednn bf16 no-amx")
-                        : std::string(kernel_variant_name(active_kernel_variant())));
+    const std::unique_ptr<CpuBackend> backend = prefill_backend(state, dnnl, state.range(2));
+    if (!backend) return;
+    state.SetLabel(path_label(dnnl));
     const HostTensor& w = backend_weights(n);
     const Tensor x = in.x.t.rows(0, m);
     HostTensor y(GgmlType::F32, {n, m});
     for (auto _ : state) {
-        backend.matmul(w.t, x, y.t);
+        backend->matmul(w.t, x, y.t);
         benchmark::ClobberMemory();
     }
     const double iters = static_cast<double>(state.iterations());
@@ -111,7 +122,31 @@ void bm_prefill_backend(benchmark::State& state, bool dnnl) {
                                                  benchmark::Counter::kIsRate);
     state.counters["tokens"] =
         benchmark::Counter(static_cast<double>(m) * iters, benchmark::Counter::kIsRate);
-    state.counters["threads"] = backend.n_threads();
+    state.counters["threads"] = backend->n_threads();
+}
+
+// Ours against the oneDNN path (from m = 1, AMX not required) on a 4096 x 4096 W of another
+// type than q4_K: the i-quants' integer kernels run at a third of q4_K's rate, so oneDNN's
+// bf16 GEMM (the same for every type after the dequantization) may win at fewer rows for them.
+// Args: type (index into kPrefillTypes), batch m, dnnl (0/1), n_threads.
+constexpr GgmlType kPrefillTypes[] = {GgmlType::Q4_K, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                                      GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M};
+void bm_prefill_type(benchmark::State& state) {
+    const GgmlType type = kPrefillTypes[state.range(0)];
+    const int64_t m = state.range(1);
+    const bool dnnl = state.range(2) != 0;
+    const std::unique_ptr<CpuBackend> backend = prefill_backend(state, dnnl, state.range(3));
+    if (!backend) return;
+    state.SetLabel(cat(type_traits(type).name, " ", path_label(dnnl)));
+    const HostTensor w = random_block_weights(type, kK, kN);
+    const HostTensor x = test::random_f32({kK, m});
+    HostTensor y(GgmlType::F32, {kN, m});
+    for (auto _ : state) {
+        backend->matmul(w.t, x.t, y.t);
+        benchmark::ClobberMemory();
+    }
+    state.counters["tokens"] =
+        benchmark::Counter(static_cast<double>(m) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // Our integer GEMM at one batch over W of k inputs and the same weight count (16M weights:
@@ -333,6 +368,12 @@ STRATA_PREFILL(BENCHMARK_CAPTURE(bm_prefill_onednn, bf16_dequant_per_call, DnnlM
 
 STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, ours, false));
 STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, dnnl, true));
+
+BENCHMARK(bm_prefill_type)
+    ->ArgNames({"type", "m", "dnnl", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {16, 32, 64, 128}, {0, 1}, {0}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 BENCHMARK(bm_prefill_width)
     ->ArgNames({"k", "batch", "from_ram", "type", "threads"})
