@@ -61,15 +61,20 @@ void matmul(const Tensor& w, const Tensor& x, Tensor& y, int n_threads,
     if (n == 0 || m == 0) return;
     const KernelVariant variant =
         options.quantize_activations ? active_kernel_variant() : KernelVariant::Dequant;
-    // The Dequant variant is the reference path: it never rounds x, to bf16 or to 8 bits.
-    const DnnlPolicy dnnl{.min_rows = options.dnnl_min_rows,
+    const QDotKernel* kernel = find_qdot_kernel(w.type, variant);
+    // The Dequant variant is the reference path: it never rounds x, to bf16 or to 8 bits. Types
+    // with decoded rows (the i-quants) take oneDNN from twice the rows: its per-call
+    // dequantization is the cost there (H200 host, 16 threads, AMX, 4096 x 4096 at 128 rows:
+    // oneDNN 13.3-14.2k tokens/s for iq2_xs/iq2_s/iq3_s, ours 22-23k; bm_prefill_type).
+    const bool decoded = kernel != nullptr && kernel->decode_row != nullptr;
+    const DnnlPolicy dnnl{.min_rows = decoded ? 2 * options.dnnl_min_rows : options.dnnl_min_rows,
                           .require_amx = options.dnnl_require_amx};
     if (variant != KernelVariant::Dequant && y_rows_uniform(y) &&
         use_dnnl_matmul(w.type, m, dnnl)) {
         dnnl_matmul(w, x, y, n_threads);
         return;
     }
-    if (const QDotKernel* kernel = find_qdot_kernel(w.type, variant)) {
+    if (kernel != nullptr) {
         quantized_matmul(w, x, y, n_threads, *kernel);
         return;
     }
