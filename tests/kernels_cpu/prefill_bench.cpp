@@ -371,7 +371,7 @@ STRATA_PREFILL_BACKEND(BENCHMARK_CAPTURE(bm_prefill_backend, dnnl, true));
 
 BENCHMARK(bm_prefill_type)
     ->ArgNames({"type", "m", "dnnl", "threads"})
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {16, 32, 64, 128}, {0, 1}, {0}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {16, 32, 64, 128, 256, 512}, {0, 1}, {0}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
