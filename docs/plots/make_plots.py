@@ -354,3 +354,12 @@ bars("iq_31.png", "7B i-quant decode on 16 Xeon cores, tok/s (higher is better)"
       "Strata predicted": [12.09, 9.84, 13.35, 13.99, 7.60],
       "llama.cpp (same file, same threads)": [9.92, 12.54, 14.72, 15.37, 14.81]},
      ["#2a7ab9", "#d9822b", "#999999"], top=19)
+
+# Thirty-first session: 7B i-quant synth prompt passes (64 tokens) on the H200 host's 16 cores,
+# CPU only, two rounds in one call (mean): before and after the decoded rows, beside llama.cpp.
+bars("iq_prefill_31.png", "7B i-quant pp64 on 16 Xeon cores, tok/s (higher is better)", "tokens/s",
+     ["iq3_s", "iq2_s", "iq2_xs", "iq1_m"],
+     {"Strata before (8 rows per decode)": [33.0, 33.2, 34.3, 29.9],
+      "Strata after (rows decoded once)": [61.5, 63.1, 60.8, 59.6],
+      "llama.cpp (same file, same threads)": [125.5, 102.4, 126.4, 97.3]},
+     ["#bbbbbb", "#2a7ab9", "#999999"], top=150)
