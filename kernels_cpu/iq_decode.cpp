@@ -33,7 +33,12 @@ constexpr std::array<uint64_t, N> make_sign_masks() {
     return m;
 }
 constexpr std::array<uint64_t, 256> kMask8 = make_sign_masks<256, false>();
-constexpr std::array<uint64_t, 128> kMask7 = make_sign_masks<128, true>();
+
+}  // namespace
+
+const std::array<uint64_t, 128> kIqSignMasks7 = make_sign_masks<128, true>();
+
+namespace {
 
 // IQ1's grid as 8·g + 1 per byte (the +1/8 delta; the -1/8 one is 2 less).
 const std::array<uint64_t, 2048>& iq1_times8_plus1() {
@@ -68,7 +73,7 @@ void gather_iq2_xxs(const void* p, IqGathered& out) {
         const uint32_t aux = b.qs[4 * ib + 2] | static_cast<uint32_t>(b.qs[4 * ib + 3]) << 16;
         for (int k = 0; k < 4; ++k) {
             out.grid[4 * ib + k] = kIq2xxsGrid[(idx >> (8 * k)) & 0xFF];
-            out.mask[4 * ib + k] = kMask7[(aux >> (7 * k)) & 0x7F];
+            out.mask[4 * ib + k] = kIqSignMasks7[(aux >> (7 * k)) & 0x7F];
         }
         same_scale_pairs(out, ib, static_cast<int>(2 * (aux >> 28) + 1));
     }
@@ -86,7 +91,7 @@ void gather_iq2_xs(const void* p, IqGathered& out) {
     const BlockIq2Xs& b = as(p, tmp);
     for (int l = 0; l < 32; ++l) {
         out.grid[l] = kIq2xsGrid[b.qs[l] & 511];
-        out.mask[l] = kMask7[b.qs[l] >> 9];
+        out.mask[l] = kIqSignMasks7[b.qs[l] >> 9];
     }
     iq2_scales16(b.scales, out);
     out.dw = fp16_to_fp32(b.d) * 0.125f;
@@ -114,7 +119,7 @@ void gather_iq3_xxs(const void* p, IqGathered& out) {
         for (int k = 0; k < 4; ++k) {  // a group of 8 is two grid points of 4
             const int l = 8 * ib + 2 * k;
             out.grid[4 * ib + k] = kIq3xxsGrid[b.qs[l]] | static_cast<uint64_t>(kIq3xxsGrid[b.qs[l + 1]]) << 32;
-            out.mask[4 * ib + k] = kMask7[(aux >> (7 * k)) & 0x7F];
+            out.mask[4 * ib + k] = kIqSignMasks7[(aux >> (7 * k)) & 0x7F];
         }
         same_scale_pairs(out, ib, static_cast<int>(2 * (aux >> 28) + 1));
     }
@@ -220,8 +225,6 @@ IqGatherFn find_iq_gather(GgmlType type) {
         default: return nullptr;
     }
 }
-
-const std::array<uint64_t, 128> kIqSignMasks7 = kMask7;
 
 void iq_finish_scalar(const IqGathered& g, IqDecoded& out) {
     for (int l = 0; l < 32; ++l) {

@@ -335,14 +335,15 @@ constexpr QDotFn grouped() {
     return fused_dot<group_block<Layout, 1>, group_block<Layout, 0>, Layout::kBlockBytes>;
 }
 
-// A row's blocks gathered and finished into IqDecoded, with the bias the AVX-512 sum needs.
-const int8_t* ones256() {
+// The bias of a decoded block for the AVX-512 sum over x + 128: 128 · Σ sc·q, the block's sum
+// against x = 1.
+void set_bias(IqDecoded& d) {
     static const std::array<int8_t, 256> ones = [] {
         std::array<int8_t, 256> a{};
         a.fill(1);
         return a;
     }();
-    return ones.data();
+    d.bias = 128 * isum_avx2(d, ones.data());
 }
 
 // A row's blocks gathered and finished into IqDecoded, with the bias the AVX-512 sum needs
@@ -356,7 +357,7 @@ void decode_row(const void* w, int64_t n_blocks, void* out) {
     for (int64_t b = 0; b < n_blocks; ++b) {
         gather(static_cast<const uint8_t*>(w) + static_cast<size_t>(b) * bytes, g);
         finish_avx2(g, dec[b]);
-        dec[b].bias = 128 * isum_avx2(dec[b], ones256());
+        set_bias(dec[b]);
     }
 }
 
@@ -375,7 +376,7 @@ void decode_row_grouped(const void* w, int64_t n_blocks, void* out) {
             d.sc[2 * j + 1] = static_cast<int16_t>(_mm256_extract_epi16(g.sc, 8));
         }
         d.dw = Layout::dw(p);
-        d.bias = 128 * isum_avx2(d, ones256());
+        set_bias(d);
     }
 }
 

@@ -18,28 +18,25 @@ namespace {
 // Register j of a block covers elements 64j .. 64j + 63, whose maddubs pairs (32 word lanes)
 // take the scales of groups 4j + lane / 8: the word indices that spread a block's 16 scales so.
 struct ScaleSpread {
-    __m512i idx[4];
-    ScaleSpread() {
-        for (int j = 0; j < 4; ++j) {
-            alignas(64) int16_t i[32];
-            for (int l = 0; l < 32; ++l) i[l] = static_cast<int16_t>(4 * j + l / 8);
-            idx[j] = _mm512_load_si512(i);
-        }
+    alignas(64) int16_t idx[4][32];
+    constexpr ScaleSpread() : idx{} {
+        for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < 32; ++l) idx[j][l] = static_cast<int16_t>(4 * j + l / 8);
     }
 };
+constexpr ScaleSpread kSpread;
 
 void dot_decoded_avx512(const void* w, const QDotActs& x, int64_t n_blocks, int n_cols, float* out) {
     float sum[kQDotMaxCols] = {};
     const auto* dec = static_cast<const IqDecoded*>(w);
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    const ScaleSpread spread;
     for (int64_t b = 0; b < n_blocks; ++b) {
         const IqDecoded& d = dec[b];
         const __m512i scales = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d.sc)));
         __m512i q[4], sc[4];
         for (int j = 0; j < 4; ++j) {
             q[j] = _mm512_loadu_si512(d.q + 64 * j);
-            sc[j] = _mm512_permutexvar_epi16(spread.idx[j], scales);
+            sc[j] = _mm512_permutexvar_epi16(_mm512_load_si512(kSpread.idx[j]), scales);
         }
         for (int c = 0; c < n_cols; ++c) {
             const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x.row(c))[b];
