@@ -68,6 +68,15 @@
 
 namespace strata {
 
+// One layer's FFN with hot neurons (--hot-neurons, engine/runtime/hot_cold_ffn.h), as the cost
+// model prices it: its first `hot` neurons (hot-first order) on the GPU, computed densely there;
+// the cold rest on the CPU, which reads their gate rows densely and their up rows and
+// neuron-major down rows for the expected active share of them, `cold_active`.
+struct HotColdCost {
+    int64_t hot = 0;
+    double cold_active = 1.0;  // the cold neurons' expected active fraction per token
+};
+
 struct CostParams {
     int64_t n_ctx_used = 1024;  // KV cells a decode step attends to
     int64_t n_prompt = 512;     // prefill batch
@@ -100,6 +109,14 @@ struct CostParams {
     double ffn_active_fraction = 1.0;
     double ffn_down_bytes_per_weight = 0;
     bool ffn_down_copy_auto = false;
+    // Hot neurons, per layer (empty: none; a layer past its end or with a split FFN is priced
+    // as above). Decode: the GPU's hot range (its gate and up rows, its ffn_down columns at
+    // hot_down_bytes_per_weight) and the CPU's cold part (gate rows, then up and neuron-major
+    // down rows at cold_active, at the row kernels' shares) run concurrently, with the normed
+    // input to the GPU and the partial sum back; prefill: the hot range on the GPU, the cold
+    // gate rows and the whole ffn_up and ffn_down on the CPU (the masked dense products).
+    std::vector<HotColdCost> hot_cold;
+    double hot_down_bytes_per_weight = 34.0 / 32.0;  // Q8_0
     // Prompt batches of at least ship_min_tokens multiply host weights on the GPU through
     // ship_slots staging buffers (0: never shipped; SessionParams::gpu_prefill_min_tokens,
     // RuntimeBudgets::staging_slots); ship_registered: the RAM weights are registered for
@@ -304,6 +321,7 @@ class CostModel {
                     double pf_share = 1.0, double decode_share = 1.0) const;
     void add_ffn_split(Walk& w, int layer, const FfnSplit& split) const;
     void add_sparse_ffn(Walk& w, const Layout& layout, int layer, int home) const;
+    void add_hot_cold_ffn(Walk& w, const Layout& layout, int layer, const HotColdCost& hot_cold) const;
     void add_experts(Walk& w, const std::vector<Tier>& tiers, int layer, int home) const;
     // Whether a decode step routes layer L on the GPU: its router (home) and all its experts
     // (count per tier) there, and no shared expert.

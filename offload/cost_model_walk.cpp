@@ -36,6 +36,29 @@ void add_longer_decode(CostTerms& t, const CostTerms& gpu, const CostTerms& cpu)
     }
 }
 
+// Whether a sparse run keeps ffn_down `t`'s neuron-major copy (the runtime's rule at its S:
+// every layer, none, or where it pays against the tensor's own type: sparse_down.h).
+bool keeps_down_copy(const CostParams& params, const TensorEntry& t) {
+    if (params.ffn_down_bytes_per_weight <= 0) return false;
+    if (!params.ffn_down_copy_auto) return true;
+    const double weights = static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
+    const double source_bpw = static_cast<double>(row_bytes(t.type, t.ne[0])) * static_cast<double>(t.ne[1]) / weights;
+    return neuron_major_copy_pays(params.ffn_down_bytes_per_weight, source_bpw, params.ffn_active_fraction);
+}
+
+// An FFN's GPU and host parts, run concurrently in decode and in a prompt pass: the longer of
+// each counts; the disk, shipping and graph facts of both.
+void add_concurrent_parts(CostTerms& t, const CostTerms& gpu, const CostTerms& cpu) {
+    add_longer_decode(t, gpu, cpu);
+    const double pg = gpu.pf_gpu_s + cpu.pf_gpu_s, pc = cpu.pf_cpu_s;
+    (pg >= pc ? t.pf_gpu_s : t.pf_cpu_s) += std::max(pg, pc);
+    t.disk_s += cpu.disk_s;
+    t.pf_disk_s += cpu.pf_disk_s;
+    t.pf_ship_s += gpu.pf_ship_s + cpu.pf_ship_s;
+    t.gpu_kernels += gpu.gpu_kernels + cpu.gpu_kernels;
+    t.host_parts += gpu.host_parts + cpu.host_parts;
+}
+
 }  // namespace
 
 // One segment's terms as the layer program walks through it.
@@ -161,14 +184,7 @@ void CostModel::add_ffn_split(Walk& w, int layer, const FfnSplit& s) const {
     // With GPU neurons the FFN's home is the GPU and the host part has its own small ops. The
     // parts run concurrently: only the longer one is on the critical path.
     if (s.gpu_end > 0 && s.gpu_end < n_ff) cpu.ops(kCpu, ffn_part_small_ops());
-    add_longer_decode(w.t, gpu.t, cpu.t);
-    const double pg = gpu.t.pf_gpu_s + cpu.t.pf_gpu_s, pc = cpu.t.pf_cpu_s;
-    (pg >= pc ? w.t.pf_gpu_s : w.t.pf_cpu_s) += std::max(pg, pc);
-    w.t.disk_s += cpu.t.disk_s;
-    w.t.pf_disk_s += cpu.t.pf_disk_s;
-    w.t.pf_ship_s += gpu.t.pf_ship_s + cpu.t.pf_ship_s;
-    w.t.gpu_kernels += gpu.t.gpu_kernels + cpu.t.gpu_kernels;
-    w.t.host_parts += gpu.t.host_parts + cpu.t.host_parts;
+    add_concurrent_parts(w.t, gpu.t, cpu.t);
     if (s.gpu_end > 0 && s.gpu_end < n_ff) {
         w.copy(4.0 * L.ffn->gate->ne[0], kGpu, kCpu);  // the normed input
         w.copy(4.0 * L.ffn->gate->ne[0], kCpu, kGpu);  // the CPU's partial sum
@@ -264,6 +280,8 @@ CostTerms CostModel::segment(const Layout& layout, int s) const {
     w.ops(fh, fh == kGpu ? L.gpu_ffn_ops : L.ffn_ops);
     if (const auto& split = layout.split[static_cast<size_t>(s)]) {
         add_ffn_split(w, s, *split);
+    } else if (L.ffn && fh == kCpu && static_cast<size_t>(s) < params_.hot_cold.size()) {
+        add_hot_cold_ffn(w, layout, s, params_.hot_cold[static_cast<size_t>(s)]);
     } else if (L.ffn) {
         w.ffn_pf_home = pfh;
         add_sparse_ffn(w, layout, s, fh);
@@ -386,19 +404,58 @@ void CostModel::add_sparse_ffn(Walk& w, const Layout& layout, int layer, int hom
         // The row kernels on the CPU keep a share of the GEMV's rate per byte (sparse_down.h).
         const bool cpu = tier(i) != Tier::Gpu;
         double share = f / (cpu ? row_rate_share(k == 1 ? kGatherRateShare : kAccumulateRateShare, f) : 1.0);
-        if (k == 2 && params_.ffn_down_bytes_per_weight <= 0) {
-            share = 1.0;  // no copy anywhere (--sparse-down whole): read whole
+        if (k == 2 && keeps_down_copy(params_, t)) {
+            read = params_.ffn_down_bytes_per_weight * static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
         } else if (k == 2) {
-            const double weights = static_cast<double>(t.ne[0]) * static_cast<double>(t.ne[1]);
-            const double source_bpw = static_cast<double>(row_bytes(t.type, t.ne[0])) * static_cast<double>(t.ne[1]) / weights;
-            if (!params_.ffn_down_copy_auto || neuron_major_copy_pays(params_.ffn_down_bytes_per_weight, source_bpw, f)) {
-                read = params_.ffn_down_bytes_per_weight * weights;
-            } else {
-                read = source_bpw * weights;  // read whole: no copy
-                share = 1.0;
-            }
+            share = 1.0;  // no copy (--sparse-down whole, or one that would not pay): read whole
         }
         add_weight(w, i, bytes(i), tier(i), home, 1.0, read * share / bytes(i));
+    }
+}
+
+// Hot neurons (CostParams::hot_cold): the GPU's hot range dense (its ffn_down columns as the
+// hot copy's bytes), the CPU's cold gate rows dense and its up and neuron-major down rows at the
+// cold neurons' active fraction, at the row kernels' shares; the parts concurrent, the normed
+// input in and the partial sum out. A prompt pass multiplies the hot range on the GPU and the
+// cold gate rows and the whole ffn_up and ffn_down (masked) on the host.
+void CostModel::add_hot_cold_ffn(Walk& w, const Layout& layout, int layer, const HotColdCost& hc) const {
+    const LayerInfo& L = layers_[static_cast<size_t>(layer)];
+    const int64_t n_ff = L.ffn->n_ff;
+    const int64_t hot = std::clamp<int64_t>(hc.hot, 0, n_ff);
+    const double f = std::clamp(hc.cold_active, 0.0, 1.0);
+    const double n_embd = static_cast<double>(L.ffn->gate->ne[0]);
+    const double cold_weights = static_cast<double>(n_ff - hot) * n_embd;
+    Walk gpu{*this, {}}, cpu{*this, {}};
+    for (int k = 0; k < 3; ++k) {
+        const int i = L.ffn_index[k];
+        const TensorEntry& t = table_.tensors[static_cast<size_t>(i)];
+        const Tier tier = layout.tier[static_cast<size_t>(i)] == Tier::Disk ? Tier::Disk : Tier::Ram;
+        const bool down = k == 2;
+        const double hot_part = part_bytes(t, down, 0, hot);
+        const double hot_copy = down ? params_.hot_down_bytes_per_weight * static_cast<double>(hot) * n_embd : hot_part;
+        if (hot_part > 0) add_weight(gpu, i, hot_part, Tier::Gpu, kGpu, 1.0, hot_copy / hot_part);
+        if (hot == n_ff) continue;  // no cold part
+        if (k == 0) {  // the cold gate rows, every token
+            add_weight(cpu, i, part_bytes(t, false, hot, n_ff), tier, kCpu);
+            continue;
+        }
+        // The active cold rows: ffn_up's own, ffn_down's from the neuron-major copy; without the
+        // copy ffn_down is read whole.
+        const double whole = static_cast<double>(t.bytes);
+        if (down && !keeps_down_copy(params_, t)) {
+            add_weight(cpu, i, whole, tier, kCpu);
+            continue;
+        }
+        const double rows = down ? params_.ffn_down_bytes_per_weight * cold_weights : part_bytes(t, false, hot, n_ff);
+        const double read = rows * f / row_rate_share(down ? kAccumulateRateShare : kGatherRateShare, f);
+        add_weight(cpu, i, whole, tier, kCpu, 1.0, read / whole);
+    }
+    const bool split = hot > 0 && hot < n_ff;
+    if (split) gpu.ops(kGpu, ffn_part_small_ops());
+    add_concurrent_parts(w.t, gpu.t, cpu.t);
+    if (hot > 0) {
+        w.copy(4.0 * n_embd, kCpu, kGpu);  // the normed input
+        w.copy(4.0 * n_embd, kGpu, kCpu);  // the hot range's partial sum
     }
 }
 

@@ -36,6 +36,15 @@ double file_order_share(const LayerActivationStats& layer, size_t grid, int64_t 
     return total > 0 ? std::accumulate(c.begin(), c.begin() + n, 0.0) / total : 0.0;
 }
 
+double cold_active_fraction(const NeuronRates& rates, int64_t hot, double sparsity) {
+    if (hot < 0 || hot > rates.n_ff()) throw ArgumentError(cat("hot count ", hot, " is outside [0, ", rates.n_ff(), "]"));
+    if (hot == rates.n_ff()) return 0.0;
+    const double active = 1.0 - sparsity;
+    if (rates.total() <= 0) return active;
+    const double cold = (rates.total() - rates.prefix[static_cast<size_t>(hot)]) / static_cast<double>(rates.n_ff() - hot);
+    return std::clamp(cold * active * static_cast<double>(rates.n_ff()) / rates.total(), 0.0, 1.0);
+}
+
 SplitBytes split_bytes(const NeuronRates& rates, const NeuronBytes& bytes, int64_t hot) {
     if (hot < 0 || hot > rates.n_ff()) throw ArgumentError(cat("hot count ", hot, " is outside [0, ", rates.n_ff(), "]"));
     SplitBytes s;
@@ -73,7 +82,8 @@ std::vector<int64_t> choose_hot_counts(const std::vector<NeuronRates>& rates, co
     };
     std::priority_queue<Step> queue;
     for (size_t il = 0; il < rates.size(); ++il) {
-        if (rates[il].n_ff() > 0) queue.push(step_of(il));
+        const bool skipped = il < request.skip.size() && request.skip[il];
+        if (rates[il].n_ff() > 0 && !skipped) queue.push(step_of(il));
     }
     double left = static_cast<double>(request.gpu_bytes);
     while (!queue.empty()) {

@@ -37,6 +37,12 @@ struct NeuronBytes {
     double gpu_resident() const { return gate + up + down_gpu; }
 };
 
+// The expected active fraction of the cold neurons [hot, n_ff) per token at a run's S: their
+// rates' mean, scaled so that the whole layer's expected active share is 1 - S (the stats' rates
+// are at the grid S nearest the run's; the run's thresholds give 1 - S). 0 when none is cold;
+// 1 - S when the stats count no activation. ArgumentError when hot is outside [0, n_ff].
+double cold_active_fraction(const NeuronRates& rates, int64_t hot, double sparsity);
+
 struct SplitBytes {
     double gpu = 0;  // read per token on the GPU: the hot range, dense
     double cpu = 0;  // read per token on the CPU: every cold gate row, active cold up/down rows
@@ -47,6 +53,7 @@ SplitBytes split_bytes(const NeuronRates& rates, const NeuronBytes& bytes, int64
 struct HotCountRequest {
     uint64_t gpu_bytes = 0;  // GPU bytes for FFN neurons (after attention, KV and the rest)
     int64_t granule = 256;   // hot counts are multiples of it (or n_ff)
+    std::vector<bool> skip;  // per layer: takes no hot neuron (its FFN is on the GPU whole); may be shorter
 };
 
 // Hot count per layer: granules taken in order of CPU bytes saved per GPU byte, across layers,

@@ -493,6 +493,54 @@ TEST(CostModel, SparseFfnCountsUpAndDownAtTheActiveFraction) {
     EXPECT_NEAR((d.cpu_s - d.fixed_s) - (whole.cpu_s - whole.fixed_s), half_up_saved, half_up_saved * 1e-6);
 }
 
+// Hot neurons (CostParams::hot_cold): no hot neuron prices a layer as the sparse FFN at the cold
+// fraction; a hot half moves its gate rows and its share of the active up and down rows off the
+// CPU, at two copies per layer; all hot puts the whole FFN on the GPU (ffn_down as the Q8_0 hot
+// copy's bytes at its type's GPU rate).
+TEST(CostModel, HotNeuronsMoveTheirRowsToTheGpuAtTwoCopiesPerLayer) {
+    const LlamaShape s = mid_shape();
+    const TensorTable t = make_llama_table(s);
+    const Placement p = first_layers(t, 0, Tier::Ram);
+    CostParams sparse;
+    sparse.overhead_s = 0;
+    sparse.ffn_active_fraction = 0.5;
+    sparse.ffn_down_bytes_per_weight = 34.0 / 32.0;
+    const CostEstimate e = estimate(p, t, laptop(), sparse);
+    CostParams cold = sparse;
+    cold.hot_cold.assign(static_cast<size_t>(s.n_layer), HotColdCost{0, 0.5});
+    const CostEstimate c = estimate(p, t, laptop(), cold);
+    EXPECT_NEAR(c.decode_s_per_token, e.decode_s_per_token, e.decode_s_per_token * 1e-12);
+    EXPECT_NEAR(c.prefill_s_per_token, e.prefill_s_per_token, e.prefill_s_per_token * 1e-12);
+    EXPECT_EQ(c.transfers, e.transfers);
+
+    const double weights = static_cast<double>(s.n_embd) * static_cast<double>(s.n_ff);
+    const double gate = static_cast<double>(row_bytes(GgmlType::Q4_K, s.n_embd)) * static_cast<double>(s.n_ff);
+    const double copy = weights * 34.0 / 32.0;
+    // CPU seconds of one layer's FFN reads with `hot_share` of its neurons hot and the cold ones
+    // active at f (up rows at the gather's share of q4_K's 45 GB/s, the copy's rows at the
+    // accumulate's share of q6_K's 40).
+    const auto cpu_ffn_s = [&](double hot_share, double f) {
+        const double cold = 1.0 - hot_share;
+        return cold * gate / 45e9 + cold * gate * f / row_rate_share(kGatherRateShare, f) / 45e9 +
+               cold * copy * f / row_rate_share(kAccumulateRateShare, f) / 40e9;
+    };
+    CostParams half = sparse;
+    half.hot_cold.assign(static_cast<size_t>(s.n_layer), HotColdCost{s.n_ff / 2, 0.3});
+    const CostEstimate h = estimate(p, t, laptop(), half);
+    const double saved = s.n_layer * (cpu_ffn_s(0, 0.5) - cpu_ffn_s(0.5, 0.3));
+    EXPECT_NEAR((e.cpu_s - e.fixed_s) - (h.cpu_s - h.fixed_s), saved, saved * 1e-6);
+    EXPECT_EQ(h.transfers, e.transfers + 2 * s.n_layer);
+    EXPECT_LT(h.decode_s_per_token, e.decode_s_per_token);
+
+    CostParams all = sparse;
+    all.hot_cold.assign(static_cast<size_t>(s.n_layer), HotColdCost{s.n_ff, 0});
+    const CostEstimate a = estimate(p, t, laptop(), all);
+    const auto reads_s = [](const CostEstimate& x) { return x.cpu_s + x.gpu_s - x.fixed_s; };
+    const double moved = s.n_layer * (cpu_ffn_s(0, 0.5) - (2 * gate / 200e9 + copy / 190e9));
+    EXPECT_NEAR(reads_s(e) - reads_s(a), moved, moved * 1e-6);
+    EXPECT_EQ(a.transfers, e.transfers + 2 * s.n_layer);
+}
+
 // The copy rule: a Q8_0 copy read at the active fraction against the source read whole, at the
 // accumulate's share of the GEMV rate per byte (all of it in order at 1, random from half down).
 TEST(SparseDown, AutoKeepsACopyWhereItReadsLessTimeThanTheWholeMatrix) {

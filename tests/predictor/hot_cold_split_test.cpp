@@ -55,6 +55,34 @@ TEST(HotColdSplit, BytesAreDirectSumsOverSortedCounts) {
     EXPECT_THROW(strata::file_order_share(l, g, 1001), strata::ArgumentError);
 }
 
+// The cold neurons' active fraction: the mean rate of the coldest n_ff - hot counts (sorted
+// directly), scaled so the layer's mean is the run's 1 - S.
+TEST(HotColdSplit, ColdActiveFractionIsTheColdMeanScaledToTheRunsSparsity) {
+    std::mt19937 rng(8);
+    const auto l = random_layer(1000, rng);
+    const size_t g = strata::neuron_count_index(0.5);
+    const auto r = strata::layer_rates(l, g);
+    std::vector<uint32_t> c = l.neuron_counts[g];
+    std::sort(c.begin(), c.end(), std::greater<>());
+    double all = 0;
+    for (uint32_t v : c) all += v;
+    for (double s : {0.5, 0.4}) {
+        for (int64_t hot : {0, 256, 999}) {
+            double cold = 0;
+            for (size_t i = static_cast<size_t>(hot); i < c.size(); ++i) cold += c[i];
+            const double expected = std::min(1.0, cold / static_cast<double>(1000 - hot) * (1 - s) * 1000 / all);
+            EXPECT_NEAR(strata::cold_active_fraction(r, hot, s), expected, 1e-12) << s << " " << hot;
+        }
+    }
+    // Hot-first: the coldest half is less active than the layer's mean.
+    EXPECT_LT(strata::cold_active_fraction(r, 500, 0.5), 0.5);
+    EXPECT_EQ(strata::cold_active_fraction(r, 1000, 0.5), 0.0);
+    strata::LayerActivationStats silent = l;
+    for (auto& counts : silent.neuron_counts) std::fill(counts.begin(), counts.end(), 0u);
+    EXPECT_DOUBLE_EQ(strata::cold_active_fraction(strata::layer_rates(silent, g), 100, 0.3), 0.7);
+    EXPECT_THROW(strata::cold_active_fraction(r, 1001, 0.5), strata::ArgumentError);
+}
+
 TEST(HotColdSplit, ChosenCountsMatchBruteForce) {
     std::mt19937 rng(5);
     const size_t g = strata::neuron_count_index(0.25);
