@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(All, PresetFile, ::testing::ValuesIn(synth_presets()),
                          [](const auto& info) {
                              std::string name(info.param.name);
                              for (char& ch : name) {
-                                 if (ch == '-') ch = '_';
+                                 if (ch == '-' || ch == '.') ch = '_';
                              }
                              return name;
                          });
