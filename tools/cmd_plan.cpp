@@ -1,6 +1,7 @@
 // strata plan: places a model inside --gpu-mem and --ram-mem, writes the placement file and
 // prints where everything goes, per group of layers, with the predicted speed; --explain adds
 // what each choice is worth by the cost model.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -187,9 +188,11 @@ void print_json(const PlanArgs& args, const Runtime& runtime, const Placement& p
 }
 
 // --hot-neurons: the counts chosen for the GPU's room the placement leaves (before the
-// activation reserve taken at load).
-std::vector<int64_t> plan_hot_neurons(const EngineOptions& engine, const Runtime& runtime, const Placement& p,
-                                      const TensorTable& table, const std::string& stats_path) {
+// activation reserve taken at load; the cost model's cheapest, cheapest_hot_neurons), in
+// p.hot_neurons; the estimate priced with them (none without a hardware profile, or one that
+// cannot rate the placement).
+std::optional<CostEstimate> plan_hot_neurons(const EngineOptions& engine, const Runtime& runtime, Placement& p,
+                                             const TensorTable& table, const std::string& stats_path) {
     if (engine.sparsity.sparsity_option == nullptr || engine.sparsity.sparsity_option->count() == 0) {
         throw ArgumentError("--hot-neurons needs --sparsity S (the cold neurons run sparsely on the CPU)");
     }
@@ -203,7 +206,29 @@ std::vector<int64_t> plan_hot_neurons(const EngineOptions& engine, const Runtime
     HotNeuronRequest req;
     req.sparsity = engine.sparsity.sparsity;
     req.gpu_bytes = p.budgets.gpu_bytes > w.gpu + kv_gpu ? p.budgets.gpu_bytes - w.gpu - kv_gpu : 0;
-    return choose_hot_neurons(runtime.model(), profile, req);
+    req.skip = gpu_ffn_layers(p, table.n_layer);
+    if (!runtime.hardware_profile()) {
+        p.hot_neurons = choose_hot_neurons(runtime.model(), profile, req);  // placement schema 2
+        return std::nullopt;
+    }
+    CostParams params = runtime.cost_params();
+    p.hot_neurons = cheapest_hot_neurons(runtime.model(), profile, req, [&](const std::vector<HotColdCost>& hot_cold) {
+        params.hot_cold = hot_cold;
+        return estimate(p, table, *runtime.hardware_profile(), params).decode_s_per_token;
+    });
+    params.hot_cold = hot_cold_costs(runtime.model(), profile, req.sparsity, p.hot_neurons);
+    if (req.gpu_bytes > 0 && std::all_of(p.hot_neurons.begin(), p.hot_neurons.end(), [](int64_t h) { return h == 0; })) {
+        std::fprintf(stderr, "note: --hot-neurons: %s\n", kNoHotRangePays);
+    }
+    try {
+        const CostEstimate e = estimate(p, table, *runtime.hardware_profile(), params);
+        p.predicted.decode_tok_s = 1.0 / e.decode_s_per_token;
+        p.predicted.prefill_tok_s = e.prefill_s_per_token > 0 ? 1.0 / e.prefill_s_per_token : 0.0;
+        return e;
+    } catch (const Error&) {
+        p.predicted = {};
+        return std::nullopt;
+    }
 }
 
 // The hot-neuron lines of --stats (hot_neuron_report.h).
@@ -252,9 +277,9 @@ void print_cost_model(const Runtime& runtime, const Placement& p) {
     }
 }
 
-// --explain: the decode time's terms and the planner's candidates.
-void print_explanation(const Runtime& runtime) {
-    const std::optional<CostEstimate>& e = runtime.cost_estimate();
+// --explain: the decode time's terms (of `e`: the runtime's estimate, or the one with hot
+// neurons) and the planner's candidates.
+void print_explanation(const Runtime& runtime, const std::optional<CostEstimate>& e) {
     if (!e) {
         std::printf("explain: no hardware profile, so no cost model (run with --reprofile)\n");
         return;
@@ -294,11 +319,9 @@ void plan(const PlanArgs& args) {
     if (runtime.gpu() && p.hardware.gpu_name.empty()) p.hardware.gpu_name = std::string(runtime.gpu()->name());
     const std::string stats_path = stats_path_given.empty() && args.engine.sparsity.hot_neurons
                                        ? default_stats_path(args.engine.model, false) : stats_path_given;
-    std::vector<int64_t> hot;
-    if (args.engine.sparsity.hot_neurons) {
-        hot = plan_hot_neurons(args.engine, runtime, p, table, stats_path);
-        p.hot_neurons = hot;  // placement schema 2
-    }
+    std::optional<CostEstimate> estimate = runtime.cost_estimate();
+    if (args.engine.sparsity.hot_neurons) estimate = plan_hot_neurons(args.engine, runtime, p, table, stats_path);
+    const std::vector<int64_t>& hot = p.hot_neurons;
     if (!args.output.empty()) write_placement(p, args.output, &table);
 
     std::optional<CostModel> cm;
@@ -326,7 +349,7 @@ void plan(const PlanArgs& args) {
     print_plan_table(rows);
     if (args.explain && runtime.cost_estimate()) print_why(runtime, table, p, rows);
     print_cost_model(runtime, p);
-    if (args.explain) print_explanation(runtime);
+    if (args.explain) print_explanation(runtime, estimate);
 }
 
 }  // namespace

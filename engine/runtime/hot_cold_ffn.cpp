@@ -1,6 +1,7 @@
 // Hot neurons on the GPU, cold ones on the CPU: the load-time copies (hot_cold_ffn.h).
 #include "engine/runtime/hot_cold_ffn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "engine/core/backend.h"
 #include "engine/core/byte_size.h"
 #include "engine/core/error.h"
+#include "engine/core/tensor_role.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/placed_model.h"
 #include "engine/runtime/sparse_ffn.h"
@@ -99,12 +101,23 @@ HotColdFfn::HotColdFfn(const PlacedModel& placed, const SparseFfn& sparse, const
         Layer& l = layers_[static_cast<size_t>(il)];
         l.n_ff = lw.ffn_gate.ne[1];
         l.hot = options.hot[static_cast<size_t>(il)];
+        // A layer whose FFN the placement put on a device runs its sparse FFN there, unsplit.
+        l.split = placed.layer(il).ffn.front().gate.backend->memory_kind() != MemoryKind::Device;
+        if (!l.split) {
+            if (l.hot != 0) {
+                throw ArgumentError(cat("layer ", il, ": ", l.hot, " hot neurons, but the placement puts its whole FFN on the",
+                                        " GPU (expected 0)"));
+            }
+            ++device_layers_;
+            continue;
+        }
         if (l.hot < 0 || l.hot > l.n_ff || (l.hot % block != 0 && l.hot != l.n_ff)) {
             throw ArgumentError(cat("layer ", il, ": ", l.hot, " hot neurons of ", l.n_ff, " (expected a multiple of ", block,
                                     " for ", type_traits(options.hot_down_type).name, " ffn_down, or ", l.n_ff, ")"));
         }
         const NeuronRates rates = layer_rates(profile.layers.at(static_cast<size_t>(il)), grid);
         l.covered = activation_share(rates, l.hot);
+        l.cold_active = cold_active_fraction(rates, l.hot, sparse.sparsity());
         const std::vector<int32_t> hot_index(rates.order.begin(), rates.order.begin() + l.hot);
         l.cold_index.assign(rates.order.begin() + l.hot, rates.order.end());
         const int64_t n_embd = lw.ffn_gate.ne[0], n_cold = l.n_ff - l.hot;
@@ -153,9 +166,11 @@ std::vector<NeuronBytes> hot_cold_neuron_bytes(const Model& model, GgmlType down
     return out;
 }
 
-std::vector<int64_t> choose_hot_neurons(const Model& model, const ActivationProfile& profile,
-                                        const HotNeuronRequest& request) {
-    const size_t grid = grid_nearest(request.sparsity);
+namespace {
+
+// Each layer's neuron rates at the grid S nearest `sparsity`. FormatError: other layer shapes.
+std::vector<NeuronRates> model_rates(const Model& model, const ActivationProfile& profile, double sparsity) {
+    const size_t grid = grid_nearest(sparsity);
     if (profile.layers.size() != model.weights().layers.size()) {
         throw FormatError(cat("the activation stats have ", profile.layers.size(), " layers, the model ",
                               model.weights().layers.size()));
@@ -168,8 +183,74 @@ std::vector<int64_t> choose_hot_neurons(const Model& model, const ActivationProf
         }
         rates.push_back(layer_rates(profile.layers[il], grid));
     }
-    return choose_hot_counts(rates, hot_cold_neuron_bytes(model, request.down_cpu, request.down_gpu),
-                             HotCountRequest{request.gpu_bytes, request.granule});
+    return rates;
+}
+
+}  // namespace
+
+std::vector<int64_t> choose_hot_neurons(const Model& model, const ActivationProfile& profile,
+                                        const HotNeuronRequest& request) {
+    return choose_hot_counts(model_rates(model, profile, request.sparsity),
+                             hot_cold_neuron_bytes(model, request.down_cpu, request.down_gpu),
+                             HotCountRequest{request.gpu_bytes, request.granule, request.skip});
+}
+
+std::vector<int64_t> cheapest_hot_neurons(const Model& model, const ActivationProfile& profile,
+                                          const HotNeuronRequest& request, const HotColdPricer& price) {
+    const std::vector<NeuronRates> rates = model_rates(model, profile, request.sparsity);
+    const std::vector<NeuronBytes> bytes = hot_cold_neuron_bytes(model, request.down_cpu, request.down_gpu);
+    const std::vector<int64_t> whole =
+        choose_hot_counts(rates, bytes, HotCountRequest{request.gpu_bytes, request.granule, request.skip});
+    const auto costs = [&](const std::vector<int64_t>& hot) {
+        std::vector<HotColdCost> out;
+        for (size_t il = 0; il < rates.size(); ++il) {
+            out.push_back({hot[il], cold_active_fraction(rates[il], hot[il], request.sparsity)});
+        }
+        return out;
+    };
+    std::vector<int64_t> best(rates.size(), 0);  // none first: ties keep fewer hot neurons
+    try {
+        double best_s = price(costs(best));
+        for (const uint64_t divisor : {8, 4, 2, 1}) {
+            const std::vector<int64_t> hot =
+                divisor == 1 ? whole
+                             : choose_hot_counts(rates, bytes, HotCountRequest{request.gpu_bytes / divisor, request.granule, request.skip});
+            const double s = price(costs(hot));
+            if (s < best_s) {
+                best_s = s;
+                best = hot;
+            }
+        }
+    } catch (const Error&) {
+        return whole;
+    }
+    return best;
+}
+
+std::vector<bool> gpu_ffn_layers(const Placement& placement, int n_layer) {
+    std::vector<bool> out(static_cast<size_t>(std::max(n_layer, 0)), false);
+    for (const TensorPlacement& t : placement.tensors) {
+        const TensorNameInfo info = tensor_name_info(t.name);
+        if (info.role == TensorRole::FfnGate && info.layer >= 0 && info.layer < n_layer && t.tier == Tier::Gpu) {
+            out[static_cast<size_t>(info.layer)] = true;
+        }
+    }
+    return out;
+}
+
+std::vector<HotColdCost> hot_cold_costs(const HotColdFfn& hc) {
+    std::vector<HotColdCost> out;
+    for (int il = 0; il < hc.n_layer(); ++il) out.push_back({hc.layer(il).hot, hc.layer(il).cold_active});
+    return out;
+}
+
+std::vector<HotColdCost> hot_cold_costs(const Model& model, const ActivationProfile& profile, double sparsity,
+                                        const std::vector<int64_t>& hot) {
+    const std::vector<NeuronRates> rates = model_rates(model, profile, sparsity);
+    if (hot.size() != rates.size()) throw ArgumentError(cat("hot neuron counts for ", hot.size(), " layers, the model has ", rates.size()));
+    std::vector<HotColdCost> out;
+    for (size_t il = 0; il < rates.size(); ++il) out.push_back({hot[il], cold_active_fraction(rates[il], hot[il], sparsity)});
+    return out;
 }
 
 std::unique_ptr<HotColdFfn> load_hot_cold_ffn(const PlacedModel& placed, const SparseFfn* sparse, Backend* gpu,
@@ -178,19 +259,22 @@ std::unique_ptr<HotColdFfn> load_hot_cold_ffn(const PlacedModel& placed, const S
         throw ArgumentError("--hot-neurons needs --sparsity S (the cold neurons run sparsely on the CPU)");
     }
     if (gpu == nullptr) throw ArgumentError("--hot-neurons needs a GPU (--gpu cuda, or --gpu fake to test)");
-    for (int il = 0; il < sparse->n_layer(); ++il) {
-        if (!sparse->has_copy(il)) {
-            throw ArgumentError(cat("--hot-neurons reads the cold neurons' rows from the neuron-major ffn_down copy, and",
-                                    " layer ", il, " has none (--sparse-down whole); use --sparse-down auto or a type"));
-        }
-    }
     const ActivationProfile profile = read_activation_profile(load.stats_path);
     HotNeuronRequest req;
     req.sparsity = sparse->sparsity();
     req.gpu_bytes = load.gpu_bytes;
     req.down_cpu = sparse->down_type();
+    for (int il = 0; il < placed.n_layer(); ++il) {  // FFNs on the GPU whole take no hot neurons
+        req.skip.push_back(placed.layer(il).ffn.front().gate.backend->memory_kind() == MemoryKind::Device);
+    }
     HotColdOptions o;
-    o.hot = load.hot.empty() ? choose_hot_neurons(placed.model(), profile, req) : load.hot;
+    if (!load.hot.empty()) {
+        o.hot = load.hot;
+    } else if (load.price) {
+        o.hot = cheapest_hot_neurons(placed.model(), profile, req, load.price);
+    } else {
+        o.hot = choose_hot_neurons(placed.model(), profile, req);
+    }
     o.hot_backend = gpu;
     return std::make_unique<HotColdFfn>(placed, *sparse, profile, o);
 }
@@ -206,7 +290,9 @@ std::string hot_cold_report(const HotColdFfn& hc) {
     std::ostringstream out;
     out << "hot neurons: " << hc.hot_backend()->name() << " " << fixed(100.0 * static_cast<double>(hot) / std::max<int64_t>(all, 1), 1)
         << "% of neurons, " << fixed(100.0 * covered, 1) << "% of activations (stats), " << format_bytes(hc.hot_bytes())
-        << (hc.masks_hot() ? ", thresholded" : ", dense") << "; cold gate copy " << format_bytes(hc.cold_gate_bytes()) << "\n";
+        << (hc.masks_hot() ? ", thresholded" : ", dense") << "; cold gate copy " << format_bytes(hc.cold_gate_bytes());
+    if (hc.device_layers() > 0) out << "; " << hc.device_layers() << " layers' FFNs whole on " << hc.hot_backend()->name();
+    out << "\n";
     return out.str();
 }
 

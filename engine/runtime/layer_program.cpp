@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/model_config.h"
+#include "engine/runtime/hot_cold_ffn.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/layer_program_moe.h"
 #include "engine/runtime/model.h"
@@ -352,7 +353,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         return;
     }
     if (sparse_ != nullptr) {
-        if (hot_cold_ != nullptr) {
+        if (hot_cold_ != nullptr && hot_cold_->layer(il).split) {
             hot_cold_ffn_block(il, n);
         } else {
             sparse_ffn_block(il, n);

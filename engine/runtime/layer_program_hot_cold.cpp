@@ -3,8 +3,8 @@
 // range (thresholded where it can, else dense) into a partial output; meanwhile the CPU computes
 // the cold gate rows, scatters them over a full gate vector (hot entries 0, so act(0) = 0 keeps
 // them out of the active set) and runs the sparse FFN over the full ffn_up and neuron-major
-// ffn_down (decode), or the dense products with the mask (batches); the partial output comes
-// back (one transfer) and is added.
+// ffn_down (decode; ffn_down read whole where the layer keeps no copy), or the dense products
+// with the mask (batches); the partial output comes back (one transfer) and is added.
 #include <algorithm>
 
 #include "engine/core/error.h"
@@ -53,6 +53,7 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
     mask_ffn_input(il, h, cur, n);  // before the hot range sees it: one function on both sides
     int64_t active = 0;
+    int64_t evaluated = l.n_ff * n;  // (neuron, token) pairs counted here (the rest on the device)
     // The hot range first, so a device computes it while the CPU does the cold rest.
     Tensor part;
     if (l.hot > 0) {
@@ -65,15 +66,27 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
         Tensor gate = exec_.act(gb, kMmIn, l.hot, n);
         Tensor up = exec_.act(gb, kMmOut, l.hot, n);
         g.matmul(l.gate_hot, in, gate);
-        g.matmul(l.up_hot, in, up);
-        if (hot_cold_->masks_hot()) {
+        // Decode on a GPU that counts on the device: the active hot rows of up only, and no wait
+        // for the count, so the CPU's cold part runs while the GPU computes.
+        const bool device_counts = n == 1 && gb == exec_.gpu() && sparse_device_counts_.size() > 0 &&
+                                   hot_cold_->masks_hot() && g.capabilities().sparse_activation;
+        Tensor h = gate;  // the masked activations the hot ffn_down columns read
+        if (device_counts) {
+            SparseFfnArgs args{&gate, &in, &l.up_hot, nullptr, config_.activation, threshold};
+            args.counts = static_cast<uint64_t*>(sparse_device_counts_.data()) + 2 * il;
+            g.sparse_gated_activation(args, up);
+            h = up;
+            evaluated -= l.hot;
+        } else if (hot_cold_->masks_hot()) {
+            g.matmul(l.up_hot, in, up);
             active += g.thresholded_gated_activation(gate, up, config_.activation, threshold, gate);
         } else {
+            g.matmul(l.up_hot, in, up);
             g.gated_activation(gate, up, config_.activation, gate);
             active += l.hot * n;
         }
         part = exec_.act(gb, kMoeOut, config_.n_embd, n);
-        g.matmul(l.down_hot, gate, part);
+        g.matmul(l.down_hot, h, part);
     }
     Tensor gate = exec_.act(hb, kGate, l.n_ff, n);  // [n_ff, n]
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);
@@ -81,7 +94,9 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
         Tensor cold = exec_.act(hb, kUp, l.n_ff - l.hot, n);
         h.matmul(l.gate_cold, cur, cold);
         scatter_cold(l, cold, gate, n);
-        if (n == 1) {
+        if (n == 1 && !sparse_->has_copy(il)) {  // ffn_down read whole (the copy would not pay)
+            active += sparse_up_whole_down(il, p, hb, cur, gate, proj);
+        } else if (n == 1) {
             SparseFfnArgs args{&gate, &cur, &p.up.tensor, &sparse_->down_t(il), config_.activation, threshold};
             active += h.sparse_gated_ffn(args, proj);
         } else {
@@ -103,7 +118,7 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
         h.add(proj, part, proj);
     }
     SparsityCount& c = sparsity_counts_[static_cast<size_t>(il)];
-    c.evaluated += static_cast<uint64_t>(l.n_ff * n);
+    c.evaluated += static_cast<uint64_t>(evaluated);
     c.active += static_cast<uint64_t>(active);
     add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
 }

@@ -172,7 +172,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
         throw ArgumentError("--stats was given without --sparsity S (a dense model's stats serve --sparsity; a mixture"
                             " of experts' routing counts serve the planner without it)");
     }
-    options_.sparsity.down = effective_down_policy(options.sparsity, options.hot_neurons);
+    options_.sparsity.down = effective_down_policy(options.sparsity);
     cpu_ = builtin_backends().create("cpu", BackendConfig{0, options.n_threads}, "--threads");
     make_gpu(options);
     const int64_t n_ctx = settle_session();
@@ -226,7 +226,7 @@ Runtime::Runtime(const std::string& model_path, const RuntimeOptions& options)
     } else if (options_.pin_weights == PinWeights::On) {
         log << "note: --pin-weights: no GPU, nothing to register the RAM weights with\n";
     }
-    if (options.hot_neurons) load_hot_neurons(model_path);
+    if (options.hot_neurons) load_hot_neurons(model_path, table);
 }
 
 int64_t Runtime::settle_session() {
@@ -351,18 +351,31 @@ void Runtime::set_ship_break_even(const TensorTable& table) {
     }
 }
 
-void Runtime::load_hot_neurons(const std::string& model_path) {
+void Runtime::load_hot_neurons(const std::string& model_path, const TensorTable& table) {
     const uint64_t n_sequences = static_cast<uint64_t>(options_.session.n_sequences);
     // The GPU's room after the placement, its KV caches and the activations' reserve.
     const uint64_t room = options_.session.gpu_staging_limit == UINT64_MAX ? 0
                                                                            : options_.session.gpu_staging_limit * n_sequences;
     const std::string stats = options_.sparsity.stats_path.empty() ? default_stats_path(model_path, false)
                                                                    : options_.sparsity.stats_path;
-    hot_cold_ = load_hot_cold_ffn(*placed_, sparse_.get(), gpu_.get(), HotColdLoad{stats, room, placement_.hot_neurons});
+    HotColdLoad load{stats, room, placement_.hot_neurons, {}};
+    if (profile_) {  // the counts the cost model prices fastest
+        load.price = [&](const std::vector<HotColdCost>& hot_cold) {
+            CostParams params = cost_params_;
+            params.hot_cold = hot_cold;
+            return estimate(placement_, table, *profile_, params).decode_s_per_token;
+        };
+    }
+    hot_cold_ = load_hot_cold_ffn(*placed_, sparse_.get(), gpu_.get(), load);
     placement_.hot_neurons.clear();
     for (int il = 0; il < hot_cold_->n_layer(); ++il) placement_.hot_neurons.push_back(hot_cold_->layer(il).hot);
+    if (load.hot.empty() && hot_cold_->hot_bytes() == 0 && room > 0 && options_.log != nullptr) {
+        *options_.log << "note: --hot-neurons: " << kNoHotRangePays << "\n";
+    }
     options_.session.hot_cold = hot_cold_.get();
     options_.session.gpu_staging_limit = (room - std::min(room, hot_cold_->hot_bytes())) / n_sequences;
+    cost_params_.hot_cold = hot_cold_costs(*hot_cold_);
+    predict_speeds(table);
 }
 
 std::unique_ptr<Session> Runtime::new_session() const {

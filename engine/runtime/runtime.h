@@ -161,7 +161,8 @@ class Runtime {
     void set_ship_break_even(const TensorTable& table);
     void load_placed(const std::string& model_path, std::ostream& log);
     void set_staging_limit(const TensorTable& table, int64_t kv_cells, const RuntimeBudgets& budgets, std::ostream& log);
-    void load_hot_neurons(const std::string& model_path);
+    // The hot copies made; the estimate priced with them (CostParams::hot_cold).
+    void load_hot_neurons(const std::string& model_path, const TensorTable& table);
 
     RuntimeOptions options_;
     std::unique_ptr<Model> model_;

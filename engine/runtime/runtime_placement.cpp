@@ -135,7 +135,7 @@ void Runtime::place_from_file(const TensorTable& table, int64_t kv_cells, const 
 namespace {
 
 // The built-in placement's inputs: the budgets less their reserves, and the -ngl/-ot rules
-// (--hot-neurons keeps the FFNs off the GPU; GPU rules are dropped, said on the log, without one).
+// (GPU rules are dropped, said on the log, without a GPU).
 BuiltinPlacementParams builtin_params(const RuntimeOptions& options, const RuntimeBudgets& budgets, bool has_gpu,
                                       int64_t kv_cells, uint64_t staging_bytes, std::ostream& log) {
     BuiltinPlacementParams params;
@@ -146,9 +146,9 @@ BuiltinPlacementParams builtin_params(const RuntimeOptions& options, const Runti
     params.gpu_reserved_bytes = has_gpu ? std::min(budgets.gpu_reserved, budgets.gpu_free) : 0;
     params.ram_reserved_bytes = std::min(staging_bytes, budgets.ram);
     params.rules = options.rules;
-    // --sparsity's FFN ops run each FFN on one backend; hot neurons split them their own way.
-    params.whole_ffns = options.sparsity.enabled() && !options.hot_neurons;
-    if (options.hot_neurons) params.rules.tensors.insert(params.rules.tensors.begin(), TensorRule{kFfnOffGpuPattern, false});
+    // --sparsity's FFN ops run each FFN on one backend (with --hot-neurons, the FFNs left on the
+    // host are split with the GPU's leftover room afterwards).
+    params.whole_ffns = options.sparsity.enabled();
     if (!has_gpu) {  // a llama.cpp command line's "=CUDA0" on a machine without a GPU: nothing to pin
         const size_t before = params.rules.tensors.size();
         std::erase_if(params.rules.tensors, [](const TensorRule& r) { return r.on_gpu; });
@@ -202,9 +202,10 @@ void Runtime::place_weights(const TensorTable& table, int64_t kv_cells, const Ru
 }
 
 void Runtime::predict_speeds(const TensorTable& table) {
-    if (plan_report_) {
+    if (plan_report_ && cost_params_.hot_cold.empty()) {  // the planner priced no hot neurons
         estimate_ = plan_report_->estimate;
     } else if (profile_) {
+        estimate_.reset();
         try {
             estimate_ = estimate(placement_, table, *profile_, cost_params_);
         } catch (const Error&) {

@@ -386,10 +386,10 @@ void add_neuron_major_bytes(TensorTable& table, const SparsityOptions& options) 
     }
 }
 
-SparseDownPolicy effective_down_policy(const SparsityOptions& options, bool hot_neurons) {
+SparseDownPolicy effective_down_policy(const SparsityOptions& options) {
     SparseDownPolicy p = options.down;
     const bool predictors = options.predictors || !options.predictor_path.empty();
-    if (p.mode == SparseDownMode::Auto && (hot_neurons || predictors)) p.mode = SparseDownMode::Copy;
+    if (p.mode == SparseDownMode::Auto && predictors) p.mode = SparseDownMode::Copy;
     return p;
 }
 

@@ -163,8 +163,9 @@ std::string sparsity_report(const SparseFfn& sparse, const LayerProgram* program
 void add_neuron_major_bytes(TensorTable& table, const SparsityOptions& options);
 
 // The down policy a run uses: Auto becomes Copy where a kernel needs the copy in every layer
-// (trained predictors, hot neurons: their cold rows are read from it).
-SparseDownPolicy effective_down_policy(const SparsityOptions& options, bool hot_neurons);
+// (trained predictors read their candidates' rows from it). Hot neurons keep Auto: a cold part
+// without the copy reads ffn_down whole, as the plain sparse decode does.
+SparseDownPolicy effective_down_policy(const SparsityOptions& options);
 
 // Fills dst [n_embd, n_ff] (down_type rows) with the columns of down [n_ff, n_embd] (any
 // dequantizable type), re-quantized by quant/'s reference quantizer.

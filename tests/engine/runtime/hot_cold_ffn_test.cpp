@@ -116,19 +116,24 @@ class HotColdFfnTest : public ::testing::TestWithParam<const char*> {
     int64_t n_ff_ = 0;
 };
 
+// With the neuron-major copy in every layer, and with none (the cold part's ffn_down read whole,
+// as the plain sparse decode reads it).
 TEST_P(HotColdFfnTest, ThresholdedHotRangeMatchesTheUnsplitSparseFfn) {
     const PlacedModel placed(*model_, cpu_f32_);
-    const SparseFfn sparse(placed, *profile_, 0.5, copy_every_layer(GgmlType::F32));
-    const auto prompt = random_tokens(10, 512, 5);
-    for (int64_t n_batch : {1, 5}) {
-        const RunResult ref = run(placed, &sparse, nullptr, prompt, n_batch);
-        for (const auto& hot : {std::vector<int64_t>(static_cast<size_t>(model_->config().n_layer), 0), mixed_hot()}) {
-            const HotColdFfn hc(placed, sparse, *profile_, {hot, &cpu_f32_, GgmlType::F32, true});
-            ASSERT_TRUE(hc.masks_hot());
-            const RunResult got = run(placed, &sparse, &hc, prompt, n_batch);
-            EXPECT_LT(rel_max_diff(got.logits, ref.logits), 1e-4) << "n_batch " << n_batch;
-            EXPECT_NEAR(got.achieved, ref.achieved, 1e-3);
-            EXPECT_GT(got.achieved, 0.3);
+    for (const SparseDownPolicy& down : {copy_every_layer(GgmlType::F32), SparseDownPolicy{SparseDownMode::Whole}}) {
+        const SparseFfn sparse(placed, *profile_, 0.5, down);
+        ASSERT_EQ(sparse.has_copy(0), down.mode != SparseDownMode::Whole);
+        const auto prompt = random_tokens(10, 512, 5);
+        for (int64_t n_batch : {1, 5}) {
+            const RunResult ref = run(placed, &sparse, nullptr, prompt, n_batch);
+            for (const auto& hot : {std::vector<int64_t>(static_cast<size_t>(model_->config().n_layer), 0), mixed_hot()}) {
+                const HotColdFfn hc(placed, sparse, *profile_, {hot, &cpu_f32_, GgmlType::F32, true});
+                ASSERT_TRUE(hc.masks_hot());
+                const RunResult got = run(placed, &sparse, &hc, prompt, n_batch);
+                EXPECT_LT(rel_max_diff(got.logits, ref.logits), 1e-4) << "n_batch " << n_batch;
+                EXPECT_NEAR(got.achieved, ref.achieved, 1e-3);
+                EXPECT_GT(got.achieved, 0.3);
+            }
         }
     }
 }
@@ -187,6 +192,24 @@ TEST_P(HotColdFfnTest, FakeDeviceDenseHotRange) {
     const FakeDeviceStats b1 = fake.stats();
     EXPECT_EQ((s1.copies_in - s0.copies_in) - (b1.copies_in - b0.copies_in), static_cast<uint64_t>(split));
     EXPECT_EQ((s1.copies_out - s0.copies_out) - (b1.copies_out - b0.copies_out), static_cast<uint64_t>(split));
+}
+
+// Thresholded on the device in decode: the hot range's active up rows and its counts stay on the
+// device (no wait for the count); the function and the achieved sparsity are the unsplit
+// SparseFfn's.
+TEST_P(HotColdFfnTest, DeviceThresholdedHotRangeCountsOnTheDevice) {
+    const Placement p = attention_on_gpu(*model_);
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 64ull << 20, .n_threads = 1, .quantize_activations = false});
+    const PlacedModel placed(*model_, p, TierBackends{.cpu = &cpu_f32_, .gpu = &fake});
+    const SparseFfn sparse(placed, *profile_, 0.5, copy_every_layer(GgmlType::F32));
+    const auto prompt = random_tokens(8, 512, 13);
+    const RunResult ref = run(placed, &sparse, nullptr, prompt, 1);
+    const HotColdFfn hc(placed, sparse, *profile_, {mixed_hot(), &fake, GgmlType::F32, true});
+    ASSERT_TRUE(hc.masks_hot());
+    const RunResult got = run(placed, &sparse, &hc, prompt, 1);
+    EXPECT_LT(rel_max_diff(got.logits, ref.logits), 1e-4);
+    EXPECT_NEAR(got.achieved, ref.achieved, 1e-3);
+    EXPECT_GT(got.achieved, 0.3);
 }
 
 TEST_P(HotColdFfnTest, BudgetIsHonouredAndBadCountsRefused) {
