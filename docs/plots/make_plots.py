@@ -363,3 +363,13 @@ bars("iq_prefill_31.png", "7B i-quant pp64 on 16 Xeon cores, tok/s (higher is be
       "Strata after (rows decoded once)": [61.5, 63.1, 60.8, 59.6],
       "llama.cpp (same file, same threads)": [125.5, 102.4, 126.4, 97.3]},
      ["#bbbbbb", "#2a7ab9", "#999999"], top=150)
+
+# Thirty-second session: hot neurons on the Qwen2.5-0.5B shape at --gpu-mem 1000M (S = 0.25,
+# Qwen's real skew), H200 machine, tok/s: CATS beside hot/cold before (every FFN kept off the GPU,
+# g1) and after (whole FFNs placed first, g3; g4's two rounds), with the cost model's predictions.
+bars("hot_neurons_32.png", "Qwen2.5-0.5B shape at 1000M, S = 0.25, decode tok/s (higher is better)", "tokens/s",
+     ["before (g1)", "after (g3)", "after + device counts (g4, mean of 2)"],
+     {"CATS, no hot neurons": [295.6, 277.4, 225.5],
+      "hot/cold, cost model's counts": [153.9, 250.1, 196.0],
+      "hot/cold predicted": [170.7, 212.7, 204.0]},
+     ["#999999", "#2a7ab9", "#d9822b"], top=340)
