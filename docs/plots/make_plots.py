@@ -373,3 +373,10 @@ bars("hot_neurons_32.png", "Qwen2.5-0.5B shape at 1000M, S = 0.25, decode tok/s 
       "hot/cold, cost model's counts": [153.9, 250.1, 196.0],
       "hot/cold predicted": [170.7, 212.7, 204.0]},
      ["#999999", "#2a7ab9", "#d9822b"], top=340)
+
+# Thirty-third session (issue 20): the real Gemma 3 270M Q4_K_M file (the default model) beside
+# llama.cpp, all on the H200, one call; means of three rounds (d1024: one round).
+bars("gemma270m_real_33.png", "Gemma 3 270M Q4_K_M, all on the H200: decode tok/s (higher is better)", "tokens/s",
+     ["tg128, real file", "tg128, synth of its shape", "tg128 after 1024 tokens, real file"],
+     {"llama.cpp (CUDA, -fa 1)": [1007.7, 1007.4, 960.0], "Strata": [1162.5, 1157.9, 1076.6]},
+     ["#999999", "#2a7ab9"], top=1400)
