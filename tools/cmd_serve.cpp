@@ -167,8 +167,10 @@ void add_serve_command(CLI::App& app) {
         args->server.chunk_tokens = args->engine.n_batch;
         args->server.batch_decode = !args->no_batch_decode;
         args->server.spec.mode = parse_spec_mode(args->spec_mode);
-        if (args->server.spec.mode == SpecMode::Draft) {
-            throw ArgumentError("strata serve speculates with --spec lookup only (no draft model is served)");
+        if (drafts_from_session(args->server.spec.mode)) {
+            throw ArgumentError(cat("strata serve speculates with --spec lookup only (--spec ",
+                                    spec_mode_name(args->server.spec.mode), " needs a draft session per request, "
+                                    "which the server does not keep)"));
         }
         if (args->server.spec.mode != SpecMode::Off) args->server.spec.validate(args->engine.n_batch);
         serve(*args);

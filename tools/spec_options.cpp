@@ -18,9 +18,10 @@ constexpr int64_t kAutoMax = 16;  // beyond it a CPU pass is far from memory-bou
 
 void add_spec_options(CLI::App& cmd, SpecFlags& f) {
     cmd.add_option("--spec", f.mode,
-                   "speculative decoding: lookup (prompt n-grams), draft (a draft model, -md) or off "
-                   "(default: draft with -md, else off)")
-        ->check(CLI::IsMember({"lookup", "draft", "off"}));
+                   "speculative decoding: lookup (prompt n-grams), draft (a draft model, -md), self (the target "
+                   "drafts with only its FFN work on the GPU: hot neurons with --sparsity S --hot-neurons, else the "
+                   "GPU layers' FFNs; one more KV cache) or off (default: draft with -md, else off)")
+        ->check(CLI::IsMember({"lookup", "draft", "self", "off"}));
     cmd.add_option("--draft-max,--draft,--draft-n", f.draft_max,
                    cat("most draft tokens verified per pass (--spec), 1..", SpecParams::kMaxDraft,
                        ", or auto: chosen per pass (up to ", kAutoMax, ") from the acceptance and pass times measured"))
@@ -70,6 +71,13 @@ SpecParams resolve_spec(const SpecFlags& f, const EngineOptions& engine, std::st
 Engines load_engines(const std::string& model, const RuntimeOptions& options, const SpecFlags& flags,
                      const SpecParams& spec) {
     Engines e;
+    if (spec.mode == SpecMode::Self) {  // the budgets hold the self-draft's KV cache and scratch too
+        RuntimeOptions o = options;
+        o.session.n_sequences += 1;
+        e.target = std::make_unique<Runtime>(model, o);
+        e.draft_session = e.target->new_self_draft_session();
+        return e;
+    }
     if (spec.mode != SpecMode::Draft) {
         e.target = std::make_unique<Runtime>(model, options);
         return e;

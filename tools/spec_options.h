@@ -1,4 +1,4 @@
-// Speculative decoding's flags (issue 25), shared by run, chat and bench: --spec off|lookup|draft,
+// Speculative decoding's flags (issue 25), shared by run, chat and bench: --spec off|lookup|draft|self,
 // --draft-max, --draft-min, -md/--model-draft and -ngld/--gpu-layers-draft (llama.cpp's names),
 // and the runtimes they need: the target alone, or a draft and the target through one budget
 // (engine/runtime/draft_runtime.h).
@@ -33,11 +33,12 @@ void add_spec_options(CLI::App& cmd, SpecFlags& flags);
 // with the command's name.
 SpecParams resolve_spec(const SpecFlags& flags, const EngineOptions& engine, std::string_view command);
 
-// The target's runtime, and with SpecMode::Draft the draft's and a session of it.
+// The target's runtime, and with SpecMode::Draft the draft's and a session of it; with
+// SpecMode::Self the target's self-draft session (its budgets hold one more session).
 struct Engines {
     std::unique_ptr<Runtime> draft;
     std::unique_ptr<Runtime> target;
-    std::unique_ptr<Session> draft_session;  // null without a draft
+    std::unique_ptr<Session> draft_session;  // null without a draft (Draft: the draft's; Self: the target's)
 };
 Engines load_engines(const std::string& model, const RuntimeOptions& options, const SpecFlags& flags,
                      const SpecParams& spec);

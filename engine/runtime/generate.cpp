@@ -61,7 +61,7 @@ GenerateStats generate(Session& session, std::span<const TokenId> prompt,
     Detokenizer detok(tokenizer);
     start = std::chrono::steady_clock::now();
     std::optional<DraftProposer> proposer;
-    if (params.spec.mode == SpecMode::Draft && params.draft != nullptr) proposer.emplace(*params.draft, params.sampler);
+    if (drafts_from_session(params.spec.mode) && params.draft != nullptr) proposer.emplace(*params.draft, params.sampler);
     std::optional<SpeculativeDecoder> spec;
     if (params.spec.mode != SpecMode::Off) {
         spec.emplace(session, sampler, params.spec, logits, proposer ? &*proposer : nullptr);

@@ -24,7 +24,8 @@ struct GenerateParams {
     bool stop_at_eog = true;
     // Speculative decoding (speculate.h); a sampled run with a grammar is refused (ArgumentError).
     SpecParams spec;
-    // SpecMode::Draft: the draft model's session (draft_model.h), with the target's vocabulary.
+    // SpecMode::Draft: the draft model's session (draft_model.h), with the target's vocabulary;
+    // SpecMode::Self: the target's self-draft session (Runtime::new_self_draft_session).
     // Must outlive the call; it is left holding the text so far (a chat's next turn reuses it).
     Session* draft = nullptr;
     // Called after each forward pass of a prompt longer than one batch: (prompt tokens done,

@@ -352,16 +352,30 @@ void LayerProgram::ffn_block(int il, int64_t n) {
         moe_ffn_block(il, n);
         return;
     }
+    const PlacedLayer& w = model_.layer(il);
     if (sparse_ != nullptr) {
         if (hot_cold_ != nullptr && hot_cold_->layer(il).split) {
             hot_cold_ffn_block(il, n);
-        } else {
+        } else if (!gpu_ffn_only_ || !is_host(*w.ffn.front().gate.backend)) {
             sparse_ffn_block(il, n);
+        } else {
+            prenormed_ = {};  // the self-draft skips an FFN in RAM: it adds 0, x stays
         }
         return;
     }
-    const PlacedLayer& w = model_.layer(il);
-    const int hb = exec_.part_backend(w.ffn.front(), n);
+    std::span<const FfnPart> placed_parts = w.ffn;
+    if (gpu_ffn_only_) {  // the self-draft: the parts placed on the GPU
+        gpu_parts_.clear();
+        for (const FfnPart& p : w.ffn) {
+            if (!is_host(*p.gate.backend)) gpu_parts_.push_back(p);
+        }
+        if (gpu_parts_.empty()) {
+            prenormed_ = {};
+            return;
+        }
+        placed_parts = gpu_parts_;
+    }
+    const int hb = exec_.part_backend(placed_parts.front(), n);
 
     Tensor x = exec_.residual_on(hb, n);                // [n_embd, n]
     Tensor cur = exec_.act(hb, kCur, config_.n_embd, n);  // [n_embd, n]
@@ -376,7 +390,7 @@ void LayerProgram::ffn_block(int il, int64_t n) {
             program.gated_ffn(il, p, pb, in, out);
         }
     } parts(*this, il);
-    exec_.run_ffn_parts(w.ffn, hb, cur, proj, n, parts);
+    exec_.run_ffn_parts(placed_parts, hb, cur, proj, n, parts);
     add_residual(il + 1, NormSite::Attention, hb, x, proj, w.post_ffw_norm);
 }
 

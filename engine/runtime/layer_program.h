@@ -108,6 +108,12 @@ class LayerProgram {
     const SparseFfn* sparse() const { return sparse_; }
     // Hot neurons on the GPU (hot_cold_ffn.h), built on the sparse FFN set above; null: off.
     void set_hot_cold(const HotColdFfn* hot_cold);
+    // The self-draft (speculate.h): each FFN runs only what the placement put on the GPU — its
+    // parts there (none when the FFN is in RAM), or a split layer's hot range (its cold part is
+    // skipped). The attention and the MoE FFNs run as usual. UnsupportedError when the model
+    // streams weights from disk (its reads are cyclic: a pass cannot skip some).
+    void set_gpu_ffn_only(bool on);
+    bool gpu_ffn_only() const { return gpu_ffn_only_; }
     struct SparsityCount {
         uint64_t evaluated = 0;  // (neuron, token) pairs
         uint64_t active = 0;
@@ -283,6 +289,8 @@ class LayerProgram {
     LayerExecutor exec_;  // where each op runs
     const SparseFfn* sparse_ = nullptr;
     const HotColdFfn* hot_cold_ = nullptr;
+    bool gpu_ffn_only_ = false;
+    std::vector<FfnPart> gpu_parts_;  // set_gpu_ffn_only: a layer's FFN parts on the GPU
     std::vector<int32_t> predicted_rows_;  // the predictor's candidates, and its scratch
     std::vector<float> predictor_scratch_;
     std::vector<SparsityCount> sparsity_counts_;  // per layer, counted on the host

@@ -38,9 +38,23 @@ void LayerProgram::set_hot_cold(const HotColdFfn* hot_cold) {
     hot_cold_ = hot_cold;
 }
 
+void LayerProgram::set_gpu_ffn_only(bool on) {
+    if (on && model_.disk_stream() != nullptr) {
+        throw UnsupportedError("the self-draft (--spec self) skips the FFN weights off the GPU, and this placement streams "
+                               "weights from disk, whose reads go in one fixed cycle: use --spec lookup, or budgets that "
+                               "keep the model in RAM (--ram-mem)");
+    }
+    gpu_ffn_only_ = on;
+}
+
 void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     const PlacedLayer& w = model_.layer(il);
     const HotColdFfn::Layer& l = hot_cold_->layer(il);
+    if (gpu_ffn_only_ && l.hot == 0) {  // the self-draft: no hot range, nothing to add
+        prenormed_ = {};
+        return;
+    }
+    const bool run_cold = l.hot < l.n_ff && !gpu_ffn_only_;  // the self-draft skips the cold part
     const FfnPart& p = w.ffn.front();  // SparseFfn: one part, in RAM
     const float eps = static_cast<float>(config_.rms_eps);
     const float threshold = sparse_->threshold(il);
@@ -53,7 +67,8 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     h.rms_norm(x, &w.ffn_norm.on(hb), eps, cur);
     mask_ffn_input(il, h, cur, n);  // before the hot range sees it: one function on both sides
     int64_t active = 0;
-    int64_t evaluated = l.n_ff * n;  // (neuron, token) pairs counted here (the rest on the device)
+    // (neuron, token) pairs counted here (the rest on the device)
+    int64_t evaluated = (run_cold ? l.n_ff : l.hot) * n;
     // The hot range first, so a device computes it while the CPU does the cold rest.
     Tensor part;
     if (l.hot > 0) {
@@ -90,7 +105,7 @@ void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {
     }
     Tensor gate = exec_.act(hb, kGate, l.n_ff, n);  // [n_ff, n]
     Tensor proj = exec_.act(hb, kProj, config_.n_embd, n);
-    if (l.hot < l.n_ff) {
+    if (run_cold) {
         Tensor cold = exec_.act(hb, kUp, l.n_ff - l.hot, n);
         h.matmul(l.gate_cold, cur, cold);
         scatter_cold(l, cold, gate, n);

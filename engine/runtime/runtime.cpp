@@ -382,6 +382,37 @@ std::unique_ptr<Session> Runtime::new_session() const {
     return std::make_unique<Session>(*placed_, options_.session);
 }
 
+std::unique_ptr<Session> Runtime::new_self_draft_session() const {
+    bool gpu_ffn = false, skips = false;  // some FFN work runs in the draft; some is skipped
+    for (int il = 0; il < model_->config().n_layer; ++il) {
+        if (hot_cold_ != nullptr && hot_cold_->layer(il).split) {
+            gpu_ffn = gpu_ffn || hot_cold_->layer(il).hot > 0;
+            skips = skips || hot_cold_->layer(il).hot < hot_cold_->layer(il).n_ff;
+            continue;
+        }
+        if (!placed_->layer(il).moe.experts.empty()) {
+            throw UnsupportedError("--spec self is not built for a mixture of experts (its draft would run every "
+                                   "routed expert, as the target does): use --spec lookup or a draft model (-md)");
+        }
+        for (const FfnPart& p : placed_->layer(il).ffn) {
+            gpu_ffn = gpu_ffn || !is_host(*p.gate.backend);
+            skips = skips || is_host(*p.gate.backend);
+        }
+    }
+    if (!skips) {
+        throw ArgumentError("--spec self drafts with the FFN work placed on the GPU, and every FFN is there: the draft "
+                            "would be the target itself, at its cost. Use --spec lookup or a draft model (-md)");
+    }
+    if (!gpu_ffn) {
+        throw ArgumentError("--spec self drafts with the FFN work placed on the GPU, and this placement keeps none there "
+                            "(the draft would be the model without its FFNs): give a GPU room for FFN layers "
+                            "(--gpu-mem, -ngl) or hot neurons (--sparsity S --hot-neurons), or use --spec lookup");
+    }
+    SessionParams params = options_.session;
+    params.gpu_ffn_only = true;
+    return std::make_unique<Session>(*placed_, params);
+}
+
 std::string Runtime::accounting(const Session* session) const {
     std::ostringstream out;
     const ResidencyStats& r = placed_->stats();

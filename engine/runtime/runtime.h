@@ -129,6 +129,12 @@ class Runtime {
     Backend* gpu() const { return gpu_.get(); }
     // A session sized by the options' SessionParams.
     std::unique_ptr<Session> new_session() const;
+    // The self-draft of speculative decoding (speculate.h): a session of these weights that runs
+    // only the FFN work placed on the GPU (SessionParams::gpu_ffn_only). Its KV cache is one of
+    // the n_sequences the budgets hold (load with one more). ArgumentError when no FFN work is on
+    // the GPU (the draft would be the model without FFNs); UnsupportedError for a mixture of
+    // experts and when weights stream from disk.
+    std::unique_ptr<Session> new_self_draft_session() const;
     // Those SessionParams as the runtime settled them: batch within the context, the GPU
     // staging limit and the sparsity set.
     const SessionParams& session_params() const { return options_.session; }

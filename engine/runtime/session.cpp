@@ -37,6 +37,7 @@ Session::Session(const PlacedModel& placed, const SessionParams& params)
     if (params.n_batch <= 0) throw ArgumentError(cat("batch size must be positive, got ", params.n_batch));
     program_.set_sparse(params.sparse);
     program_.set_hot_cold(params.hot_cold);
+    program_.set_gpu_ffn_only(params.gpu_ffn_only);
 }
 
 Session::Session(const Model& model, Backend& backend, const SessionParams& params)

@@ -50,6 +50,9 @@ struct SessionParams {
     const SparseFfn* sparse = nullptr;
     // Hot neurons on the GPU (hot_cold_ffn.h), built on `sparse`; null: off. Must outlive it.
     const HotColdFfn* hot_cold = nullptr;
+    // The self-draft of speculative decoding (speculate.h): only the FFN work placed on the GPU
+    // runs (LayerProgram::set_gpu_ffn_only). UnsupportedError for a model streamed from disk.
+    bool gpu_ffn_only = false;
 };
 
 // The KV cells a session of these params holds: n_ctx, at most ctx_train_factor times the

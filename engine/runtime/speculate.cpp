@@ -16,13 +16,15 @@ SpecMode parse_spec_mode(std::string_view text) {
     if (text == "off") return SpecMode::Off;
     if (text == "lookup") return SpecMode::Lookup;
     if (text == "draft") return SpecMode::Draft;
-    throw ArgumentError(cat("--spec must be lookup, draft or off, got '", text, "'"));
+    if (text == "self") return SpecMode::Self;
+    throw ArgumentError(cat("--spec must be lookup, draft, self or off, got '", text, "'"));
 }
 
 std::string_view spec_mode_name(SpecMode mode) {
     switch (mode) {
         case SpecMode::Lookup: return "lookup";
         case SpecMode::Draft: return "draft";
+        case SpecMode::Self: return "self";
         case SpecMode::Off: break;
     }
     return "off";
@@ -75,6 +77,9 @@ SpeculativeDecoder::SpeculativeDecoder(Session& session, Sampler& sampler, const
     }
     if (params.mode == SpecMode::Draft && draft == nullptr) {
         throw ArgumentError("--spec draft needs a draft model (-md FILE)");
+    }
+    if (params.mode == SpecMode::Self && draft == nullptr) {
+        throw ArgumentError("--spec self needs the target's self-draft session (Runtime::new_self_draft_session)");
     }
     params_.validate(session.n_batch());
 }

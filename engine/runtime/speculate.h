@@ -6,7 +6,9 @@
 // Proposers: prompt lookup — the longest n-gram (n = 3 down to 1) ending the text so far that
 // occurred before in the prompt or output; the tokens that followed its most recent earlier
 // occurrence are the draft (no second model: strong where the output repeats its input) — and
-// a draft model (draft_model.h).
+// a draft model (draft_model.h) — and a self-draft: a second session of the target itself that
+// runs only the FFN work placed on the GPU (its hot neurons with --hot-neurons, the FFNs of GPU
+// layers otherwise; SessionParams::gpu_ffn_only), proposing through the draft model's proposer.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +29,12 @@ class DraftProposer;
 class Sampler;
 class Session;
 
-enum class SpecMode { Off, Lookup, Draft };
-// "off", "lookup" or "draft"; throws ArgumentError naming --spec and the choices otherwise.
+enum class SpecMode { Off, Lookup, Draft, Self };
+// "off", "lookup", "draft" or "self"; throws ArgumentError naming --spec and the choices otherwise.
 SpecMode parse_spec_mode(std::string_view text);
 std::string_view spec_mode_name(SpecMode mode);
+// Whether the mode proposes from a draft session (a draft model's, or the self-draft's).
+inline bool drafts_from_session(SpecMode mode) { return mode == SpecMode::Draft || mode == SpecMode::Self; }
 
 struct SpecParams {
     static constexpr int64_t kMaxDraft = 64;
@@ -66,8 +70,8 @@ std::vector<TokenId> propose_lookup(std::span<const TokenId> history, int64_t ma
 class SpeculativeDecoder {
 public:
     // `logits`: the target's prediction after the session's last token. `draft`: the proposer
-    // of SpecMode::Draft (null otherwise). Throws ArgumentError for a sampled run with a grammar
-    // (the grammar cannot follow rejected drafts) and for Draft without a proposer.
+    // of SpecMode::Draft and Self (null otherwise). Throws ArgumentError for a sampled run with a
+    // grammar (the grammar cannot follow rejected drafts) and for those modes without a proposer.
     SpeculativeDecoder(Session& session, Sampler& sampler, const SpecParams& params,
                        std::span<const float> logits, DraftProposer* draft = nullptr);
 

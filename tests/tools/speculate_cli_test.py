@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""`strata run --spec lookup|draft` end to end on the default model: on a code-edit prompt that
-repeats its input, greedy text with prompt-lookup speculation (and with the model itself as its
-draft, -md) equals the text without it, and -v reports accepted draft tokens; --draft-max auto
+"""`strata run --spec lookup|draft|self` end to end on the default model: on a code-edit prompt that
+repeats its input, greedy text with prompt-lookup speculation (with the model itself as its
+draft, -md, and with its self-draft: only the FFNs on the fake GPU) equals the text without it,
+and -v reports accepted draft tokens; --spec self where nothing or everything is on the GPU, and
+in serve, is refused with the reason; --draft-max auto
 runs; sampling runs speculation (rejection sampling), a grammar with sampling turns it off, said
 on stderr; bad --spec / --draft-max / --draft-min / -md values give one clear error line (a
 draft of another vocabulary names both files); chat and bench take the same flags.
@@ -89,6 +91,24 @@ def main():
     expect(rc == 0, f"chat --spec lookup: rc {rc}: {err!r}")
     rc, out, err = run(strata, "bench", "-m", model, "-t", "2", "-p", "0", "-n", "8", "-r", "1", "--spec", "lookup")
     expect(rc == 0 and "gen8 spec lookup" in out and "| gen8 |" in out, f"bench --spec: rc {rc}: {out!r} {err!r}")
+
+    # The self-draft: the target with only its FFN work on the (fake) GPU drafts for itself; the
+    # greedy text is the same run's without speculation, and -v counts its passes.
+    fake = [*gen, "--gpu", "fake", "-ngl", "12"]
+    rc, plain_fake, err = run(strata, *fake)
+    expect(rc == 0, f"--gpu fake -ngl 12 failed: {err}")
+    rc, spec, err = run(strata, *fake, "--spec", "self", "--draft-max", "4", "-v")
+    expect(rc == 0 and spec == plain_fake, f"--spec self: rc {rc}, text differs:\n{plain_fake!r}\nvs\n{spec!r}\n{err}")
+    stats = re.search(r"speculation \(self\): (\d+) passes, (\d+) proposed, (\d+) accepted", err)
+    expect(stats is not None and int(stats.group(1)) > 0, f"--spec self: no speculation line: {err!r}")
+    if stats:
+        print(f"self-draft -ngl 12: {stats.group(1)} passes, {stats.group(2)} proposed, {stats.group(3)} accepted")
+    rc, out, err = run(strata, "bench", "-m", model, "-t", "2", "-p", "0", "-n", "8", "-r", "1", "--gpu", "fake",
+                       "-ngl", "12", "--spec", "self")
+    expect(rc == 0 and "gen8 spec self" in out, f"bench --spec self: rc {rc}: {out!r} {err!r}")
+    expect_error(strata, ["run", *m, "-p", "hi", "-n", "2", "--gpu", "none", "--spec", "self"], "keeps none there")
+    expect_error(strata, ["run", *m, "-p", "hi", "-n", "2", "--gpu", "fake", "--spec", "self"], "the target itself")
+    expect_error(strata, ["serve", "-m", model, "--spec", "self"], "lookup only")
 
     second = os.environ.get("STRATA_SECOND_MODEL")
     if second and os.path.exists(second):

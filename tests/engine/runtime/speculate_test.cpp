@@ -74,7 +74,8 @@ TEST(SpecParams, RefusesDraftSizesOutsideTheirRangesNamingTheFlag) {
     EXPECT_THROW(p.validate(8), ArgumentError);  // 1 + 8 tokens do not fit a batch of 8
     p.draft_min = 9;
     EXPECT_THROW(p.validate(256), ArgumentError);
-    EXPECT_THROW(parse_spec_mode("self"), ArgumentError);
+    EXPECT_THROW(parse_spec_mode("tree"), ArgumentError);
+    EXPECT_EQ(parse_spec_mode("self"), SpecMode::Self);
     EXPECT_EQ(parse_spec_mode("draft"), SpecMode::Draft);
     EXPECT_EQ(parse_spec_mode("lookup"), SpecMode::Lookup);
 }
