@@ -16,7 +16,9 @@
 namespace strata {
 namespace {
 
-constexpr int64_t kLogitRows = 16;  // logits computed this many rows at a time
+// Logits computed this many rows at a time (64 rows of a 262144-token vocabulary: 64 MiB), and
+// their negative log-likelihoods on all threads.
+constexpr int64_t kLogitRows = 64;
 
 // The final hidden states of rows first .. n_ctx-2 of a window: hidden [n_embd, n_ctx-1-first].
 void window_hidden(LayerProgram& program, KvCache& kv, const std::vector<TokenId>& window, int64_t n_batch,
@@ -112,6 +114,7 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
     // Score rows first .. n_ctx-2, each predicting the next token.
     const int64_t first = n_ctx / 2;
     std::vector<float> hidden, logits(static_cast<size_t>(n_vocab * kLogitRows));
+    std::vector<double> row_nll(static_cast<size_t>(kLogitRows));
     double sum = 0, sum_sq = 0;
     int64_t count = 0;
     PerplexityResult result;
@@ -130,9 +133,14 @@ PerplexityResult perplexity(const PlacedModel& placed, std::span<const TokenId> 
                 for (int64_t r = 0; r < nr; ++r)
                     agree += argmax(logits.data() + r * n_vocab, n_vocab) == argmax(dense_logits.data() + r * n_vocab, n_vocab);
             }
+            // Rows in parallel (a row is a pass over the vocabulary), summed in row order.
+#pragma omp parallel for schedule(static)
             for (int64_t r = 0; r < nr; ++r) {
                 const TokenId target = window[static_cast<size_t>(first + r0 + r + 1)];
-                const double v = nll(logits.data() + r * n_vocab, n_vocab, target);
+                row_nll[static_cast<size_t>(r)] = nll(logits.data() + r * n_vocab, n_vocab, target);
+            }
+            for (int64_t r = 0; r < nr; ++r) {
+                const double v = row_nll[static_cast<size_t>(r)];
                 sum += v;
                 sum_sq += v * v;
                 ++count;
