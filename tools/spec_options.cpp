@@ -20,7 +20,8 @@ void add_spec_options(CLI::App& cmd, SpecFlags& f) {
     cmd.add_option("--spec", f.mode,
                    "speculative decoding: lookup (prompt n-grams), draft (a draft model, -md), self (the target "
                    "drafts with only its FFN work on the GPU: hot neurons with --sparsity S --hot-neurons, else the "
-                   "GPU layers' FFNs; one more KV cache) or off (default: draft with -md, else off)")
+                   "GPU layers' FFNs; one more KV cache; so far measured slower than plain decoding, see "
+                   "docs/SPECULATION.md) or off (default: draft with -md, else off)")
         ->check(CLI::IsMember({"lookup", "draft", "self", "off"}));
     cmd.add_option("--draft-max,--draft,--draft-n", f.draft_max,
                    cat("most draft tokens verified per pass (--spec), 1..", SpecParams::kMaxDraft,

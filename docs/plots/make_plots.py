@@ -380,3 +380,11 @@ bars("gemma270m_real_33.png", "Gemma 3 270M Q4_K_M, all on the H200: decode tok/
      ["tg128, real file", "tg128, synth of its shape", "tg128 after 1024 tokens, real file"],
      {"llama.cpp (CUDA, -fa 1)": [1007.7, 1007.4, 960.0], "Strata": [1162.5, 1157.9, 1076.6]},
      ["#999999", "#2a7ab9"], top=1400)
+
+# Thirty-fourth session (issue 25): Qwen2.5-Coder 0.5B with 72.6 MiB of its 463 MiB on the H200
+# (--gpu-mem 950M), code-edit prompt, 128 greedy tokens, two rounds each (same call).
+bars("spec_qwen_gpu_34.png", "Qwen2.5-Coder 0.5B, most weights in RAM (H200 host): decode tok/s, code edit",
+     "tokens/s", ["round 1", "round 2"],
+     {"no speculation": [172.3, 161.8], "lookup, draft-max 4": [369.0, 342.6],
+      "lookup, draft-max 8": [481.5, 416.9], "lookup, auto": [430.6, 469.4]},
+     ["#999999", "#7fb3d5", "#2a7ab9", "#d9822b"], top=600)
