@@ -365,15 +365,11 @@ void LayerProgram::ffn_block(int il, int64_t n) {
     }
     std::span<const FfnPart> placed_parts = w.ffn;
     if (gpu_ffn_only_) {  // the self-draft: the parts placed on the GPU
-        gpu_parts_.clear();
-        for (const FfnPart& p : w.ffn) {
-            if (!is_host(*p.gate.backend)) gpu_parts_.push_back(p);
-        }
-        if (gpu_parts_.empty()) {
+        placed_parts = gpu_parts_[static_cast<size_t>(il)];
+        if (placed_parts.empty()) {
             prenormed_ = {};
             return;
         }
-        placed_parts = gpu_parts_;
     }
     const int hb = exec_.part_backend(placed_parts.front(), n);
 

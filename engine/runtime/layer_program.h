@@ -290,7 +290,7 @@ class LayerProgram {
     const SparseFfn* sparse_ = nullptr;
     const HotColdFfn* hot_cold_ = nullptr;
     bool gpu_ffn_only_ = false;
-    std::vector<FfnPart> gpu_parts_;  // set_gpu_ffn_only: a layer's FFN parts on the GPU
+    std::vector<std::vector<FfnPart>> gpu_parts_;  // set_gpu_ffn_only: per layer, its FFN parts on the GPU
     std::vector<int32_t> predicted_rows_;  // the predictor's candidates, and its scratch
     std::vector<float> predictor_scratch_;
     std::vector<SparsityCount> sparsity_counts_;  // per layer, counted on the host

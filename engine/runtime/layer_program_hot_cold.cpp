@@ -45,6 +45,12 @@ void LayerProgram::set_gpu_ffn_only(bool on) {
                                "keep the model in RAM (--ram-mem)");
     }
     gpu_ffn_only_ = on;
+    gpu_parts_.assign(on ? static_cast<size_t>(model_.n_layer()) : 0, {});
+    for (size_t il = 0; il < gpu_parts_.size(); ++il) {
+        for (const FfnPart& p : model_.layer(static_cast<int>(il)).ffn) {
+            if (!is_host(*p.gate.backend)) gpu_parts_[il].push_back(p);
+        }
+    }
 }
 
 void LayerProgram::hot_cold_ffn_block(int il, int64_t n) {

@@ -53,6 +53,18 @@ inline HardwareProfile laptop(double scale = 1.0) {
     return p;
 }
 
+// A 1B-class shape of six layers: the cost model's tests.
+inline LlamaShape mid_shape() {
+    LlamaShape s;
+    s.n_layer = 6;
+    s.n_embd = 2048;
+    s.n_ff = 5632;
+    s.n_head = 16;
+    s.n_head_kv = 4;
+    s.n_vocab = 32000;
+    return s;
+}
+
 inline TensorTable make_llama_table(const LlamaShape& s) {
     TensorTable t;
     t.n_layer = s.n_layer;

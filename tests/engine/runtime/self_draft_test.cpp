@@ -29,6 +29,7 @@
 #include "engine/synth/synth_model.h"
 #include "kernels_cpu/cpu_backend.h"
 #include "offload/placement.h"
+#include "tests/engine/runtime/draft_fixture.h"
 #include "tests/engine/runtime/rel_diff.h"
 #include "tests/engine/synth/scratch_file.h"
 
@@ -199,10 +200,8 @@ INSTANTIATE_TEST_SUITE_P(Archs, SelfDraftTest, ::testing::Values("tiny", "tiny-g
 // Through the runtime: greedy output with --spec self equals output without, some drafts are
 // kept and some rejected; placements the self-draft cannot use are refused, saying why.
 TEST(SelfDraftRuntime, GreedyOutputIsTheTargetsAndBadPlacementsAreRefused) {
-    const testing::ScratchFile file("self_draft_runtime.gguf");
-    SynthOptions so;
-    so.preset = "tiny";
-    write_synth_model(so, file.path());
+    const auto tiny = testing::tiny_model_file("self_draft_runtime.gguf", 0, 0);
+    const testing::ScratchFile& file = *tiny;
     RuntimeOptions o;
     o.gpu = "fake";
     o.gpu_mem = 1ull << 30;
