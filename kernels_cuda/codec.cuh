@@ -338,20 +338,26 @@ STRATA_HD void quantize_q8_act(const float* x, int8_t* q, float& d, float& s) {
     s = mul_rn(d, static_cast<float>(sum));
 }
 
+// An item's sum from its two integer half dots: dx·(a0·S0 + a1·S1) + b·sx, every product and sum
+// rounded as written. Both GEMVs (dp4a and tensor cores) take it, so an item adds the same float
+// to a row's sum in either kernel.
+STRATA_HD float scale_item(float a0, float a1, float b, int s0, int s1, float dx, float sx) {
+#ifdef __CUDA_ARCH__
+    // Explicit roundings: left to the compiler, the multiply-adds were fused differently in the
+    // GEMV's instantiations (rows per warp, columns), and a Q4_K/Q5_K token's sums changed with
+    // the number of tokens beside it (H200: CudaMatmul.ColumnsDoNotDependOnTheBatch).
+    return __fmaf_rn(dx, __fmaf_rn(a0, static_cast<float>(s0), __fmul_rn(a1, static_cast<float>(s1))), __fmul_rn(b, sx));
+#else
+    return dx * (a0 * static_cast<float>(s0) + a1 * static_cast<float>(s1)) + b * sx;
+#endif
+}
+
 // Σ over one item of w·x for q8 activations xq (32 int8 as 8 words) with (dx, sx).
 STRATA_HD float dot_q8(const Q8Item& it, const int* xq, float dx, float sx) {
     int s0 = 0, s1 = 0;
     for (int i = 0; i < 4; ++i) s0 = dp4a(it.q[i], xq[i], s0);
     for (int i = 4; i < 8; ++i) s1 = dp4a(it.q[i], xq[i], s1);
-#ifdef __CUDA_ARCH__
-    // Explicit roundings: left to the compiler, the multiply-adds were fused differently in the
-    // GEMV's instantiations (rows per warp, columns), and a Q4_K/Q5_K token's sums changed with
-    // the number of tokens beside it (H200: CudaMatmul.ColumnsDoNotDependOnTheBatch).
-    return __fmaf_rn(dx, __fmaf_rn(it.a0, static_cast<float>(s0), __fmul_rn(it.a1, static_cast<float>(s1))),
-                     __fmul_rn(it.b, sx));
-#else
-    return dx * (it.a0 * static_cast<float>(s0) + it.a1 * static_cast<float>(s1)) + it.b * sx;
-#endif
+    return scale_item(it.a0, it.a1, it.b, s0, s1, dx, sx);
 }
 
 }  // namespace strata::cuda

@@ -39,11 +39,11 @@ struct CudaBackendOptions {
     // two tokens, and when the matrix has too few rows to fill the device.
     int gemv_rows_per_warp = 4;
     // Batches of at least this many tokens (and at most gemv_max_tokens) take the int8
-    // tensor-core GEMV (gemv_mma.cu) on devices of compute capability 8.0 and later; 0: never
-    // (the default: every token count then rounds a column's sums alike, so a sequence decoded
-    // in a batch or checked in a speculative pass gets the logits it gets alone). At 8 tokens
-    // it is ~1.5x faster than dp4a on Q4_K, slower at 2-4 (docs/BENCHMARKS.md): the registry
-    // sets 5 when the runtime is not asked for batch-invariant results.
+    // tensor-core GEMV (gemv_mma.cu) on devices of compute capability 8.0 and later; 0: never.
+    // Either kernel gives a column the same bits, so a sequence decoded in a batch or checked
+    // in a speculative pass gets the logits it gets alone. The registry sets 5 only with
+    // --no-batch-invariant: on the H200 the tensor-core kernel is not faster than dp4a at 8
+    // tokens on most shapes (docs/BENCHMARKS.md, thirty-fifth session).
     int gemv_mma_min_tokens = 0;
     // Attention over at most this many query tokens uses the flash-decoding kernel, more the
     // tiled one.

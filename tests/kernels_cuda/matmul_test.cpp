@@ -180,9 +180,9 @@ TEST_P(CudaMatmul, GetRowsMatchesCpuBitForBit) {
 }
 
 // A batched decode step (strata serve) or a speculative check must give each token the result it
-// gets alone: with the default options (dp4a for 1-8 tokens, whatever rows per warp the token
-// count takes) a column of x gives bit-identical sums for 1, 2, 5 or 8 columns; on the
-// tensor-core GEMV (--no-batch-invariant) for 2, 5 or 8 columns.
+// gets alone: every column of a 2-8 column product, on the dp4a GEMV (any rows per warp the
+// column count takes) and on the tensor-core GEMV, is bit-identical to that column's product
+// alone (one column: the dp4a kernel).
 TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
     STRATA_SKIP_WITHOUT_GPU();
     const GgmlType type = GetParam();
@@ -190,30 +190,41 @@ TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
     const std::vector<DeviceInfo> devices = list_devices();
     const bool tensor_cores = !devices.empty() && devices.front().compute_major >= 8;
     const int64_t block = type_traits(type).block_size;
-    const int64_t k = block * (block == 32 ? 33 : 5), n = 77;
-    const HostTensor w = random_weights(type, k, n);
-    const HostTensor wide = cpu::test::random_f32({k, 8});
-    for (int mma_from : {0, 2}) {
-        if (mma_from > 0 && !tensor_cores) continue;
-        CudaBackendOptions o = test::test_options();
-        o.gemv_mma_min_tokens = mma_from;
-        CudaBackend gpu(o);
-        const DeviceTensor wd = gpu.upload(w.t);
-        std::vector<float> first;  // column 0's results in the smallest batch
-        for (int64_t m : {1, 2, 5, 8}) {
-            if (mma_from > 0 && m < mma_from) continue;
-            HostTensor x = cpu::test::random_f32({k, m});
-            std::memcpy(x.f32(), wide.f32(), static_cast<size_t>(k) * sizeof(float));  // column 0 the same
-            DeviceTensor xd = test::to_device(gpu, x), yd = test::nan_device(gpu, {n, m});
-            gpu.matmul(wd.tensor, xd.tensor, yd.tensor);
-            const HostTensor y = test::to_host(gpu, yd.tensor);
-            if (first.empty()) {
-                first.assign(y.f32(), y.f32() + n);
-                continue;
+    // A partial last span of 32 items and a partial last 16-row block; then several spans.
+    for (const int64_t k : {block * (block == 32 ? 33 : 5), block * (block == 32 ? 200 : 17)}) {
+        const int64_t n = 77;
+        const HostTensor w = random_weights(type, k, n);
+        const HostTensor wide = cpu::test::random_f32({k, 8});
+        CudaBackend alone(test::test_options());
+        const DeviceTensor wa = alone.upload(w.t);
+        std::vector<std::vector<float>> cols;  // column c's product alone
+        for (int64_t c = 0; c < 8; ++c) {
+            HostTensor x = cpu::test::random_f32({k, 1});
+            std::memcpy(x.f32(), wide.f32() + c * k, static_cast<size_t>(k) * sizeof(float));
+            DeviceTensor xd = test::to_device(alone, x), yd = test::nan_device(alone, {n, 1});
+            alone.matmul(wa.tensor, xd.tensor, yd.tensor);
+            const HostTensor y = test::to_host(alone, yd.tensor);
+            cols.emplace_back(y.f32(), y.f32() + n);
+        }
+        for (int mma_from : {0, 2}) {
+            if (mma_from > 0 && !tensor_cores) continue;
+            CudaBackendOptions o = test::test_options();
+            o.gemv_mma_min_tokens = mma_from;
+            CudaBackend gpu(o);
+            const DeviceTensor wd = gpu.upload(w.t);
+            for (int64_t m : {2, 3, 5, 8}) {
+                HostTensor x = cpu::test::random_f32({k, m});
+                std::memcpy(x.f32(), wide.f32(), static_cast<size_t>(k * m) * sizeof(float));
+                DeviceTensor xd = test::to_device(gpu, x), yd = test::nan_device(gpu, {n, m});
+                gpu.matmul(wd.tensor, xd.tensor, yd.tensor);
+                const HostTensor y = test::to_host(gpu, yd.tensor);
+                for (int64_t c = 0; c < m; ++c) {
+                    EXPECT_EQ(0, std::memcmp(cols[static_cast<size_t>(c)].data(), y.f32() + c * n,
+                                             static_cast<size_t>(n) * sizeof(float)))
+                        << type_traits(type).name << " k=" << k << (mma_from > 0 ? " (tensor cores)" : " (dp4a)")
+                        << ": column " << c << " of " << m << " differs from its product alone";
+                }
             }
-            EXPECT_EQ(0, std::memcmp(first.data(), y.f32(), static_cast<size_t>(n) * sizeof(float)))
-                << type_traits(type).name << (mma_from > 0 ? " (tensor cores)" : " (dp4a)") << ": column 0 of " << m
-                << " columns differs from the same column of the smallest batch";
         }
     }
 }
