@@ -177,6 +177,41 @@ def measure(url, n_streams, tokens):
     }
 
 
+ENGINE_COUNTERS = ("strata_engine_busy_seconds_total", "strata_batched_decode_passes_total",
+                   "strata_batched_pass_seconds_total", "strata_batched_token_seconds_total")
+
+
+def engine_counters(url):
+    """Strata's engine-time counters from /metrics (empty for a server without them)."""
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+    except OSError:
+        return {}
+    values = {}
+    for line in lines:
+        name, _, value = line.partition(" ")
+        if name in ENGINE_COUNTERS:
+            values[name] = float(value)
+    return values
+
+
+def engine_split(before, after):
+    """Where the engine thread's time went during a run: per batched pass, ms of the pass itself
+    (model and logits), of its tokens (sampling, detokenizing, handing out), and the rest."""
+    if len(before) != len(ENGINE_COUNTERS) or len(after) != len(ENGINE_COUNTERS):
+        return ""
+    d = {k: after[k] - before[k] for k in ENGINE_COUNTERS}
+    passes = d["strata_batched_decode_passes_total"]
+    if passes <= 0:
+        return ""
+    busy, run, tok = (1e3 * d[k] / passes for k in ("strata_engine_busy_seconds_total",
+                                                    "strata_batched_pass_seconds_total",
+                                                    "strata_batched_token_seconds_total"))
+    return (f"{int(passes)} batched passes: {run:.2f} ms pass + {tok:.2f} ms tokens; engine busy "
+            f"{busy:.2f} ms per pass (the rest: prompts, single-slot steps, admission)")
+
+
 def run_all(args, unbatched):
     if args.llama_server:
         srv = LlamaServer(args.llama_server, args.model, args.parallel, args.serve_args)
@@ -186,7 +221,9 @@ def run_all(args, unbatched):
     try:
         stream(srv.url, "Warm up", 4)
         for n in args.streams:
+            before = engine_counters(srv.url)
             rows.append(measure(srv.url, n, args.tokens))
+            rows[-1]["engine"] = engine_split(before, engine_counters(srv.url))
     finally:
         srv.stop()
     return rows
@@ -232,6 +269,8 @@ def main():
             name = "llama-server" if args.llama_server else "one pass per stream" if unbatched else "batched"
             print(f"| {name} | {r['streams']} | {r['aggregate']:.1f} | "
                   f"{r['per_stream']:.1f} | {ratio} | {r['ttft_max']:.2f} | {r['tokens']} |", flush=True)
+            if r["engine"]:
+                print(f"  ({r['streams']} streams) {r['engine']}", file=sys.stderr, flush=True)
     print(f"greedy output of prompt 0 identical in every run: {'yes' if same else 'NO'}")
     return 0 if same else 1
 

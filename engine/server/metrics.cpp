@@ -98,6 +98,12 @@ std::string Metrics::prometheus(const SchedulerGauges& g, Clock::time_point now)
     metric(out, "strata_batched_decode_tokens_total", "counter", "Tokens decoded by those passes.", g.batched_rows);
     metric(out, "strata_batched_prompt_tokens_total", "counter",
            "Prompt tokens evaluated in those passes, beside the decode tokens (host placements).", g.batched_prompt_rows);
+    metric(out, "strata_batched_pass_seconds_total", "counter",
+           "Wall time of the batched passes: the model's forward pass and the logits' copy to the host.",
+           g.batched_pass_seconds);
+    metric(out, "strata_batched_token_seconds_total", "counter",
+           "Wall time after those passes: sampling, detokenizing and handing out each row's token.",
+           g.batched_token_seconds);
     metric(out, "strata_spec_passes_total", "counter", "Speculative passes (--spec lookup).", g.spec_passes);
     metric(out, "strata_spec_proposed_tokens_total", "counter", "Draft tokens those passes checked.", g.spec_proposed);
     metric(out, "strata_spec_accepted_tokens_total", "counter", "Draft tokens they kept.", g.spec_accepted);

@@ -26,6 +26,9 @@ struct SchedulerGauges {
     int64_t spec_passes = 0;     // speculative passes (prompt lookup), their draft tokens, and
     int64_t spec_proposed = 0;   // the draft tokens kept, since the start
     int64_t spec_accepted = 0;
+    double batched_pass_seconds = 0;   // wall time of those passes (the model, logits to the host)
+    double batched_token_seconds = 0;  // and of their rows' tokens: sampling, detokenizing, handing
+                                       // the text to the HTTP threads
 };
 
 class Metrics {

@@ -72,6 +72,8 @@ SchedulerGauges Scheduler::gauges() const {
     g.spec_passes = spec_passes_;
     g.spec_proposed = spec_proposed_;
     g.spec_accepted = spec_accepted_;
+    g.batched_pass_seconds = batched_pass_seconds_;
+    g.batched_token_seconds = batched_token_seconds_;
     return g;
 }
 
@@ -192,6 +194,8 @@ StepStats Scheduler::batched_pass(const std::vector<Slot*>& slots) {
             ++stats.n_decoded;
         }
     }
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
     std::span<const float> logits;
     try {
         // Decode tokens alone go in groups of the step's rows (any placement).
@@ -200,14 +204,15 @@ StepStats Scheduler::batched_pass(const std::vector<Slot*>& slots) {
         for (Slot* s : slots) s->fail(e.what());
         return {};
     }
-    {
-        std::lock_guard lock(mutex_);
-        ++batched_passes_;
-        batched_rows_ += stats.n_decoded;
-        batched_prompt_rows_ += stats.n_prefilled;
-    }
+    const Clock::time_point passed = Clock::now();
     const size_t n_vocab = logits.size() / slots.size();
     for (size_t i = 0; i < slots.size(); ++i) slots[i]->took_rows(prompt_rows[i], logits.subspan(i * n_vocab, n_vocab));
+    std::lock_guard lock(mutex_);
+    ++batched_passes_;
+    batched_rows_ += stats.n_decoded;
+    batched_prompt_rows_ += stats.n_prefilled;
+    batched_pass_seconds_ += std::chrono::duration<double>(passed - start).count();
+    batched_token_seconds_ += std::chrono::duration<double>(Clock::now() - passed).count();
     return stats;
 }
 

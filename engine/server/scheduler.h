@@ -88,6 +88,7 @@ private:
     int64_t kv_cells_used_ = 0;  // as of the last iteration
     int64_t batched_passes_ = 0, batched_rows_ = 0, batched_prompt_rows_ = 0;  // SchedulerGauges
     int64_t spec_passes_ = 0, spec_proposed_ = 0, spec_accepted_ = 0;
+    double batched_pass_seconds_ = 0, batched_token_seconds_ = 0;
     std::thread engine_;
 };
 

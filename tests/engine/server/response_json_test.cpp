@@ -143,6 +143,8 @@ TEST(Metrics, PrometheusTextAndWindowRates) {
     m.add_step(0.5, 20, 3, t0);
     m.add_step(0.25, 0, 4, t0 + std::chrono::seconds(2));
     SchedulerGauges g{4, 2, 1, 300, 4096};
+    g.batched_pass_seconds = 1.5;
+    g.batched_token_seconds = 0.125;
     const std::string text = m.prometheus(g, t0 + std::chrono::seconds(3));
     EXPECT_NE(text.find("strata_requests_total{status=\"200\"} 2\n"), std::string::npos) << text;
     EXPECT_NE(text.find("strata_requests_total{status=\"429\"} 1\n"), std::string::npos);
@@ -159,6 +161,8 @@ TEST(Metrics, PrometheusTextAndWindowRates) {
     EXPECT_EQ(sample(text, "strata_requests_processing"), 2);
     EXPECT_EQ(sample(text, "strata_kv_cells_used"), 300);
     EXPECT_EQ(sample(text, "strata_kv_cells_total"), 4096);
+    EXPECT_DOUBLE_EQ(sample(text, "strata_batched_pass_seconds_total"), 1.5);
+    EXPECT_DOUBLE_EQ(sample(text, "strata_batched_token_seconds_total"), 0.125);
     // Eleven seconds on, the first step has left the window.
     EXPECT_DOUBLE_EQ(m.decode_tokens_per_second(t0 + std::chrono::seconds(11)), 0.4);
     EXPECT_DOUBLE_EQ(m.prompt_tokens_per_second(t0 + std::chrono::seconds(11)), 0.0);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -284,6 +285,36 @@ TEST_F(SchedulerTest, IgnoreEosRunsToMaxTokensAndCancelLeavesTheBatch) {
     const Answer third = collect(*jobs[2]);
     EXPECT_EQ(third.text, first.text);  // the same prompt, greedy, batched with different partners
     EXPECT_GT(scheduler.gauges().batched_passes, 0);
+}
+
+// A job whose sampler throws inside a batched pass (every token banned) fails alone with 500;
+// the jobs beside it in the same passes keep generate()'s answer, and the engine's time
+// counters of those passes move.
+TEST_F(SchedulerTest, SamplingFailureInABatchedPassFailsOnlyItsJob) {
+    Scheduler scheduler(sessions(3), SchedulerOptions{});
+    JobSpec good = greedy(prompt("Tell me a story"), 24);
+    good.ignore_eos = true;
+    JobSpec banned = greedy(prompt("Once upon a time"), 24);
+    const auto n_vocab = static_cast<int32_t>(model_->weights().output.ne[1]);
+    for (int32_t t = 0; t < n_vocab; ++t) banned.sampler.logit_bias[t] = -INFINITY;
+    auto ok = std::make_shared<Job>(good), bad = std::make_shared<Job>(banned), ok2 = std::make_shared<Job>(good);
+    scheduler.submit(ok);
+    scheduler.submit(bad);
+    scheduler.submit(ok2);
+    const Answer failed = collect(*bad);
+    EXPECT_EQ(failed.result.status, 500);
+    EXPECT_NE(failed.result.error.find("-inf"), std::string::npos) << failed.result.error;
+    const Answer want = oracle(good);
+    for (Job* job : {ok.get(), ok2.get()}) {
+        const Answer got = collect(*job);
+        EXPECT_EQ(got.result.status, 200) << got.result.error;
+        EXPECT_EQ(got.text, want.text);
+        EXPECT_EQ(got.result.n_generated, 24);
+    }
+    const SchedulerGauges g = scheduler.gauges();
+    EXPECT_GT(g.batched_passes, 0);
+    EXPECT_GT(g.batched_pass_seconds, 0.0);
+    EXPECT_GT(g.batched_token_seconds, 0.0);
 }
 
 TEST_F(SchedulerTest, FullQueueIs429AndShutdownIs503) {
