@@ -388,3 +388,10 @@ bars("spec_qwen_gpu_34.png", "Qwen2.5-Coder 0.5B, most weights in RAM (H200 host
      {"no speculation": [172.3, 161.8], "lookup, draft-max 4": [369.0, 342.6],
       "lookup, draft-max 8": [481.5, 416.9], "lookup, auto": [430.6, 469.4]},
      ["#999999", "#7fb3d5", "#2a7ab9", "#d9822b"], top=600)
+
+# Thirty-sixth session (issue 21): the sampler's vectorized passes, old (A) and new (B) binaries
+# alternating in one call (g6 rerun), mean of the two rounds; Gemma 3 270M shape (262,144 logits).
+bars("sampler_36.png", "Gemma 3 270M shape on the H200: tok/s, old sampler vs vectorized (mean of 2 rounds)",
+     "tokens/s", ["run, greedy", "run, default sampler", "serve, 1 stream", "serve, 8 streams"],
+     {"before": [667.2, 533.6, 669.8, 959.6], "after": [941.0, 700.4, 830.8, 1413.3]},
+     ["#999999", "#2a7ab9"], top=1700)

@@ -45,23 +45,34 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)
     list_.tokens.reserve(static_cast<size_t>(n_vocab));
 }
 
-void Sampler::prepare_logits(std::span<const float> logits) {
+LogitScan Sampler::checked(std::span<const float> logits) const {
     if (logits.size() != work_.size()) {
         throw ArgumentError(cat("sampler: got ", logits.size(), " logits, expected n_vocab = ",
                                 n_vocab_));
     }
-    // One branch-free pass to copy and detect NaN / +inf; the slow search only on failure.
-    bool bad = false;
-    for (size_t i = 0; i < logits.size(); ++i) {
-        work_[i] = logits[i];
-        bad |= !(logits[i] < INFINITY);
-    }
-    if (bad) {
+    // One vectorized pass; the slow search only on failure.
+    const LogitScan scan = scan_logits(logits);
+    if (!scan.valid) {
         const auto it = std::find_if(logits.begin(), logits.end(),
                                      [](float x) { return !(x < INFINITY); });
         throw ArgumentError(cat("sampler: logit of token ", it - logits.begin(), " is ", *it,
                                 "; logits must be finite or -inf"));
     }
+    return scan;
+}
+
+void Sampler::throw_all_banned() const {
+    throw ArgumentError(cat("sampler: all ", n_vocab_, " logits are -inf after logit-bias",
+                            grammar_ ? " and the grammar (no token continues it)" : "", "; nothing can be sampled"));
+}
+
+bool Sampler::edits_logits() const {
+    return !params_.logit_bias.empty() || params_.penalties_active() || grammar_ != nullptr;
+}
+
+void Sampler::prepare_logits(std::span<const float> logits) {
+    checked(logits);
+    std::copy(logits.begin(), logits.end(), work_.begin());
     apply_logit_bias(work_, params_.logit_bias);
     if (params_.penalties_active()) {
         apply_penalties(work_, history_,
@@ -70,19 +81,20 @@ void Sampler::prepare_logits(std::span<const float> logits) {
     }
     if (grammar_) grammar_->mask(work_);
     // Usually exits at token 0.
-    if (std::none_of(work_.begin(), work_.end(), [](float x) { return x > -INFINITY; })) {
-        throw ArgumentError(cat("sampler: all ", n_vocab_, " logits are -inf after logit-bias",
-                                grammar_ ? " and the grammar (no token continues it)" : "", "; nothing can be sampled"));
-    }
+    if (std::none_of(work_.begin(), work_.end(), [](float x) { return x > -INFINITY; })) throw_all_banned();
 }
 
 void Sampler::run_chain() {
-    list_.assign(work_);
     if (greedy()) {
-        const Candidate best = list_.tokens[argmax_index(list_)];
-        list_.tokens.assign(1, Candidate{best.id, best.logit, 1.0f});
+        const size_t best = first_max_index(work_);  // argmax_index's pick: ties to the lowest id
+        list_.tokens.assign(1, Candidate{static_cast<int32_t>(best), work_[best], 1.0f});
         list_.sorted = true;
         return;
+    }
+    if (params_.top_k > 0) {
+        list_.assign_top_k(work_, static_cast<size_t>(params_.top_k));  // what assign + apply_top_k keep
+    } else {
+        list_.assign(work_);
     }
     apply_top_k(list_, params_.top_k);
     apply_top_p(list_, params_.top_p);
@@ -98,13 +110,14 @@ std::span<const Candidate> Sampler::candidates(std::span<const float> logits) {
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
+    if (greedy() && !edits_logits()) {  // the argmax of the logits as they are: no copy
+        const LogitScan scan = checked(logits);
+        if (scan.max == -INFINITY) throw_all_banned();
+        return static_cast<int32_t>(first_index_of(logits, scan.max));  // ties: the lowest id
+    }
     prepare_logits(logits);
     if (greedy()) {
-        // Strict '>' keeps the lowest id among equal maxima.
-        size_t best = 0;
-        for (size_t i = 1; i < work_.size(); ++i) {
-            if (work_[i] > work_[best]) best = i;
-        }
+        const size_t best = first_max_index(work_);  // the lowest id among equal maxima
         if (grammar_) grammar_->accept(static_cast<int32_t>(best));
         return static_cast<int32_t>(best);
     }

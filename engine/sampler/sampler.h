@@ -70,6 +70,11 @@ public:
 
 private:
     bool greedy() const { return params_.temperature <= 0.0f; }
+    // The size and values checked (ArgumentError naming the first bad one), in one pass that
+    // also finds the largest.
+    LogitScan checked(std::span<const float> logits) const;
+    [[noreturn]] void throw_all_banned() const;
+    bool edits_logits() const;  // logit-bias, penalties or a grammar change the logits
     void prepare_logits(std::span<const float> logits);  // checks, copies, bias, penalties
     void run_chain();                                     // work_ -> list_, filtered, softmaxed
 

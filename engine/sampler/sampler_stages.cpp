@@ -1,14 +1,99 @@
-// Bodies of the filtering stages. Each keeps the CandidateList invariants stated in the header;
-// partial sorts use candidate_before so the surviving set never depends on the library.
+// Bodies of the whole-vocabulary scans and the filtering stages. Each stage keeps the
+// CandidateList invariants stated in the header; partial sorts use candidate_before so the
+// surviving set never depends on the library.
 #include "engine/sampler/sampler_stages.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "engine/core/error.h"
 
 namespace strata {
+
+// ---- Whole-vocabulary scans: each keeps kLanes running results, one per lane of a fixed inner
+// loop, and combines them at the end.
+
+namespace {
+
+constexpr size_t kLanes = 16;
+
+}  // namespace
+
+LogitScan scan_logits(std::span<const float> v) {
+    const size_t whole = v.size() / kLanes * kLanes;
+    float hi[kLanes];
+    int nan[kLanes] = {};
+    for (float& h : hi) h = -INFINITY;
+    for (size_t i = 0; i < whole; i += kLanes) {
+        for (size_t j = 0; j < kLanes; ++j) {
+            const float x = v[i + j];
+            hi[j] = x > hi[j] ? x : hi[j];
+            nan[j] |= x != x;
+        }
+    }
+    float m = -INFINITY;
+    int any_nan = 0;
+    for (size_t j = 0; j < kLanes; ++j) {
+        m = hi[j] > m ? hi[j] : m;
+        any_nan |= nan[j];
+    }
+    for (size_t i = whole; i < v.size(); ++i) {
+        m = v[i] > m ? v[i] : m;
+        any_nan |= v[i] != v[i];
+    }
+    return {any_nan == 0 && m < INFINITY, m};
+}
+
+size_t first_index_of(std::span<const float> v, float value) {
+    const size_t whole = v.size() / kLanes * kLanes;
+    for (size_t i = 0; i < whole; i += kLanes) {
+        int hit = 0;
+        for (size_t j = 0; j < kLanes; ++j) hit |= v[i + j] == value;
+        if (hit == 0) continue;
+        for (size_t j = 0; j < kLanes; ++j) {
+            if (v[i + j] == value) return i + j;
+        }
+    }
+    for (size_t i = whole; i < v.size(); ++i) {
+        if (v[i] == value) return i;
+    }
+    STRATA_INVARIANT(false);  // the value is one of them
+    return 0;
+}
+
+size_t first_max_index(std::span<const float> v) {
+    STRATA_INVARIANT(!v.empty());
+    return first_index_of(v, scan_logits(v).max);
+}
+
+float kth_largest(std::span<const float> v, size_t k) {
+    STRATA_INVARIANT(k >= 1 && k <= v.size());
+    // A min-heap of the k largest so far: its top is the value a newcomer must beat.
+    std::vector<float> heap(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+    std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+    const auto offer = [&](float x) {
+        if (!(x > heap.front())) return;
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+        heap.back() = x;
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+    };
+    size_t i = k;
+    for (; i < v.size() && i % kLanes != 0; ++i) offer(v[i]);
+    const size_t whole = i + (v.size() - i) / kLanes * kLanes;
+    for (; i < whole; i += kLanes) {
+        float run_max = -INFINITY;
+        for (size_t j = 0; j < kLanes; ++j) run_max = v[i + j] > run_max ? v[i + j] : run_max;
+        if (!(run_max > heap.front())) continue;
+        for (size_t j = 0; j < kLanes; ++j) offer(v[i + j]);
+    }
+    for (; i < v.size(); ++i) offer(v[i]);
+    return heap.front();
+}
+
+// ---- The stages
 
 void CandidateList::assign(std::span<const float> logits) {
     tokens.clear();  // then append: resize() would first value-initialise every element
@@ -17,6 +102,32 @@ void CandidateList::assign(std::span<const float> logits) {
         tokens.push_back(Candidate{static_cast<int32_t>(i), logits[i], 0.0f});
     }
     sorted = false;
+}
+
+void CandidateList::assign_top_k(std::span<const float> logits, size_t k) {
+    STRATA_INVARIANT(k >= 1);
+    if (k >= logits.size()) {
+        assign(logits);
+        std::sort(tokens.begin(), tokens.end(), CandidateBefore{});
+        sorted = true;
+        return;
+    }
+    // Every logit above the k-th largest is in; of those equal to it, the lowest ids fill the
+    // rest (candidate_before's order among equals).
+    const float t = kth_largest(logits, k);
+    tokens.clear();
+    ties_.clear();
+    for_each_at_least(logits, t, [&](size_t i) {
+        if (logits[i] > t) {
+            tokens.push_back(Candidate{static_cast<int32_t>(i), logits[i], 0.0f});
+        } else if (ties_.size() < k) {
+            ties_.push_back(static_cast<int32_t>(i));
+        }
+    });
+    STRATA_INVARIANT(tokens.size() < k && tokens.size() + ties_.size() >= k);
+    for (size_t j = 0; tokens.size() < k; ++j) tokens.push_back(Candidate{ties_[j], t, 0.0f});
+    std::sort(tokens.begin(), tokens.end(), CandidateBefore{});
+    sorted = true;
 }
 
 size_t argmax_index(const CandidateList& list) {

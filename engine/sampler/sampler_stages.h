@@ -1,6 +1,7 @@
 // The filtering stages of the sampling chain, as free functions on a candidate list:
-// top-k, top-p, min-p, temperature and softmax. Sampler runs them in llama.cpp's order; tests
-// run each one alone against a brute-force reference.
+// top-k, top-p, min-p, temperature and softmax, and the vectorized scans over a whole
+// vocabulary's logits they and the greedy pick start from. Sampler runs the stages in
+// llama.cpp's order; tests run each one alone against a brute-force reference.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,49 @@
 #include <vector>
 
 namespace strata {
+
+// ---- Whole-vocabulary scans: the passes the sampler makes for every token (32k-256k logits),
+// written as fixed runs of 16 lanes over read-only data so that the compiler vectorizes them at
+// -O2 (a scalar argmax and a copy that checked each value cost ~100 us a token at 32k on the
+// H200 host).
+
+// One pass: whether every value is finite or -inf (none is NaN or +inf), and the largest
+// value (-inf for none; NaN never counts as the largest).
+struct LogitScan {
+    bool valid;
+    float max;
+};
+LogitScan scan_logits(std::span<const float> values);
+
+// The lowest index whose value equals `value`, which must be one of them.
+size_t first_index_of(std::span<const float> values, float value);
+
+// The lowest index of the largest value. Values must be finite or -inf; at least one value.
+size_t first_max_index(std::span<const float> values);
+
+// The k-th largest value, counting repeats (1 <= k <= size; no NaN): the smallest of the k
+// largest. Skips runs of 16 whose largest cannot enter them, so a vocabulary costs about one
+// vectorized pass.
+float kth_largest(std::span<const float> values, size_t k);
+
+// Calls take(i), i increasing, for every index whose value is >= t (no NaN), skipping runs of
+// 16 that hold none.
+template <class F>
+void for_each_at_least(std::span<const float> values, float t, F&& take) {
+    constexpr size_t kRun = 16;
+    const size_t whole = values.size() / kRun * kRun;
+    for (size_t i = 0; i < whole; i += kRun) {
+        int hit = 0;
+        for (size_t j = 0; j < kRun; ++j) hit |= values[i + j] >= t;
+        if (hit == 0) continue;
+        for (size_t j = 0; j < kRun; ++j) {
+            if (values[i + j] >= t) take(i + j);
+        }
+    }
+    for (size_t i = whole; i < values.size(); ++i) {
+        if (values[i] >= t) take(i);
+    }
+}
 
 struct Candidate {
     int32_t id;
@@ -23,6 +67,12 @@ struct CandidateList {
 
     // Refills from logits indexed by token id (all ids, unsorted). Keeps the capacity.
     void assign(std::span<const float> logits);
+    // Refills with the k best of them (1 <= k), sorted: the list assign() then apply_top_k(k)
+    // give, without a candidate per id (k >= the vocabulary: assign() and a full sort).
+    void assign_top_k(std::span<const float> logits, size_t k);
+
+private:
+    std::vector<int32_t> ties_;  // assign_top_k's ids at the threshold (kept for the capacity)
 };
 
 // Strict total order used by every stage: higher logit first, then lower id. Makes the result

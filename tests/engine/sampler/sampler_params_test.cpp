@@ -97,15 +97,21 @@ TEST(SamplerParams, SamplerRejectsBadVocabularyAndCalls) {
     biased.logit_bias[100] = 1.0f;
     expect_argument_error([&] { strata::Sampler(biased, 100); }, {"logit_bias", "100"});
 
+    for (const float temperature : {0.8f, 0.0f}) {  // the chain, and greedy's copy-free argmax
+        SCOPED_TRACE(temperature);
+        SamplerParams params;
+        params.temperature = temperature;
+        strata::Sampler sampler(params, 4);
+        std::vector<float> logits = {0.0f, 1.0f, 2.0f};
+        expect_argument_error([&] { sampler.sample(logits); }, {"3 logits", "4"});
+        logits = {0.0f, 1.0f, NAN, 2.0f};
+        expect_argument_error([&] { sampler.sample(logits); }, {"token 2", "nan"});
+        logits = {0.0f, 1.0f, 2.0f, INFINITY};
+        expect_argument_error([&] { sampler.sample(logits); }, {"token 3", "inf"});
+        logits.assign(4, -INFINITY);
+        expect_argument_error([&] { sampler.sample(logits); }, {"-inf"});
+    }
     strata::Sampler sampler(SamplerParams{}, 4);
-    std::vector<float> logits = {0.0f, 1.0f, 2.0f};
-    expect_argument_error([&] { sampler.sample(logits); }, {"3 logits", "4"});
-    logits = {0.0f, 1.0f, NAN, 2.0f};
-    expect_argument_error([&] { sampler.sample(logits); }, {"token 2", "nan"});
-    logits = {0.0f, 1.0f, 2.0f, INFINITY};
-    expect_argument_error([&] { sampler.sample(logits); }, {"token 3", "inf"});
-    logits.assign(4, -INFINITY);
-    expect_argument_error([&] { sampler.sample(logits); }, {"-inf"});
     expect_argument_error([&] { sampler.accept(4); }, {"token 4"});
     expect_argument_error([&] { sampler.accept(-1); }, {"token -1"});
 }

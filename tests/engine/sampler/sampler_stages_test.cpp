@@ -79,6 +79,35 @@ TEST(SamplerStages, TopKZeroIsOffAndTiesGoToLowestIds) {
     EXPECT_EQ(all.tokens.back().id, 5);
 }
 
+// assign_top_k keeps what assign + apply_top_k keep, in the same order: random logits, logits
+// rounded to few values (ties across the threshold), and many -inf (the threshold itself -inf).
+TEST(SamplerStages, AssignTopKEqualsAssignThenTopK) {
+    uint32_t seed = 7;
+    for (size_t n : kSizes) {
+        for (int shape = 0; shape < 3; ++shape) {
+            auto logits = strata::ref::random_logits(n, seed++);
+            for (size_t i = 0; i < n; ++i) {
+                if (shape == 1) logits[i] = std::round(logits[i] / 4);
+                if (shape == 2 && i % 3 != 0) logits[i] = -INFINITY;
+            }
+            for (size_t k : {size_t{1}, size_t{2}, size_t{5}, size_t{40}, n > 1 ? n - 1 : 1, n, n + 3}) {
+                auto want = make_list(logits);
+                strata::apply_top_k(want, static_cast<int32_t>(k));
+                CandidateList got;
+                got.assign_top_k(logits, k);
+                const std::string where = "n=" + std::to_string(n) + " shape=" + std::to_string(shape) +
+                                          " k=" + std::to_string(k);
+                ASSERT_EQ(got.tokens.size(), want.tokens.size()) << where;
+                for (size_t i = 0; i < got.tokens.size(); ++i) {
+                    EXPECT_EQ(got.tokens[i].id, want.tokens[i].id) << where << " at " << i;
+                    EXPECT_EQ(got.tokens[i].logit, want.tokens[i].logit) << where << " at " << i;
+                }
+                expect_sorted(got);
+            }
+        }
+    }
+}
+
 // The kept ids must be the best |kept| by rank, and |kept| must lie between the nucleus
 // lengths at p -/+ slack.
 void expect_nucleus(const CandidateList& list, const strata::ref::Ranked& ref, double p,
