@@ -37,7 +37,8 @@ private:
 };
 
 // One Sampler per generated sequence. Not thread-safe: it owns scratch buffers, the random
-// state and the penalty history. sample() and candidates() allocate nothing.
+// state and the penalty history. sample() and candidates() allocate nothing after their first
+// call (the top-k scratch is sized then).
 class Sampler {
 public:
     // Validates params (ArgumentError) and checks logit_bias ids against n_vocab.

@@ -69,10 +69,10 @@ size_t first_max_index(std::span<const float> v) {
     return first_index_of(v, scan_logits(v).max);
 }
 
-float kth_largest(std::span<const float> v, size_t k) {
+float kth_largest(std::span<const float> v, size_t k, std::vector<float>& heap) {
     STRATA_INVARIANT(k >= 1 && k <= v.size());
     // A min-heap of the k largest so far: its top is the value a newcomer must beat.
-    std::vector<float> heap(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+    heap.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
     std::make_heap(heap.begin(), heap.end(), std::greater<>{});
     const auto offer = [&](float x) {
         if (!(x > heap.front())) return;
@@ -114,7 +114,7 @@ void CandidateList::assign_top_k(std::span<const float> logits, size_t k) {
     }
     // Every logit above the k-th largest is in; of those equal to it, the lowest ids fill the
     // rest (candidate_before's order among equals).
-    const float t = kth_largest(logits, k);
+    const float t = kth_largest(logits, k, heap_);
     tokens.clear();
     ties_.clear();
     for_each_at_least(logits, t, [&](size_t i) {

@@ -31,8 +31,8 @@ size_t first_max_index(std::span<const float> values);
 
 // The k-th largest value, counting repeats (1 <= k <= size; no NaN): the smallest of the k
 // largest. Skips runs of 16 whose largest cannot enter them, so a vocabulary costs about one
-// vectorized pass.
-float kth_largest(std::span<const float> values, size_t k);
+// vectorized pass. `heap` is scratch (its capacity is kept, so a caller's reuse allocates once).
+float kth_largest(std::span<const float> values, size_t k, std::vector<float>& heap);
 
 // Calls take(i), i increasing, for every index whose value is >= t (no NaN), skipping runs of
 // 16 that hold none.
@@ -72,7 +72,9 @@ struct CandidateList {
     void assign_top_k(std::span<const float> logits, size_t k);
 
 private:
-    std::vector<int32_t> ties_;  // assign_top_k's ids at the threshold (kept for the capacity)
+    // assign_top_k's scratch, kept for the capacity: the ids at the threshold, kth_largest's heap.
+    std::vector<int32_t> ties_;
+    std::vector<float> heap_;
 };
 
 // Strict total order used by every stage: higher logit first, then lower id. Makes the result
