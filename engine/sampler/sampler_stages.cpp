@@ -13,22 +13,16 @@
 
 namespace strata {
 
-// ---- Whole-vocabulary scans: each keeps kLanes running results, one per lane of a fixed inner
-// loop, and combines them at the end.
-
-namespace {
-
-constexpr size_t kLanes = 16;
-
-}  // namespace
+// ---- Whole-vocabulary scans: each keeps kScanLanes running results, one per lane of a fixed
+// inner loop, and combines them at the end.
 
 LogitScan scan_logits(std::span<const float> v) {
-    const size_t whole = v.size() / kLanes * kLanes;
-    float hi[kLanes];
-    int nan[kLanes] = {};
+    const size_t whole = v.size() / kScanLanes * kScanLanes;
+    float hi[kScanLanes];
+    int nan[kScanLanes] = {};
     for (float& h : hi) h = -INFINITY;
-    for (size_t i = 0; i < whole; i += kLanes) {
-        for (size_t j = 0; j < kLanes; ++j) {
+    for (size_t i = 0; i < whole; i += kScanLanes) {
+        for (size_t j = 0; j < kScanLanes; ++j) {
             const float x = v[i + j];
             hi[j] = x > hi[j] ? x : hi[j];
             nan[j] |= x != x;
@@ -36,7 +30,7 @@ LogitScan scan_logits(std::span<const float> v) {
     }
     float m = -INFINITY;
     int any_nan = 0;
-    for (size_t j = 0; j < kLanes; ++j) {
+    for (size_t j = 0; j < kScanLanes; ++j) {
         m = hi[j] > m ? hi[j] : m;
         any_nan |= nan[j];
     }
@@ -48,12 +42,12 @@ LogitScan scan_logits(std::span<const float> v) {
 }
 
 size_t first_index_of(std::span<const float> v, float value) {
-    const size_t whole = v.size() / kLanes * kLanes;
-    for (size_t i = 0; i < whole; i += kLanes) {
+    const size_t whole = v.size() / kScanLanes * kScanLanes;
+    for (size_t i = 0; i < whole; i += kScanLanes) {
         int hit = 0;
-        for (size_t j = 0; j < kLanes; ++j) hit |= v[i + j] == value;
+        for (size_t j = 0; j < kScanLanes; ++j) hit |= v[i + j] == value;
         if (hit == 0) continue;
-        for (size_t j = 0; j < kLanes; ++j) {
+        for (size_t j = 0; j < kScanLanes; ++j) {
             if (v[i + j] == value) return i + j;
         }
     }
@@ -81,13 +75,13 @@ float kth_largest(std::span<const float> v, size_t k, std::vector<float>& heap) 
         std::push_heap(heap.begin(), heap.end(), std::greater<>{});
     };
     size_t i = k;
-    for (; i < v.size() && i % kLanes != 0; ++i) offer(v[i]);
-    const size_t whole = i + (v.size() - i) / kLanes * kLanes;
-    for (; i < whole; i += kLanes) {
+    for (; i < v.size() && i % kScanLanes != 0; ++i) offer(v[i]);
+    const size_t whole = i + (v.size() - i) / kScanLanes * kScanLanes;
+    for (; i < whole; i += kScanLanes) {
         float run_max = -INFINITY;
-        for (size_t j = 0; j < kLanes; ++j) run_max = v[i + j] > run_max ? v[i + j] : run_max;
+        for (size_t j = 0; j < kScanLanes; ++j) run_max = v[i + j] > run_max ? v[i + j] : run_max;
         if (!(run_max > heap.front())) continue;
-        for (size_t j = 0; j < kLanes; ++j) offer(v[i + j]);
+        for (size_t j = 0; j < kScanLanes; ++j) offer(v[i + j]);
     }
     for (; i < v.size(); ++i) offer(v[i]);
     return heap.front();

@@ -4,6 +4,7 @@
 // llama.cpp's order; tests run each one alone against a brute-force reference.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -14,6 +15,8 @@ namespace strata {
 // written as fixed runs of 16 lanes over read-only data so that the compiler vectorizes them at
 // -O2 (a scalar argmax and a copy that checked each value cost ~100 us a token at 32k on the
 // H200 host).
+
+inline constexpr size_t kScanLanes = 16;  // the lanes (and runs) of every scan below
 
 // One pass: whether every value is finite or -inf (none is NaN or +inf), and the largest
 // value (-inf for none; NaN never counts as the largest).
@@ -30,21 +33,20 @@ size_t first_index_of(std::span<const float> values, float value);
 size_t first_max_index(std::span<const float> values);
 
 // The k-th largest value, counting repeats (1 <= k <= size; no NaN): the smallest of the k
-// largest. Skips runs of 16 whose largest cannot enter them, so a vocabulary costs about one
+// largest. Skips runs of kScanLanes whose largest cannot enter them, so a vocabulary costs about one
 // vectorized pass. `heap` is scratch (its capacity is kept, so a caller's reuse allocates once).
 float kth_largest(std::span<const float> values, size_t k, std::vector<float>& heap);
 
 // Calls take(i), i increasing, for every index whose value is >= t (no NaN), skipping runs of
-// 16 that hold none.
+// kScanLanes that hold none.
 template <class F>
 void for_each_at_least(std::span<const float> values, float t, F&& take) {
-    constexpr size_t kRun = 16;
-    const size_t whole = values.size() / kRun * kRun;
-    for (size_t i = 0; i < whole; i += kRun) {
+    const size_t whole = values.size() / kScanLanes * kScanLanes;
+    for (size_t i = 0; i < whole; i += kScanLanes) {
         int hit = 0;
-        for (size_t j = 0; j < kRun; ++j) hit |= values[i + j] >= t;
+        for (size_t j = 0; j < kScanLanes; ++j) hit |= values[i + j] >= t;
         if (hit == 0) continue;
-        for (size_t j = 0; j < kRun; ++j) {
+        for (size_t j = 0; j < kScanLanes; ++j) {
             if (values[i + j] >= t) take(i + j);
         }
     }
