@@ -41,9 +41,9 @@ struct CudaBackendOptions {
     // Batches of at least this many tokens (and at most gemv_max_tokens) take the int8
     // tensor-core GEMV (gemv_mma.cu) on devices of compute capability 8.0 and later; 0: never.
     // Either kernel gives a column the same bits, so a sequence decoded in a batch or checked
-    // in a speculative pass gets the logits it gets alone. The registry sets 5 only with
-    // --no-batch-invariant: on the H200 the tensor-core kernel is not faster than dp4a at 8
-    // tokens on most shapes (docs/BENCHMARKS.md, thirty-fifth session).
+    // in a speculative pass gets the logits it gets alone. Only tests and microbenchmarks set it:
+    // on the H200 the tensor-core kernel is slower than dp4a at every width (docs/BENCHMARKS.md,
+    // thirty-fifth and thirty-seventh sessions).
     int gemv_mma_min_tokens = 0;
     // Attention over at most this many query tokens uses the flash-decoding kernel, more the
     // tiled one.

@@ -81,9 +81,9 @@ void add_runtime_options(CLI::App& cmd, EngineOptions& o) {
                                         " (fake: a test device in host memory)"))
         ->capture_default_str();
     cmd.add_flag("!--no-batch-invariant", o.batch_invariant,
-                 "let the GPU compute products of 5-8 tokens (several sequences decoded together, speculative"
-                 " checks) on int8 tensor cores; the same results as the default kernel, bit for bit, and on"
-                 " the H200 not faster on most shapes (docs/BENCHMARKS.md)");
+                 "allow GPU kernels whose results for a token depend on the tokens batched with it, where"
+                 " one is faster; none is today (the batch-invariant GEMV is the fastest at every width),"
+                 " so it changes nothing (docs/SERVE.md)");
     cmd.add_option("--gpu-mem", o.gpu_mem, "VRAM the process may hold, e.g. 6G (a bare number is MiB; default: free VRAM)");
     cmd.add_option("--ram-mem", o.ram_mem,
                    "RAM for resident weights, KV and disk staging, e.g. 24G; the rest streams from disk"

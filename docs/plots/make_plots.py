@@ -395,3 +395,11 @@ bars("sampler_36.png", "Gemma 3 270M shape on the H200: tok/s, old sampler vs ve
      "tokens/s", ["run, greedy", "run, default sampler", "serve, 1 stream", "serve, 8 streams"],
      {"before": [667.2, 533.6, 669.8, 959.6], "after": [941.0, 700.4, 830.8, 1413.3]},
      ["#999999", "#2a7ab9"], top=1700)
+
+# Thirty-seventh session (issue 21): the dp4a GEMV at 8 tokens before (679d18b, call 2) and after
+# (call 4), H200, same harness; one token for scale.
+bars("gemv_8tok_37.png", "dp4a GEMV on the H200, 8 tokens: before vs after (us, lower is better)",
+     "microseconds", ["q4_K 4096x11008", "q4_K 11008x4096", "q4_K 4096x4096", "q6_K 11008x4096", "q6_K 4096x32000"],
+     {"1 token": [10.6, 10.8, 5.3, 17.0, 41.0], "8 tokens, before": [41.1, 34.2, 16.3, 51.4, 127.9],
+      "8 tokens, after": [23.5, 23.0, 10.0, 31.0, 78.0]},
+     ["#cccccc", "#999999", "#2a7ab9"], top=150)
