@@ -122,6 +122,7 @@ void CudaBackend::end_graph() {
     s.forget_quantized_x();  // nothing recorded runs if instantiation fails
     if (!s.capturing) throw ArgumentError("end_graph: no graph is being recorded");
     s.capturing = false;
+    s.args->forget_recent();  // what the graph pushed is copied only when it runs
     const bool step = s.step.recording;
     s.step.recording = false;
     cudaGraph_t graph = nullptr;
@@ -194,6 +195,7 @@ void CudaBackend::abort_graph() {
     s.step.recording = false;
     if (!s.capturing) return;
     s.capturing = false;
+    s.args->forget_recent();  // the recorded copies never run
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(s.stream, &graph);
     if (graph != nullptr) cudaGraphDestroy(graph);

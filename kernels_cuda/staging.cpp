@@ -94,12 +94,12 @@ ArgRing::~ArgRing() {
 }
 
 void ArgRing::reserve(size_t bytes, cudaStream_t stream) {
+    forget_recent();
     if (offset_ + bytes <= half_) return;
     CUDA_CHECK(cudaEventRecord(released_[current_], stream));
     current_ ^= 1;
     CUDA_CHECK(cudaEventSynchronize(released_[current_]));
     offset_ = 0;
-    last_dev_ = nullptr;
 }
 
 const void* ArgRing::push(const void* host, size_t bytes, cudaStream_t stream) {
@@ -114,11 +114,13 @@ const void* ArgRing::push(const void* host, size_t bytes, cudaStream_t stream) {
         CUDA_CHECK(cudaMemcpy(large_.data(), host, bytes, cudaMemcpyHostToDevice));
         return large_.data();
     }
-    // The same array as the last push (the positions every layer's RoPE and attention take):
-    // its device copy is still in the current half, so no second copy is queued. A small copy
-    // in the stream costs the GPU several microseconds of copy-engine latency.
-    if (last_dev_ != nullptr && bytes == last_bytes_ && std::memcmp(pinned_ + last_at_, host, bytes) == 0) {
-        return last_dev_;
+    // An array pushed lately into the current half with the same bytes: its device copy is
+    // still there and queued before anything enqueued now, so no second copy is.
+    for (int i = 0; i < n_recent_; ++i) {
+        const Recent& r = recent_[i];
+        if (r.bytes == bytes && std::memcmp(pinned_ + r.at, host, bytes) == 0) {
+            return static_cast<uint8_t*>(device_.data()) + r.at;
+        }
     }
     if (offset_ + size > half_) {
         // Leave this half (its users are everything enqueued so far) and take the other one
@@ -127,15 +129,16 @@ const void* ArgRing::push(const void* host, size_t bytes, cudaStream_t stream) {
         current_ ^= 1;
         CUDA_CHECK(cudaEventSynchronize(released_[current_]));
         offset_ = 0;
+        forget_recent();
     }
     const size_t at = static_cast<size_t>(current_) * half_ + offset_;
     std::memcpy(pinned_ + at, host, bytes);
     auto* dev = static_cast<uint8_t*>(device_.data()) + at;
     CUDA_CHECK(cudaMemcpyAsync(dev, pinned_ + at, bytes, cudaMemcpyHostToDevice, stream));
     offset_ += size;
-    last_dev_ = dev;
-    last_at_ = at;
-    last_bytes_ = bytes;
+    recent_[next_recent_] = Recent{at, bytes};
+    next_recent_ = (next_recent_ + 1) % kRecent;
+    if (n_recent_ < kRecent) ++n_recent_;
     return dev;
 }
 

@@ -48,8 +48,12 @@ class ArgRing {
     // a separate buffer after a stream synchronize (rare: huge batches).
     const void* push(const void* host, size_t bytes, cudaStream_t stream);
     // Moves to the other half now (may wait) if less than `bytes` are left in this one, so the
-    // next pushes need no wait (a stream being captured into a graph must not wait).
+    // next pushes need no wait (a stream being captured into a graph must not wait). Forgets
+    // the recent pushes, as forget_recent().
     void reserve(size_t bytes, cudaStream_t stream);
+    // No later push reuses an array pushed before this call (at a graph's start and end: a
+    // copy captured into a graph runs when the graph does, not where it was enqueued).
+    void forget_recent() { n_recent_ = next_recent_ = 0; }
 
   private:
     size_t half_;
@@ -60,11 +64,16 @@ class ArgRing {
     cudaEvent_t released_[2] = {nullptr, nullptr};
     int current_ = 0;
     size_t offset_ = 0;  // inside the current half
-    // The last array pushed (in the current half until the ring leaves it), reused when the
-    // next push carries the same bytes.
-    const void* last_dev_ = nullptr;
-    size_t last_at_ = 0;
-    size_t last_bytes_ = 0;
+    // The last arrays pushed into the current half, reused when a push carries the same bytes:
+    // a batched pass's layers push the same positions, RoPE frequencies and cache addresses
+    // (the KV stores' and the attention's) in turn, and a small copy in the stream costs the
+    // GPU several microseconds of copy-engine latency.
+    struct Recent {
+        size_t at = 0, bytes = 0;
+    };
+    static constexpr int kRecent = 8;
+    Recent recent_[kRecent];
+    int n_recent_ = 0, next_recent_ = 0;
 };
 
 }  // namespace strata::cuda
