@@ -25,10 +25,10 @@ std::unique_ptr<Backend> make(const BackendConfig& config) {
     // counts against the budget: --gpu-mem bounds this process's whole VRAM use.
     const DeviceMemory mem = device_memory(0);
     CudaBackendOptions o;
-    // config.batch_invariant false would allow a kernel that rounds a token differently in a batch;
-    // none pays: the tensor-core GEMV gives the same bits and is slower than dp4a at every width
-    // since the thirty-seventh session (H200: 44 against 23.5 us, q4_K 4096 x 11008, 8 tokens).
-    (void)config.batch_invariant;
+    // config.batch_invariant is not read: false would allow a kernel that rounds a token
+    // differently in a batch, and none pays (the tensor-core GEMV gives the same bits and is
+    // slower than dp4a at every width since the thirty-seventh session; H200: 44 against 23.5 us,
+    // q4_K 4096 x 11008, 8 tokens).
     o.context_bytes = mem.total_bytes - mem.free_bytes + kLazyModuleBytes;
     if (config.budget_bytes > 0) {
         if (config.budget_bytes <= o.context_bytes + kMinModelBytes) {

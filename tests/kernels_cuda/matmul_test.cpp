@@ -127,16 +127,16 @@ TEST_P(CudaMatmul, MatchesCpuOnEveryPath) {
 
                 DeviceTensor xe = test::to_device(exact, x), ye = test::nan_device(exact, {n, m});
                 exact.matmul(we.tensor, xe.tensor, ye.tensor);
+                const HostTensor exact_y = test::to_host(exact, ye.tensor);
                 if (m <= 8) {
-                    exact_gemv.add(ref, test::to_host(exact, ye.tensor).f32(), ref.size());
+                    exact_gemv.add(ref, exact_y.f32(), ref.size());
                 } else {
                     const double bound = type == GgmlType::F32 ? kSgemm : kF16Gemm;
-                    EXPECT_LE(nmse_vs(ref, test::to_host(exact, ye.tensor)), bound) << at << " (f32 activations)";
+                    EXPECT_LE(nmse_vs(ref, exact_y), bound) << at << " (f32 activations)";
                 }
 
                 HostTensor cpu_y(GgmlType::F32, {n, m});
                 test::cpu_backend().matmul(w.t, x.t, cpu_y.t);
-                const HostTensor exact_y = test::to_host(exact, ye.tensor);
                 exact_vs_cpu.add(cpu_y.f32(), exact_y.f32(), static_cast<size_t>(cpu_y.size()));
 
                 if (!dp4a || m > 8 || k % 32 != 0) continue;
