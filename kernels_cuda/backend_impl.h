@@ -60,6 +60,9 @@ struct CudaBackend::Impl {
     // Whether an op writing y (RMSNorm, gated activation) should also quantize it for the GEMV
     // that reads it next: y is few rows of whole q8 blocks and reuse is on.
     bool fuse_q8(const Tensor& y) const;
+    // The most tokens a product takes the q8 GEMV for (in chunks of 8 above gemv_max_tokens);
+    // 0 when activations stay f32.
+    int64_t gemv_q8_max_tokens() const;
     // Whether a product of m tokens takes the tensor-core GEMV (options.gemv_mma_min_tokens).
     bool use_gemv_mma(int64_t m) const;
 

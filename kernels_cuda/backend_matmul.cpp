@@ -71,9 +71,14 @@ bool CudaBackend::Impl::use_gemv_mma(int64_t m) const {
     return options.gemv_mma_min_tokens > 0 && m >= options.gemv_mma_min_tokens && compute_major >= 8;
 }
 
+int64_t CudaBackend::Impl::gemv_q8_max_tokens() const {
+    if (!options.quantize_activations) return 0;
+    return std::max(options.gemv_max_tokens, options.gemv_chunk_max_tokens);
+}
+
 bool CudaBackend::Impl::fuse_q8(const Tensor& y) const {
-    return options.quantize_activations && options.reuse_quantized_activations && y.ne[0] % 32 == 0 &&
-           y.n_rows() <= options.gemv_max_tokens && y.n_rows() > 0;
+    return options.reuse_quantized_activations && y.ne[0] % 32 == 0 && y.n_rows() <= gemv_q8_max_tokens() &&
+           y.n_rows() > 0;
 }
 
 void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
@@ -103,6 +108,23 @@ void CudaBackend::matmul(const Tensor& w, const Tensor& x, Tensor& y) {
         s.forget_quantized_x();  // y may cover the bytes of the x x_q8 was quantized from
         const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_float", w, m) : "");
         gemv_float(w.type, wd, w.nb[1], k, n, f32_view(x), f32_view(y), s.stream);
+        return;
+    }
+    if (m <= s.gemv_q8_max_tokens() && gemv_q8_supported(w.type) && rows_evenly_strided(y)) {
+        // Chunks of 8 columns, each the 8-token GEMV over its rows of x's q8 activations (one
+        // quantization for all): every column gets the bits it gets in any other batch.
+        const Impl::Q8Scratch q8 = s.quantized(x);
+        const int rows_per_warp = s.gemv_rows_per_warp(n);
+        const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemv_q8 chunks", w, m) : "");
+        const F32View all = f32_view(y);
+        for (int64_t c0 = 0; c0 < m; c0 += kGemvMaxCols) {
+            const int64_t cols = std::min<int64_t>(kGemvMaxCols, m - c0);
+            F32View part = all;
+            part.data += static_cast<uint64_t>(c0) * y.nb[1];
+            part.n_rows = cols;
+            part.rows = RowLayout{cols, 1, y.nb[1], static_cast<uint64_t>(cols) * y.nb[1], static_cast<uint64_t>(cols) * y.nb[1]};
+            gemv_q8(w.type, wd, w.nb[1], k, n, q8.xq + c0 * k, q8.xds + c0 * (k / 32) * 2, rows_per_warp, part, s.stream);
+        }
         return;
     }
     const OpScope timed(s.timer.get(), s.stream, s.capturing, s.timer ? op_label("gemm", w, m) : "");

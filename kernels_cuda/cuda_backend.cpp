@@ -76,6 +76,10 @@ CudaBackend::Impl::Impl(const CudaBackendOptions& opts) : options(opts) {
         throw ArgumentError(cat("CUDA backend: gemv_max_tokens = ", options.gemv_max_tokens,
                                 ", expected 0..", kGemvMaxCols));
     }
+    if (options.gemv_chunk_max_tokens < 0 || options.gemv_chunk_max_tokens > kGemvChunkMaxTokens) {
+        throw ArgumentError(cat("CUDA backend: gemv_chunk_max_tokens = ", options.gemv_chunk_max_tokens,
+                                ", expected 0..", kGemvChunkMaxTokens));
+    }
     if (options.gemv_mma_min_tokens < 0 || options.gemv_mma_min_tokens > kGemvMaxCols) {
         throw ArgumentError(cat("CUDA backend: gemv_mma_min_tokens = ", options.gemv_mma_min_tokens,
                                 ", expected 0..", kGemvMaxCols));

@@ -17,6 +17,9 @@ class BackendRegistry;
 
 namespace strata::cuda {
 
+// The most tokens CudaBackendOptions::gemv_chunk_max_tokens may send through GEMV chunks.
+constexpr int kGemvChunkMaxTokens = 64;
+
 struct CudaBackendOptions {
     int device = 0;
     // Device memory the backend may hold: its arena (one cudaMalloc) plus what cuBLAS keeps for
@@ -28,6 +31,14 @@ struct CudaBackendOptions {
     // Batches of at most this many tokens take the GEMV kernels (weights dequantized in
     // registers); larger ones dequantize f16 tiles for cuBLAS. At most 8.
     int gemv_max_tokens = 8;
+    // Batches above gemv_max_tokens and up to this many tokens run the q8 GEMV on chunks of 8
+    // columns (one launch each, x quantized once) instead of the cuBLAS path, whose f16 weight
+    // tiles cost a whole model's dequantization per pass however few the tokens (a short
+    // prompt). A column's bits do not depend on its chunk. H200, 7B Q4_K_M, prompt passes:
+    // 1.2-2.05x at 9-24 tokens, 1.04x at 28, 0.97x at 32 (docs/BENCHMARKS.md, thirty-eighth
+    // session). At most kGemvChunkMaxTokens; 0 or <= gemv_max_tokens: never.
+    // STRATA_CUDA_GEMV_CHUNKS=N sets it (A/B measurements).
+    int gemv_chunk_max_tokens = 24;
     // GEMV on q8-quantized activations with dp4a (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K);
     // false keeps activations in f32 (slower, reference precision).
     bool quantize_activations = true;

@@ -1,5 +1,7 @@
 // The CUDA backend's registry entry (backend_registry.h): "cuda" on device 0, inside a process
 // budget (--gpu-mem) that counts the context and whatever else already holds the device.
+#include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -29,6 +31,9 @@ std::unique_ptr<Backend> make(const BackendConfig& config) {
     // differently in a batch, and none pays (the tensor-core GEMV gives the same bits and is
     // slower than dp4a at every width since the thirty-seventh session; H200: 44 against 23.5 us,
     // q4_K 4096 x 11008, 8 tokens).
+    // STRATA_CUDA_GEMV_CHUNKS=N (A/B measurements): GEMV chunks up to N tokens; 0: none.
+    static const char* chunks = std::getenv("STRATA_CUDA_GEMV_CHUNKS");
+    if (chunks != nullptr && *chunks != '\0') o.gemv_chunk_max_tokens = std::clamp(std::atoi(chunks), 0, kGemvChunkMaxTokens);
     o.context_bytes = mem.total_bytes - mem.free_bytes + kLazyModuleBytes;
     if (config.budget_bytes > 0) {
         if (config.budget_bytes <= o.context_bytes + kMinModelBytes) {

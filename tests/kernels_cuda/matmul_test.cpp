@@ -1,7 +1,8 @@
 // CUDA matmul and get_rows on random inputs, every weight type, odd sizes (rows 1, 7, 33, 4097;
 // tokens 1, 2, 3, 5, 8, 9, 17), every path: q8-activation GEMV (dp4a; int8 tensor cores for 2-8
-// tokens), f32 GEMV, cuBLAS on dequantized f16 tiles, SGEMM. Tight bounds are against a double-precision product over quant/'s
+// tokens; chunks of 8 columns above 8), f32 GEMV, cuBLAS on dequantized f16 tiles, SGEMM. Tight bounds are against a double-precision product over quant/'s
 // dequantized weights; the CPU backend (whichever kernel it picks) is checked with a loose one.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -96,12 +97,14 @@ TEST_P(CudaMatmul, MatchesCpuOnEveryPath) {
     STRATA_SKIP_WITHOUT_GPU();
     const GgmlType type = GetParam();
     // The q8 GEMV with 1, 2 and 4 weight rows per warp (small n falls back to fewer), 2-8 tokens
-    // on tensor cores; the last one keeps every token count on dp4a (the default).
+    // on tensor cores, up to 24 tokens in chunks of 8; the last one keeps the defaults (dp4a at
+    // every token count, chunks up to 24 tokens).
     std::vector<std::unique_ptr<CudaBackend>> q8s;
     for (int rows_per_warp : {1, 2, 4, 0}) {
         CudaBackendOptions o = test::test_options();
         o.gemv_rows_per_warp = rows_per_warp == 0 ? 4 : rows_per_warp;
         o.gemv_mma_min_tokens = rows_per_warp == 0 ? 0 : 2;
+        if (rows_per_warp != 0) o.gemv_chunk_max_tokens = 24;
         q8s.push_back(std::make_unique<CudaBackend>(o));
     }
     CudaBackendOptions exact_opts = test::test_options();
@@ -139,17 +142,19 @@ TEST_P(CudaMatmul, MatchesCpuOnEveryPath) {
                 test::cpu_backend().matmul(w.t, x.t, cpu_y.t);
                 exact_vs_cpu.add(cpu_y.f32(), exact_y.f32(), static_cast<size_t>(cpu_y.size()));
 
-                if (!dp4a || m > 8 || k % 32 != 0) continue;
+                if (!dp4a || k % 32 != 0) continue;
                 const std::vector<double> ref_q8 = double_matmul(w, q8_roundtrip(x));
                 for (size_t v = 0; v < q8s.size(); ++v) {
                     CudaBackend& q8 = *q8s[v];
+                    if (m > std::max(8, q8.options().gemv_chunk_max_tokens)) continue;  // the cuBLAS path
                     const DeviceTensor wq = q8.upload(w.t);
                     DeviceTensor xq = test::to_device(q8, x), yq = test::nan_device(q8, {n, m});
                     q8.matmul(wq.tensor, xq.tensor, yq.tensor);
                     const HostTensor got = test::to_host(q8, yq.tensor);
                     EXPECT_LE(nmse_vs(ref_q8, got), kQ8VsQ8Ref)
                         << at << " rows/warp " << q8.options().gemv_rows_per_warp << " tensor cores from "
-                        << q8.options().gemv_mma_min_tokens << " tokens"
+                        << q8.options().gemv_mma_min_tokens << " tokens, chunks up to "
+                        << q8.options().gemv_chunk_max_tokens
                         << " (q8 activations vs the same rounded x)";
                     q8_vs_f32.add(ref, got.f32(), ref.size());
                     q8_vs_cpu.add(cpu_y.f32(), got.f32(), static_cast<size_t>(cpu_y.size()));
@@ -190,8 +195,8 @@ TEST_P(CudaMatmul, GetRowsMatchesCpuBitForBit) {
 
 // A batched decode step (strata serve) or a speculative check must give each token the result it
 // gets alone: every column of a 2-8 column product, on the dp4a GEMV (any rows per warp the
-// column count takes) and on the tensor-core GEMV, is bit-identical to that column's product
-// alone (one column: the dp4a kernel).
+// column count takes) and on the tensor-core GEMV, and of a 9-17 column product in chunks of 8,
+// is bit-identical to that column's product alone (one column: the dp4a kernel).
 TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
     STRATA_SKIP_WITHOUT_GPU();
     const GgmlType type = GetParam();
@@ -203,11 +208,12 @@ TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
     for (const int64_t k : {block * (block == 32 ? 33 : 5), block * (block == 32 ? 200 : 17)}) {
         const int64_t n = 77;
         const HostTensor w = random_weights(type, k, n);
-        const HostTensor wide = cpu::test::random_f32({k, 8});
+        constexpr int64_t kWide = 17;
+        const HostTensor wide = cpu::test::random_f32({k, kWide});
         CudaBackend alone(test::test_options());
         const DeviceTensor wa = alone.upload(w.t);
         std::vector<std::vector<float>> cols;  // column c's product alone
-        for (int64_t c = 0; c < 8; ++c) {
+        for (int64_t c = 0; c < kWide; ++c) {
             HostTensor x = cpu::test::random_f32({k, 1});
             std::memcpy(x.f32(), wide.f32() + c * k, static_cast<size_t>(k) * sizeof(float));
             DeviceTensor xd = test::to_device(alone, x), yd = test::nan_device(alone, {n, 1});
@@ -219,9 +225,10 @@ TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
             if (mma_from > 0 && !tensor_cores) continue;
             CudaBackendOptions o = test::test_options();
             o.gemv_mma_min_tokens = mma_from;
+            o.gemv_chunk_max_tokens = kWide;
             CudaBackend gpu(o);
             const DeviceTensor wd = gpu.upload(w.t);
-            for (int64_t m : {2, 3, 5, 8}) {
+            for (int64_t m : {2, 3, 5, 8, 9, 12, 17}) {
                 HostTensor x = cpu::test::random_f32({k, m});
                 std::memcpy(x.f32(), wide.f32(), static_cast<size_t>(k * m) * sizeof(float));
                 DeviceTensor xd = test::to_device(gpu, x), yd = test::nan_device(gpu, {n, m});
