@@ -71,12 +71,16 @@ class Server:
             sys.exit(f"strata serve did not start: {text!r}\n{self.err.read().decode(errors='replace')[-3000:]}")
         self.url = text.split("listening on ")[1].strip().rstrip("/")
 
-    def stop(self):
+    def stop(self, log_path=""):
         self.proc.terminate()
         try:
             self.proc.wait(60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        if log_path:  # --server-log: the server's stderr, appended
+            self.err.seek(0)
+            with open(log_path, "ab") as f:
+                f.write(self.err.read())
 
 
 class LlamaServer:
@@ -174,6 +178,8 @@ def measure(url, n_streams, tokens):
         "ttft_max": max(firsts) - start if firsts else 0.0,
         "tokens": decoded,
         "text0": results[0][0],
+        # Each stream's first and last token, ms after the requests went out (--timeline).
+        "timeline": [(r[1][0] - start, r[1][-1] - start) for r in results if r[1]],
     }
 
 
@@ -225,7 +231,7 @@ def run_all(args, unbatched):
             rows.append(measure(srv.url, n, args.tokens))
             rows[-1]["engine"] = engine_split(before, engine_counters(srv.url))
     finally:
-        srv.stop()
+        srv.stop(args.server_log)
     return rows
 
 
@@ -241,6 +247,10 @@ def main():
     ap.add_argument("--ban-tokens", default="", metavar="FIRST-LAST",
                     help="token ids no request may sample, in both servers (llama-server's chat-format parser "
                          "refuses text that is not UTF-8: 131-258 are a synthetic Llama 2's bytes 0x80-0xFF)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="print each stream's first and last token time (ms after the requests went out)")
+    ap.add_argument("--server-log", default="", metavar="FILE",
+                    help="append the server's stderr to FILE (with STRATA_SERVE_TRACE=1: one line per engine step)")
     ap.add_argument("serve_args", nargs="*", help="after --: arguments for the server (e.g. --gpu-mem 6G)")
     args = ap.parse_args()
     args.streams = [int(s) for s in args.streams.split(",")]
@@ -271,6 +281,9 @@ def main():
                   f"{r['per_stream']:.1f} | {ratio} | {r['ttft_max']:.2f} | {r['tokens']} |", flush=True)
             if r["engine"]:
                 print(f"  ({r['streams']} streams) {r['engine']}", file=sys.stderr, flush=True)
+            if args.timeline:
+                spans = ", ".join(f"{1e3 * a:.0f}-{1e3 * b:.0f}" for a, b in sorted(r["timeline"]))
+                print(f"  ({r['streams']} streams) first-last token, ms: {spans}", file=sys.stderr, flush=True)
     print(f"greedy output of prompt 0 identical in every run: {'yes' if same else 'NO'}")
     return 0 if same else 1
 

@@ -81,13 +81,24 @@ void BatchStep::run_group(std::span<Session* const> sessions, std::span<const st
         row_tokens_.insert(row_tokens_.end(), chunks[i].begin(), chunks[i].end());
         output_rows_[i] = static_cast<int32_t>(row_tokens_.size() - 1);  // the session's last row
     }
-    program_.forward_batch(row_tokens_, rows_, output_rows_, hidden_);
-    // The KV cells are written: each session now holds its tokens (before the logits, so an
-    // error there leaves caches and token lists in step).
-    for (size_t i = 0; i < n; ++i) {
-        sessions[i]->tokens_.insert(sessions[i]->tokens_.end(), chunks[i].begin(), chunks[i].end());
+    used_before_.resize(n);
+    for (size_t i = 0; i < n; ++i) used_before_[i] = sessions[i]->kv_.n_used();
+    // Once the KV cells are written each session holds its tokens, also when the logits fail
+    // after them (caches and token lists stay in step).
+    const auto take_tokens = [&] {
+        for (size_t i = 0; i < n; ++i) {
+            if (sessions[i]->kv_.n_used() == used_before_[i] + static_cast<int64_t>(chunks[i].size())) {
+                sessions[i]->tokens_.insert(sessions[i]->tokens_.end(), chunks[i].begin(), chunks[i].end());
+            }
+        }
+    };
+    try {
+        program_.forward_batch(row_tokens_, rows_, output_rows_, hidden_, logits);
+    } catch (...) {
+        take_tokens();
+        throw;
     }
-    program_.logits(hidden_.data(), static_cast<int64_t>(n), logits);
+    take_tokens();
 }
 
 }  // namespace strata

@@ -8,7 +8,9 @@
 // (the CPU matmul's row results do not depend on the batch size below oneDNN's threshold, and
 // groups stay under kMaxRows). With a device backend in the placement, groups have at most
 // kMaxDeviceRows rows: the CUDA matmul's GEMV path (q8 activations, as for one token) serves up
-// to 8 tokens, a larger batch takes its f16 GEMM, whose rounding differs.
+// to 8 tokens in one launch (24 in chunks of 8), a larger batch takes its f16 GEMM, whose
+// rounding differs. The logits are computed where the output matrix sits with the hidden rows
+// (LayerProgram::forward_batch).
 // Its own LayerProgram holds the batch's activations (decode-sized with a device: a few rows;
 // up to kMaxRows on host placements), allocated through the backends, so a device budget
 // counts them; it never ships weights to the GPU.
@@ -73,6 +75,7 @@ private:
     std::vector<LayerProgram::SequenceRows> rows_;
     std::vector<int32_t> output_rows_;
     std::vector<TokenId> row_tokens_;
+    std::vector<int64_t> used_before_;  // each session's cache cells before the pass
     std::vector<std::span<const TokenId>> one_token_;  // decode()'s chunks
     std::vector<float> hidden_, logits_;
 };

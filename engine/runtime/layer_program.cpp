@@ -18,7 +18,6 @@
 namespace strata {
 namespace {
 
-constexpr int64_t kLogitRows = 32;  // logits computed this many rows at a time (bounds scratch)
 
 // RoPE of one layer as the file states it. Sliding-window layers run unscaled with their own
 // base (gemma3); the others scale linearly or by YaRN (freq_scale = 1/factor either way).

@@ -68,12 +68,17 @@ class LayerProgram {
     // As forward(), for rows of several sequences in one pass (layer_program_batch.cpp): every
     // matmul runs over all rows at once, RoPE, KV stores and attention per sequence. Row i of
     // the result is the same as forward() gives that row's sequence alone on host backends.
+    // With `logits` ([n_vocab, output_rows.size()]) also the logits of the output rows, as
+    // logits() gives them; where the output matrix sits on the device with the hidden rows they
+    // are computed there and `hidden` is left as it was. The caches hold the rows before the
+    // logits are computed (an error there leaves them written).
     void forward_batch(std::span<const int32_t> tokens, std::span<const SequenceRows> seqs,
-                       std::span<const int32_t> output_rows, std::vector<float>& hidden);
+                       std::span<const int32_t> output_rows, std::vector<float>& hidden, float* logits = nullptr);
 
     // logits [n_vocab, n] = output · hidden [n_embd, n] (host memory), soft-capped when the
     // model says so.
     void logits(const float* hidden, int64_t n, float* logits);
+    static constexpr int64_t kLogitRows = 32;  // logits computed this many rows at a time (bounds scratch)
 
     int64_t n_embd() const;
     int64_t n_vocab() const;

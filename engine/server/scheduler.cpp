@@ -4,6 +4,7 @@
 #include "engine/server/scheduler.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "engine/core/env_switch.h"
 #include "engine/core/error.h"
@@ -218,6 +219,8 @@ StepStats Scheduler::batched_pass(const std::vector<Slot*>& slots) {
 
 void Scheduler::run() {
     using Clock = std::chrono::steady_clock;
+    static const bool trace = env_turned_on("STRATA_SERVE_TRACE");
+    const Clock::time_point began = Clock::now();
     while (true) {
         {
             std::unique_lock lock(mutex_);
@@ -237,9 +240,13 @@ void Scheduler::run() {
         }
         const Clock::time_point start = Clock::now();
         const StepStats total = step_all();
-        if (metrics_) {
-            metrics_->add_step(std::chrono::duration<double>(Clock::now() - start).count(), total.n_prefilled,
-                               total.n_decoded);
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        if (metrics_) metrics_->add_step(seconds, total.n_prefilled, total.n_decoded);
+        if (trace) {  // STRATA_SERVE_TRACE=1: where a run's time goes, step by step
+            std::fprintf(stderr, "[step] at %.1f ms: %.2f ms, %lld prompt tokens, %lld decoded, %lld busy\n",
+                         std::chrono::duration<double, std::milli>(start - began).count(), 1e3 * seconds,
+                         static_cast<long long>(total.n_prefilled), static_cast<long long>(total.n_decoded),
+                         static_cast<long long>(n_active_));
         }
     }
     // Shutting down (mutex_ released): every job still here ends with the reason.

@@ -198,6 +198,23 @@ TEST_P(BatchStepTest, BatchedEqualsAloneOverFakeGpuRamAndDisk) {
     EXPECT_GE(fake.stats().used_bytes, used + step.activation_bytes(&fake));
 }
 
+// Everything on the device, the output matrix too: the batch's logits are computed there from
+// the hidden rows (no way out to the host and back in) and still equal each sequence's alone.
+TEST_P(BatchStepTest, BatchedEqualsAloneAllOnTheFakeGpu) {
+    if (model_->config().is_moe()) GTEST_SKIP() << "MoE placements are tested in placed_moe_test";
+    Placement p;
+    p.model = model_fingerprint(*model_);
+    p.n_ctx = kCtx;
+    for (const TensorEntry& t : tensor_table(*model_).tensors) p.tensors.push_back({t.name, Tier::Gpu});
+    p.kv.assign(static_cast<size_t>(model_->config().n_layer), Tier::Gpu);
+    check_placement_for(p, *model_);
+    FakeDeviceBackend fake(FakeDeviceOptions{.budget_bytes = 256ull << 20, .n_threads = 1});
+    const PlacedModel placed(*model_, p, TierBackends{.cpu = &cpu_, .gpu = &fake});
+    ASSERT_EQ(placed.output().backend, &fake);
+    expect_batched_equals_alone(placed, crowd(static_cast<int32_t>(model_->config().n_vocab), 10));
+    EXPECT_LE(fake.stats().peak_bytes, fake.budget_bytes());
+}
+
 TEST_P(BatchStepTest, RefusesForeignSessionsAndFullContexts) {
     const PlacedModel placed(*model_, cpu_);
     const PlacedModel other(*model_, cpu_);
