@@ -403,3 +403,11 @@ bars("gemv_8tok_37.png", "dp4a GEMV on the H200, 8 tokens: before vs after (us, 
      {"1 token": [10.6, 10.8, 5.3, 17.0, 41.0], "8 tokens, before": [41.1, 34.2, 16.3, 51.4, 127.9],
       "8 tokens, after": [23.5, 23.0, 10.0, 31.0, 78.0]},
      ["#cccccc", "#999999", "#2a7ab9"], top=150)
+
+# Thirty-eighth session (issue 21): the 7B on the H200, Strata before / after the batched logits
+# on the device, beside llama.cpp in the same call (call 5; bench: the higher of two rounds).
+bars("serve_38.png", "7B on the H200, 8 sequences (tok/s, same call)", "tokens/s",
+     ["pure decode, 8 sequences", "server, 8 streams", "server, 1 stream"],
+     {"llama.cpp": [1039.1, 868.6, 267.5], "Strata before": [1316.1, 900.7, 352.9],
+      "Strata after": [1567.9, 1222.2, 353.5]},
+     ["#999999", "#cccccc", "#2a7ab9"], top=1900)
