@@ -129,13 +129,18 @@ void LayerProgram::forward_impl(std::span<const int32_t> tokens, KvCache& kv, st
         }
     }
     kv.set_used(pos0 + n);
+    results_out(lg, out, m, hidden, logits);
+}
+
+void LayerProgram::results_out(const Tensor& lg, const Tensor& out, int64_t m, std::vector<float>& hidden,
+                               float* logits) {
     if (lg.data != nullptr) {
         Tensor host = Tensor::contiguous(GgmlType::F32, logits, {n_vocab(), m});
         exec_.backend(exec_.x_home()).copy_out(lg, host);
         return;
     }
     exec_.copy_hidden_out(out, m, hidden);
-    if (want_logits) this->logits(hidden.data(), m, logits);
+    if (logits != nullptr) this->logits(hidden.data(), m, logits);
 }
 
 Tensor LayerProgram::run_layers(std::span<const int32_t> tokens, std::span<const int32_t> output_rows) {

@@ -170,6 +170,9 @@ class LayerProgram {
     int device_logits_backend() const;
     // logits [n_vocab, m] on backend ob (= the residual stream's home) from hidden rows `out`.
     Tensor logits_on_device(int ob, const Tensor& out, int64_t m);
+    // A pass's results to the host: the logits `lg` when the device computed them (`hidden`
+    // left as it was), else the m hidden rows `out` and, with `logits`, theirs through logits().
+    void results_out(const Tensor& lg, const Tensor& out, int64_t m, std::vector<float>& hidden, float* logits);
     void forward_in_parts(std::span<const int32_t> tokens, KvCache& kv, std::span<const int32_t> output_rows,
                           std::vector<float>& hidden);
     // One layer's attention and FFN blocks. In a decode step the stretch of them that runs on

@@ -89,13 +89,7 @@ void LayerProgram::forward_batch(std::span<const int32_t> tokens, std::span<cons
     const Tensor lg = ob >= 0 ? logits_on_device(ob, out, m) : Tensor{};
     const auto issued = std::chrono::steady_clock::now();
     for (const SeqSpan& s : seqs_) s.kv->set_used(s.pos0 + s.n);
-    if (lg.data != nullptr) {
-        Tensor host = Tensor::contiguous(GgmlType::F32, logits, {n_vocab(), m});
-        exec_.backend(ob).copy_out(lg, host);
-    } else {
-        exec_.copy_hidden_out(out, m, hidden);
-        if (logits != nullptr) this->logits(hidden.data(), m, logits);
-    }
+    results_out(lg, out, m, hidden, logits);
     if (timed) batch_pass_times().add(n, issued - start, std::chrono::steady_clock::now() - start);
 }
 

@@ -247,6 +247,19 @@ TEST_P(CudaMatmul, ColumnsDoNotDependOnTheBatch) {
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaMatmul, ::testing::ValuesIn(kWeightTypes));
 
+// Out-of-range GEMV options are refused when the backend is made (before any device call, so
+// this runs without a GPU too).
+TEST(CudaMatmulChecks, RejectsBadGemvOptions) {
+    for (int bad : {-1, kGemvChunkMaxTokens + 1}) {
+        CudaBackendOptions o = test::test_options();
+        o.gemv_chunk_max_tokens = bad;
+        EXPECT_THROW(CudaBackend{o}, ArgumentError) << "gemv_chunk_max_tokens = " << bad;
+    }
+    CudaBackendOptions o = test::test_options();
+    o.gemv_max_tokens = kGemvMaxCols + 1;
+    EXPECT_THROW(CudaBackend{o}, ArgumentError) << "gemv_max_tokens = " << o.gemv_max_tokens;
+}
+
 TEST(CudaMatmulChecks, RejectsHostTensorsAndBadShapes) {
     STRATA_SKIP_WITHOUT_GPU();
     CudaBackend gpu(test::test_options());
